@@ -1,0 +1,1 @@
+"""Imports every built-in strategy module so that each registers itself with the registry."""

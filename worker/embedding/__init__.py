@@ -1,0 +1,1 @@
+"""Embeddings: the ONNX model build (safetensors → ONNX, no torch) and the embedder."""
