@@ -1,1 +1,20 @@
 """Imports every built-in strategy module so that each registers itself with the registry."""
+
+from worker.chunking.registry import BuildContext, Strategy, register
+from worker.chunking.sentence import NAME as SENTENCE
+from worker.chunking.sentence import SentenceChunker, SentenceParams
+
+
+def _build_sentence(params: SentenceParams, _context: BuildContext) -> SentenceChunker:
+    return SentenceChunker(params)
+
+
+register(
+    Strategy(
+        name=SENTENCE,
+        params_type=SentenceParams,
+        factory=_build_sentence,
+        needs_model=False,
+        summary="Whole sentences packed greedily up to chunk_size (characters or tokens).",
+    )
+)

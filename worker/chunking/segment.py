@@ -1,0 +1,227 @@
+"""Sentence segmentation and hard-cap splitting, with exact character offsets.
+
+Every function returns :class:`Span` ranges into the text it was given. Spans never include
+leading or trailing whitespace, never overlap, come in document order, and together cover every
+non-whitespace character (whitespace is what ``str.isspace`` says it is).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from worker.chunking.tokens import CharacterCounter, TokenCounter
+from worker.chunking.types import Span
+
+# Words that end in a period without ending the sentence. Lower case, without the final dot.
+# "etc" is left out on purpose: it ends sentences far more often than it sits inside one.
+ABBREVIATIONS = frozenset(
+    {
+        "al", "approx", "apr", "aug", "ave", "ca", "cf", "ch", "co", "corp", "dec", "dept",
+        "dr", "e.g", "eq", "est", "feb", "fig", "figs", "gen", "gov", "i.e", "inc", "jan",
+        "jr", "jul", "jun", "lt", "ltd", "mar", "min", "mr", "mrs", "ms", "mt", "no", "nos",
+        "nov", "oct", "op", "p", "pp", "prof", "ref", "rev", "sec", "sen", "sep", "sept", "sgt",
+        "sr", "st", "u.k", "u.s", "u.s.a", "v", "viz", "vol", "vols", "vs",
+    }
+)  # fmt: skip
+
+# One pass finds every place a sentence may end; the exceptions are then checked only at
+# those places. Latin terminators must be followed by whitespace (or the end), which is what
+# keeps decimals (3.14), versions (v1.2.3), URLs, e-mail addresses and "?"/"!" inside URLs
+# whole. CJK and Arabic marks end a sentence with or without a following space.
+_CANDIDATE = re.compile(
+    r"""
+      (?P<line>\r\n?|[\n\u2028\u2029])
+    | [。！？]+[」』”’"'）)\]]*
+    | [؟۔؛]+
+    | (?P<latin>[.!?…]+)[”’"'»)\]]*(?=\s|\Z)
+    """,
+    re.VERBOSE,
+)
+_CLAUSE_CANDIDATE = re.compile(_CANDIDATE.pattern + "|،", re.VERBOSE)
+
+_INITIALISM = re.compile(r"(?:[A-Za-z]\.)+[A-Za-z]|[A-Za-z]")
+_WORD = re.compile(r"\S+")
+_OPENERS = "([{\"'“‘«"
+
+
+def _strip(text: str, start: int, end: int) -> Span | None:
+    """The span ``[start, end)`` without surrounding whitespace, or None when it is all space."""
+    piece = text[start:end]
+    left = piece.lstrip()
+    if not left:
+        return None
+    inner_start = start + len(piece) - len(left)
+    return Span(inner_start, inner_start + len(left.rstrip()))
+
+
+def _word_before(text: str, end: int) -> tuple[str, int]:
+    """The whitespace-free run ending at ``end`` (openers stripped) and where that run starts."""
+    start = end
+    limit = max(0, end - 40)
+    while start > limit and not text[start - 1].isspace():
+        start -= 1
+    return text[start:end].lstrip(_OPENERS), start
+
+
+def _inside_open_quote(text: str, sentence_start: int, at: int) -> bool:
+    piece = text[sentence_start:at]
+    return piece.count('"') % 2 == 1 or piece.count("“") > piece.count("”")
+
+
+def _is_false_stop(text: str, match: re.Match[str], sentence_start: int) -> bool:
+    """True when a Latin terminator at ``match`` does not end the sentence."""
+    end = match.end()
+    # Followed by a lower-case word: an abbreviation we do not know, or a quote that runs on
+    # ('"Really?" she asked').
+    rest = text[end : end + 8].lstrip()
+    if rest and rest[0].islower():
+        return True
+    mark = match.group("latin")
+    if "…" in mark or ".." in mark:
+        return _inside_open_quote(text, sentence_start, match.start())
+    if mark != ".":
+        return False
+    word, word_start = _word_before(text, match.start())
+    if word.lower() in ABBREVIATIONS or _INITIALISM.fullmatch(word):
+        return True
+    # "1." at the start of a line numbers a list item, it does not end a sentence.
+    line_start = word_start == 0 or text[word_start - 1] in "\r\n"
+    return line_start and word.isdigit() and len(word) <= 3
+
+
+def split_sentences(text: str, *, clauses: bool = False) -> list[Span]:
+    """Sentences of ``text`` as spans without surrounding whitespace.
+
+    Boundaries: ``. ! ? …`` followed by whitespace (closing quotes and brackets stay with their
+    sentence), CJK ``。！？``, Arabic ``؟ ۔ ؛`` and every line break. With ``clauses=True`` the
+    Arabic comma ``،`` also ends a piece. Not boundaries: known abbreviations (e.g., Dr., U.S.),
+    initials, list numbers at the start of a line, decimals, versions, URLs, e-mail addresses,
+    a terminator followed by a lower-case word, and an ellipsis inside an open quote.
+    """
+    pattern = _CLAUSE_CANDIDATE if clauses else _CANDIDATE
+    spans: list[Span] = []
+    start = 0
+    for match in pattern.finditer(text):
+        if match.group("line") is not None:
+            end = match.start()
+        elif match.group("latin") is not None and _is_false_stop(text, match, start):
+            continue
+        else:
+            end = match.end()
+        span = _strip(text, start, end)
+        if span is not None:
+            spans.append(span)
+        start = match.end()
+    span = _strip(text, start, len(text))
+    if span is not None:
+        spans.append(span)
+    return spans
+
+
+def split_words(text: str, span: Span) -> list[Span]:
+    """Whitespace-separated words inside ``span``."""
+    return [Span(m.start(), m.end()) for m in _WORD.finditer(text, span.start, span.end)]
+
+
+def _split_characters(text: str, span: Span, counter: TokenCounter, cap: int) -> list[Span]:
+    """Cut a span with no usable word boundary into pieces of at most ``cap`` units.
+
+    The last resort. A single character whose own count passes the cap (an emoji worth four
+    byte-level tokens under a cap of two) is emitted alone: no smaller piece exists.
+    """
+    pieces: list[Span] = []
+    start = span.start
+    if isinstance(counter, CharacterCounter):
+        while start < span.end:
+            end = min(start + cap, span.end)
+            pieces.append(Span(start, end))
+            start = end
+        return pieces
+    while start < span.end:
+        # Largest prefix within the cap, by bisection. Token counts are not strictly monotonic
+        # in the prefix length (a long word can collapse into one unknown token), so the search
+        # only ever keeps lengths it has checked.
+        good, low, high = 1, 1, span.end - start
+        while low <= high:
+            mid = (low + high) // 2
+            if counter.count(text[start : start + mid]) <= cap:
+                good, low = mid, mid + 1
+            else:
+                high = mid - 1
+        pieces.append(Span(start, start + good))
+        start += good
+    return pieces
+
+
+def pack_spans(text: str, spans: Sequence[Span], counter: TokenCounter, cap: int) -> list[Span]:
+    """Greedily join consecutive spans into contiguous groups of at most ``cap`` units.
+
+    Each group is ``text[first.start:last.end]`` (the whitespace between the spans included).
+    Every span must itself fit the cap. With a tokenizer the running sum is only an estimate
+    (a merge across a boundary can change the count), so each group is counted exactly and
+    shortened until it fits.
+    """
+    groups: list[Span] = []
+    count = len(spans)
+    if isinstance(counter, CharacterCounter):
+        i = 0
+        while i < count:
+            start = spans[i].start
+            j = i + 1
+            while j < count and spans[j].end - start <= cap:
+                j += 1
+            groups.append(Span(start, spans[j - 1].end))
+            i = j
+        return groups
+    sizes = [counter.count(text[s.start : s.end]) for s in spans]
+    i = 0
+    while i < count:
+        start = spans[i].start
+        total = sizes[i]
+        j = i + 1
+        while j < count:
+            grown = total + counter.count(text[spans[j - 1].end : spans[j].start]) + sizes[j]
+            if grown > cap:
+                break
+            total = grown
+            j += 1
+        while j - 1 > i and counter.count(text[start : spans[j - 1].end]) > cap:
+            j -= 1
+        groups.append(Span(start, spans[j - 1].end))
+        i = j
+    return groups
+
+
+def split_to_cap(text: str, span: Span, counter: TokenCounter, cap: int) -> list[Span]:
+    """Split ``span`` into contiguous pieces of at most ``cap`` units each.
+
+    A span within the cap comes back unchanged. Otherwise it is cut at word boundaries, and a
+    single word over the cap at characters.
+    """
+    if cap < 1:
+        raise ValueError(f"cap must be >= 1, got {cap}")
+    if isinstance(counter, CharacterCounter):
+        if span.end - span.start <= cap:
+            return [span]
+    elif counter.count(text[span.start : span.end]) <= cap:
+        return [span]
+    pieces: list[Span] = []
+    for word in split_words(text, span):
+        if isinstance(counter, CharacterCounter):
+            fits = word.end - word.start <= cap
+        else:
+            fits = counter.count(text[word.start : word.end]) <= cap
+        if fits:
+            pieces.append(word)
+        else:
+            pieces.extend(_split_characters(text, word, counter, cap))
+    return pack_spans(text, pieces, counter, cap)
+
+
+def cap_spans(text: str, spans: Iterable[Span], counter: TokenCounter, cap: int) -> list[Span]:
+    """Every span of ``spans`` split to the cap, in order."""
+    capped: list[Span] = []
+    for span in spans:
+        capped.extend(split_to_cap(text, span, counter, cap))
+    return capped
