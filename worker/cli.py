@@ -1,0 +1,373 @@
+"""`chunkstream`: run the worker, chunk files offline, produce and tail topics, emit schemas."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from worker._version import __version__
+from worker.errors import ConfigError
+
+MARKDOWN_SUFFIXES = frozenset({".md", ".markdown", ".mdx"})
+
+
+def content_type_for(path: Path) -> str:
+    return "text/markdown" if path.suffix.lower() in MARKDOWN_SUFFIXES else "text/plain"
+
+
+# -- run ------------------------------------------------------------------------------------
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from worker import logs
+    from worker.config import load_settings
+    from worker.service import Worker
+
+    settings = load_settings(vars(args))
+    logs.configure(settings.log_level)
+
+    async def main() -> int:
+        worker = Worker(settings)
+        worker.install_signal_handlers()
+        return await worker.run()
+
+    return asyncio.run(main())
+
+
+# -- chunk (offline) ----------------------------------------------------------------------------
+
+
+def _parse_kv(items: Sequence[str] | None) -> dict[str, str]:
+    from worker.config import parse_params
+
+    params: dict[str, str] = {}
+    for item in items or ():
+        params.update(parse_params(item, "param"))
+    return params
+
+
+def _cmd_chunk(args: argparse.Namespace) -> int:
+    from worker.chunking import registry
+    from worker.chunking.types import ContentType, EmbeddingChunker
+
+    built = registry.build(
+        args.strategy, _parse_kv(args.param), registry.BuildContext(model_dir=args.model)
+    )
+    embed = _offline_embedder(args.model) if isinstance(built.chunker, EmbeddingChunker) else None
+    out = sys.stdout
+    for name in args.files:
+        path = Path(name)
+        text = path.read_text(encoding="utf-8")
+        ctype: ContentType = (
+            "text/markdown" if content_type_for(path) == "text/markdown" else ("text/plain")
+        )
+        chunker = built.chunker
+        if isinstance(chunker, EmbeddingChunker):
+            assert embed is not None
+            plan = chunker.plan(text, content_type=ctype)
+            chunks = chunker.assemble(plan, embed(list(plan.texts)))
+        else:
+            chunks = chunker.chunk(text, content_type=ctype)
+        for index, chunk in enumerate(chunks):
+            record: dict[str, Any] = {
+                "doc_id": str(path),
+                "index": index,
+                "text": chunk.text,
+                "start_index": chunk.start_index,
+                "end_index": chunk.end_index,
+                "token_count": chunk.token_count,
+                "strategy": chunk.strategy,
+                "metadata": chunk.metadata,
+            }
+            if chunk.spans is not None:
+                record["spans"] = [[s.start, s.end] for s in chunk.spans]
+            out.write(msgspec.json.encode(record).decode() + "\n")
+    return 0
+
+
+DEFAULT_MODEL_DIR = Path(".cache/models/all-MiniLM-L6-v2")
+
+
+def _offline_embedder(model_dir: str | None) -> Any:
+    from worker.embedding.embedder import OnnxEmbedder
+
+    embedder = OnnxEmbedder.load(Path(model_dir) if model_dir else DEFAULT_MODEL_DIR)
+    return embedder.embed
+
+
+# -- produce / tail / topics ------------------------------------------------------------------
+
+
+def _client_settings(args: argparse.Namespace) -> Any:
+    from worker.config import load_settings
+
+    flags = {k: v for k, v in vars(args).items() if k in ("bootstrap_servers",)}
+    return load_settings(flags)
+
+
+def _cmd_produce(args: argparse.Namespace) -> int:
+    from aiokafka import AIOKafkaProducer
+
+    from worker.codec import EventEncoder
+    from worker.events import DocumentEvent
+    from worker.kafka import connection_options
+
+    settings = _client_settings(args)
+    encoder = EventEncoder(args.encoding)
+
+    documents = []
+    for name in args.files:
+        path = Path(name)
+        documents.append(
+            DocumentEvent(
+                id=f"{args.id_prefix}{name}",
+                text=path.read_text(encoding="utf-8"),
+                content_type=content_type_for(path),  # type: ignore[arg-type]
+                source=str(path),
+            )
+        )
+
+    async def main() -> int:
+        producer = AIOKafkaProducer(
+            acks="all", max_request_size=args.max_request_bytes, **connection_options(settings)
+        )
+        await producer.start()
+        sent = 0
+        total_bytes = 0
+        started = time.monotonic()
+        try:
+            acks = []
+            for index, doc in enumerate(documents, start=1):
+                value = encoder.encode(doc)
+                acks.append(
+                    await producer.send(
+                        args.topic, value=value, key=doc.id.encode(), headers=encoder.headers()
+                    )
+                )
+                sent = index
+                total_bytes += len(value)
+                print(
+                    f"\rproduced {index}/{len(documents)} documents ({total_bytes / 1024:.1f} KiB)",
+                    end="",
+                    file=sys.stderr,
+                )
+            await asyncio.gather(*acks)
+        finally:
+            await producer.stop()
+        elapsed = time.monotonic() - started
+        print(
+            f"\rproduced {sent} documents ({total_bytes / 1024:.1f} KiB) in {elapsed:.2f} s",
+            file=sys.stderr,
+        )
+        return 0
+
+    return asyncio.run(main())
+
+
+def _describe_event(value: bytes, headers: Sequence[tuple[str, bytes]]) -> str:
+    from worker.codec import decode_as
+    from worker.errors import DocumentError
+    from worker.events import ChunkEvent, DeadLetterEvent
+
+    try:
+        chunk = decode_as(value, headers, ChunkEvent)
+        preview = chunk.text.replace("\n", "⏎ ")
+        if len(preview) > 100:
+            preview = preview[:97] + "..."
+        return (
+            f"{chunk.doc_id} #{chunk.index + 1}/{chunk.count} "
+            f"[{chunk.start_index}:{chunk.end_index}] {chunk.token_count} tok "
+            f"{chunk.strategy}: {preview}"
+        )
+    except DocumentError:
+        pass
+    try:
+        dead = decode_as(value, headers, DeadLetterEvent)
+        return (
+            f"DEAD LETTER {dead.source.topic}/{dead.source.partition}@{dead.source.offset} "
+            f"{dead.error_kind}: {dead.error_message}"
+        )
+    except DocumentError:
+        return f"(undecodable record, {len(value)} bytes)"
+
+
+def _cmd_tail(args: argparse.Namespace) -> int:
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+
+    from worker.codec import decode_as
+    from worker.events import ChunkEvent
+    from worker.kafka import connection_options
+
+    settings = _client_settings(args)
+
+    async def main() -> int:
+        consumer = AIOKafkaConsumer(
+            enable_auto_commit=False, auto_offset_reset="earliest", **connection_options(settings)
+        )
+        await consumer.start()
+        shown = 0
+        try:
+            partitions = consumer.partitions_for_topic(args.topic) or set()
+            if not partitions:
+                print(f"chunkstream: topic {args.topic!r} not found", file=sys.stderr)
+                return 1
+            consumer.assign([TopicPartition(args.topic, p) for p in sorted(partitions)])
+            idle_since = time.monotonic()
+            while args.max is None or shown < args.max:
+                batch = await consumer.getmany(timeout_ms=200)
+                records = [r for rs in batch.values() for r in rs]
+                if not records:
+                    if args.idle_timeout and time.monotonic() - idle_since > args.idle_timeout:
+                        break
+                    continue
+                idle_since = time.monotonic()
+                for record in records:
+                    value = record.value or b""
+                    headers = list(record.headers)
+                    if args.json:
+                        event = decode_as(value, headers, ChunkEvent)
+                        print(msgspec.json.encode(event).decode(), flush=True)
+                    else:
+                        print(_describe_event(value, headers), flush=True)
+                    shown += 1
+        finally:
+            await consumer.stop()
+        return 0
+
+    return asyncio.run(main())
+
+
+def _cmd_topics(args: argparse.Namespace) -> int:
+    from worker.config import load_settings
+    from worker.kafka import create_topics
+
+    settings = load_settings({k: v for k, v in vars(args).items() if v is not None})
+    topics = {
+        settings.input_topic: args.partitions,
+        settings.output_topic: args.partitions,
+        settings.dlq_topic: 1,
+    }
+    asyncio.run(create_topics(settings, topics, max_message_bytes=args.max_message_bytes))
+    print("topics ready: " + ", ".join(f"{t} ({p})" for t, p in topics.items()))
+    return 0
+
+
+# -- schema ----------------------------------------------------------------------------------
+
+
+def _cmd_schema(args: argparse.Namespace) -> int:
+    from worker import schema
+
+    out = Path(args.out)
+    if args.check:
+        stale = schema.drift(out)
+        if stale:
+            print(
+                f"schemas out of date: {', '.join(stale)}; run `chunkstream schema`",
+                file=sys.stderr,
+            )
+            return 1
+        print("schemas up to date")
+        return 0
+    for path in schema.write(out):
+        print(path)
+    return 0
+
+
+def _cmd_settings(args: argparse.Namespace) -> int:
+    from worker.config import settings_table
+
+    print(settings_table())
+    return 0
+
+
+# -- parser --------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from worker.config import add_flags
+
+    parser = argparse.ArgumentParser(prog="chunkstream", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"chunkstream {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run the Kafka worker (settings: env CHUNKSTREAM_* or flags)")
+    add_flags(run)
+    run.set_defaults(func=_cmd_run)
+
+    chunk = sub.add_parser("chunk", help="chunk files offline; one JSON object per chunk")
+    chunk.add_argument("--strategy", default="sentence")
+    chunk.add_argument("--param", action="append", metavar="K=V", help="strategy parameter")
+    chunk.add_argument("--model", default=None, help="model directory (embedding strategies)")
+    chunk.add_argument("files", nargs="+")
+    chunk.set_defaults(func=_cmd_chunk)
+
+    produce = sub.add_parser("produce", help="send files as DocumentEvents")
+    produce.add_argument("--bootstrap-servers", required=True)
+    produce.add_argument("--topic", default="documents")
+    produce.add_argument("--encoding", choices=["msgpack", "json"], default="msgpack")
+    produce.add_argument("--id-prefix", default="", help="prepended to each file path → doc id")
+    produce.add_argument("--max-request-bytes", type=int, default=16 * 1024 * 1024)
+    produce.add_argument("files", nargs="+")
+    produce.set_defaults(func=_cmd_produce)
+
+    tail = sub.add_parser("tail", help="print chunk events (or dead letters) readably")
+    tail.add_argument("--bootstrap-servers", required=True)
+    tail.add_argument("--topic", default="chunks")
+    tail.add_argument("--max", type=int, default=None, help="stop after N events")
+    tail.add_argument("--idle-timeout", type=float, default=None, help="stop after S idle seconds")
+    tail.add_argument("--json", action="store_true", help="one JSON chunk event per line")
+    tail.set_defaults(func=_cmd_tail)
+
+    topics = sub.add_parser("topics", help="create the input, output and dead-letter topics")
+    topics.add_argument("--bootstrap-servers", default=None)
+    topics.add_argument("--input-topic", default=None)
+    topics.add_argument("--output-topic", default=None)
+    topics.add_argument("--dlq-topic", default=None)
+    topics.add_argument("--partitions", type=int, default=3)
+    topics.add_argument("--max-message-bytes", type=int, default=16 * 1024 * 1024)
+    topics.set_defaults(func=_cmd_topics)
+
+    schema = sub.add_parser("schema", help="write JSON Schemas and the AsyncAPI document")
+    schema.add_argument("--out", default="schemas")
+    schema.add_argument("--check", action="store_true", help="fail if the files are stale")
+    schema.set_defaults(func=_cmd_schema)
+
+    settings = sub.add_parser("settings", help="print the table of every setting")
+    settings.set_defaults(func=_cmd_settings)
+
+    _add_embedding_commands(sub)
+    return parser
+
+
+def _add_embedding_commands(sub: Any) -> None:
+    try:
+        from worker.embedding import commands
+    except ImportError:  # pragma: no cover - the embedding package is always shipped
+        return
+    commands.add_model_command(sub)
+    commands.add_embed_command(sub)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.func(args)
+    except ConfigError as exc:
+        print(f"chunkstream: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

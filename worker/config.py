@@ -1,0 +1,251 @@
+"""Settings: environment variables ``CHUNKSTREAM_<NAME>`` and the same names as flags.
+
+Precedence: flag > environment > default. Everything is validated once, at start-up; a bad
+value raises :class:`ConfigError` whose message names the variable and the flag, so an
+operator reading a crash-looping pod's log knows what to fix.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+from worker.errors import ConfigError
+
+ENV_PREFIX = "CHUNKSTREAM_"
+MiB = 1024 * 1024
+
+Positive = Annotated[int, msgspec.Meta(ge=1)]
+
+
+class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    bootstrap_servers: str = "localhost:9092"
+    group_id: str = "chunkstream"
+    group_instance_id: str | None = None
+    client_id: str = "chunkstream"
+    input_topic: str = "documents"
+    output_topic: str = "chunks"
+    dlq_topic: str = "documents.dlq"
+    strategy: str = "sentence"
+    strategy_params: dict[str, str] = msgspec.field(default_factory=dict)
+    allowed_strategies: list[str] = msgspec.field(default_factory=list)
+    encoding: Literal["msgpack", "json"] = "msgpack"
+    max_document_bytes: Positive = 10 * MiB
+    max_record_bytes: Annotated[int, msgspec.Meta(ge=64 * 1024)] = 1 * MiB
+    max_in_flight_documents: Positive = 256
+    max_in_flight_bytes: Positive = 256 * MiB
+    commit_interval_ms: Positive = 1000
+    drain_timeout_s: Annotated[float, msgspec.Meta(gt=0)] = 25.0
+    session_timeout_ms: Annotated[int, msgspec.Meta(ge=1000)] = 10_000
+    heartbeat_interval_ms: Annotated[int, msgspec.Meta(ge=100)] = 3_000
+    rebalance_timeout_ms: Annotated[int, msgspec.Meta(ge=1000)] = 20_000
+    max_poll_interval_ms: Annotated[int, msgspec.Meta(ge=1000)] = 300_000
+    auto_offset_reset: Literal["earliest", "latest"] = "earliest"
+    metrics_host: str = "0.0.0.0"
+    metrics_port: Annotated[int, msgspec.Meta(ge=0, le=65535)] = 9400
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = None
+    sasl_username: str | None = None
+    sasl_password: str | None = None
+    ssl_cafile: str | None = None
+    ssl_certfile: str | None = None
+    ssl_keyfile: str | None = None
+    model_dir: str | None = None
+
+
+# One line per setting: the README's configuration table is generated from this.
+SETTING_HELP: dict[str, str] = {
+    "bootstrap_servers": "Kafka bootstrap servers, comma-separated host:port",
+    "group_id": "consumer group id; all replicas of one deployment share it",
+    "group_instance_id": "static membership id (stable per pod) to avoid rebalances on restart",
+    "client_id": "Kafka client id prefix (shows up in broker logs and quotas)",
+    "input_topic": "topic of DocumentEvents",
+    "output_topic": "topic of ChunkEvents (key = document id)",
+    "dlq_topic": "topic of DeadLetterEvents",
+    "strategy": "default chunking strategy",
+    "strategy_params": "its parameters: `k=v,k=v` or a JSON object",
+    "allowed_strategies": "strategies a document may request in its `strategy` field "
+    "(comma-separated; `*` = any; empty = overrides refused)",
+    "encoding": "encoding of produced events: `msgpack` or `json`",
+    "max_document_bytes": "larger input records are dead-lettered unparsed",
+    "max_record_bytes": "largest record the producer sends (keep ≤ the topics' max.message.bytes)",
+    "max_in_flight_documents": "high watermark: partitions pause above it",
+    "max_in_flight_bytes": "high watermark on input bytes being processed",
+    "commit_interval_ms": "how often finished offsets are committed",
+    "drain_timeout_s": "on SIGTERM, how long in-flight documents may take to finish",
+    "session_timeout_ms": "consumer group session timeout",
+    "heartbeat_interval_ms": "consumer heartbeat interval",
+    "rebalance_timeout_ms": "how long a rebalance may wait for members (bounds revoke drain)",
+    "max_poll_interval_ms": "consumer max poll interval",
+    "auto_offset_reset": "where a group with no committed offset starts",
+    "metrics_host": "bind address of /metrics, /healthz, /readyz",
+    "metrics_port": "port of /metrics, /healthz, /readyz (0 disables the server)",
+    "log_level": "DEBUG, INFO, WARNING or ERROR",
+    "security_protocol": "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL",
+    "sasl_mechanism": "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512",
+    "sasl_username": "SASL user",
+    "sasl_password": "SASL password (or `CHUNKSTREAM_SASL_PASSWORD_FILE`: a path); never logged",
+    "ssl_cafile": "CA bundle that signs the brokers' certificates",
+    "ssl_certfile": "client certificate (mutual TLS)",
+    "ssl_keyfile": "client private key (mutual TLS)",
+    "model_dir": "ONNX model directory for embedding strategies (`chunkstream model build`)",
+}
+
+SECRET_FIELDS = frozenset({"sasl_password"})
+_LIST_FIELDS = frozenset({"allowed_strategies"})
+_MAP_FIELDS = frozenset({"strategy_params"})
+
+
+def env_name(field: str) -> str:
+    return ENV_PREFIX + field.upper()
+
+
+def flag_name(field: str) -> str:
+    return "--" + field.replace("_", "-")
+
+
+def _describe(field: str) -> str:
+    return f"{env_name(field)} ({flag_name(field)})"
+
+
+def parse_params(raw: str, field: str = "strategy_params") -> dict[str, str]:
+    """``k=v,k=v`` or a JSON object of scalars → ``{k: "v"}`` (values stay strings; the
+    strategy's own parameter schema converts and range-checks them)."""
+    raw = raw.strip()
+    if not raw:
+        return {}
+    if raw.startswith("{"):
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"invalid setting {_describe(field)}: {exc}") from None
+        if not isinstance(value, dict):
+            raise ConfigError(f"invalid setting {_describe(field)}: expected a JSON object")
+        return {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in value.items()}
+    params: dict[str, str] = {}
+    for item in raw.split(","):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"invalid setting {_describe(field)}: {item!r} is not key=value")
+        params[key.strip()] = value.strip()
+    return params
+
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    for field in Settings.__struct_fields__:
+        kwargs: dict[str, Any] = {"dest": field, "default": None, "help": SETTING_HELP[field]}
+        if field in _MAP_FIELDS:
+            parser.add_argument(
+                "--param", action="append", metavar="K=V", help="one strategy parameter", **kwargs
+            )
+        parser.add_argument(flag_name(field), **kwargs)
+
+
+def _raw_from_env(env: Mapping[str, str]) -> dict[str, Any]:
+    raw: dict[str, Any] = {}
+    for field in Settings.__struct_fields__:
+        value = env.get(env_name(field))
+        if value is not None and value != "":
+            raw[field] = value
+    secret_file = env.get(env_name("sasl_password") + "_FILE")
+    if secret_file and "sasl_password" not in raw:
+        try:
+            with open(secret_file, encoding="utf-8") as fh:
+                raw["sasl_password"] = fh.read().rstrip("\n")
+        except OSError as exc:
+            raise ConfigError(
+                f"invalid setting {env_name('sasl_password')}_FILE: cannot read it ({exc.strerror})"
+            ) from None
+    return raw
+
+
+def _normalise(field: str, value: Any) -> Any:
+    if isinstance(value, list) and field in _MAP_FIELDS:
+        merged: dict[str, str] = {}
+        for item in value:
+            merged.update(parse_params(item, field))
+        return merged
+    if isinstance(value, str) and field in _MAP_FIELDS:
+        return parse_params(value, field)
+    if isinstance(value, str) and field in _LIST_FIELDS:
+        return [v.strip() for v in value.split(",") if v.strip()]
+    return value
+
+
+_PATH = re.compile(r"at `\$\.(\w+)")
+
+
+def load_settings(
+    flags: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None
+) -> Settings:
+    """Merge flags over environment over defaults, then validate everything."""
+    raw = _raw_from_env(os.environ if env is None else env)
+    for field, value in (flags or {}).items():
+        if field in Settings.__struct_fields__ and value is not None:
+            raw[field] = value
+    raw = {field: _normalise(field, value) for field, value in raw.items()}
+    try:
+        settings = msgspec.convert(raw, Settings, strict=False)
+    except msgspec.ValidationError as exc:
+        match = _PATH.search(str(exc))
+        where = _describe(match.group(1)) if match else "configuration"
+        raise ConfigError(f"invalid setting {where}: {exc}") from None
+    _check_consistency(settings)
+    return settings
+
+
+def _check_consistency(s: Settings) -> None:
+    def bad(field: str, why: str) -> ConfigError:
+        return ConfigError(f"invalid setting {_describe(field)}: {why}")
+
+    if not s.bootstrap_servers.strip():
+        raise bad("bootstrap_servers", "must not be empty")
+    for field in ("group_id", "input_topic", "output_topic", "dlq_topic"):
+        if not getattr(s, field).strip():
+            raise bad(field, "must not be empty")
+    if s.output_topic == s.input_topic:
+        raise bad("output_topic", "must differ from the input topic (it would loop)")
+    if s.dlq_topic in (s.input_topic, s.output_topic):
+        raise bad("dlq_topic", "must differ from the input and output topics")
+    if s.heartbeat_interval_ms >= s.session_timeout_ms:
+        raise bad("heartbeat_interval_ms", "must be lower than the session timeout")
+    if s.security_protocol.startswith("SASL"):
+        if s.sasl_mechanism is None:
+            raise bad("sasl_mechanism", f"required with {s.security_protocol}")
+        if not s.sasl_username or s.sasl_password is None:
+            raise bad("sasl_username", f"user and password are required with {s.sasl_mechanism}")
+    for field in ("ssl_cafile", "ssl_certfile", "ssl_keyfile"):
+        path = getattr(s, field)
+        if path is not None and not os.path.isfile(path):
+            raise bad(field, f"no such file: {path}")
+    if s.model_dir is not None and not os.path.isdir(s.model_dir):
+        raise bad("model_dir", f"no such directory: {s.model_dir}")
+
+
+def redacted(settings: Settings) -> dict[str, Any]:
+    """The effective settings with secrets masked, for the start-up banner."""
+    out = msgspec.structs.asdict(settings)
+    for field in SECRET_FIELDS:
+        if out.get(field) is not None:
+            out[field] = "***"
+    return out
+
+
+def settings_table(fields: Sequence[str] | None = None) -> str:
+    """Markdown table of every setting, its variable, flag, default and meaning."""
+    defaults = Settings()
+    rows = ["| variable | flag | default | meaning |", "|---|---|---|---|"]
+    for field in fields or Settings.__struct_fields__:
+        default = getattr(defaults, field)
+        shown = "" if default in (None, {}, []) else f"`{default}`"
+        rows.append(
+            f"| `{env_name(field)}` | `{flag_name(field)}` | {shown} | {SETTING_HELP[field]} |"
+        )
+    return "\n".join(rows)

@@ -1,0 +1,84 @@
+"""Why a document could not be chunked, as stable short codes.
+
+Every failure that is the *input's* fault maps to one :class:`DocumentError` subclass; its
+``kind`` is the dead-letter event's ``error_kind`` and a metrics label, so the set is closed
+and the strings never change once published.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class DocumentError(Exception):
+    """A document that can never be chunked as sent; it goes to the dead-letter topic."""
+
+    kind: ClassVar[str] = "invalid_document"
+
+
+class Undecodable(DocumentError):
+    kind = "undecodable"
+
+
+class InvalidUtf8(DocumentError):
+    kind = "invalid_utf8"
+
+
+class SchemaViolation(DocumentError):
+    kind = "schema_violation"
+
+
+class DocumentTooLarge(DocumentError):
+    kind = "document_too_large"
+
+
+class HeadersTooLarge(DocumentError):
+    kind = "headers_too_large"
+
+
+class UnknownStrategy(DocumentError):
+    kind = "unknown_strategy"
+
+
+class StrategyNotAllowed(DocumentError):
+    kind = "strategy_not_allowed"
+
+
+class InvalidStrategyParams(DocumentError):
+    kind = "invalid_strategy_params"
+
+
+class ChunkingFailed(DocumentError):
+    """The strategy raised on this input: a bug of ours, isolated to the one document."""
+
+    kind = "chunking_failed"
+
+
+class OutputRecordTooLarge(DocumentError):
+    """A chunk event is larger than the output topic accepts."""
+
+    kind = "output_record_too_large"
+
+
+ERROR_KINDS: tuple[str, ...] = tuple(
+    sorted(
+        cls.kind
+        for cls in (
+            DocumentError,
+            Undecodable,
+            InvalidUtf8,
+            SchemaViolation,
+            DocumentTooLarge,
+            HeadersTooLarge,
+            UnknownStrategy,
+            StrategyNotAllowed,
+            InvalidStrategyParams,
+            ChunkingFailed,
+            OutputRecordTooLarge,
+        )
+    )
+)
+
+
+class ConfigError(ValueError):
+    """A setting is invalid; the message names the setting. Raised only at start-up."""

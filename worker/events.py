@@ -1,0 +1,126 @@
+"""The wire contract: DocumentEvent in, ChunkEvent and DeadLetterEvent out (schema version 1).
+
+Evolution rule: fields are only ever *added*, always with a default, so old readers keep
+working (unknown fields are ignored on decode) and old events still decode.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+SCHEMA_VERSION = 1
+
+# Input limits. Keys and values of document metadata are bounded so that one document
+# cannot make every one of its chunks (which all carry the metadata) arbitrarily large.
+MAX_METADATA_ENTRIES = 64
+MAX_METADATA_KEY_CHARS = 128
+MAX_METADATA_VALUE_CHARS = 4096
+MAX_ID_CHARS = 1024
+MAX_STRATEGY_PARAMS = 32
+
+MetadataKey = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_METADATA_KEY_CHARS)]
+MetadataValue = (
+    Annotated[str, msgspec.Meta(max_length=MAX_METADATA_VALUE_CHARS)] | int | float | bool | None
+)
+ParamValue = Annotated[str, msgspec.Meta(max_length=256)] | int | float | bool
+ContentType = Literal["text/plain", "text/markdown"]
+
+
+class StrategyOverride(msgspec.Struct, frozen=True):
+    """A document's request to be chunked with another strategy or other parameters."""
+
+    name: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+    params: Annotated[
+        dict[Annotated[str, msgspec.Meta(max_length=64)], ParamValue],
+        msgspec.Meta(max_length=MAX_STRATEGY_PARAMS),
+    ] = msgspec.field(default_factory=dict)
+
+
+class DocumentEvent(msgspec.Struct, frozen=True):
+    """A document to chunk, as producers send it to the input topic."""
+
+    id: Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_ID_CHARS)]
+    text: str
+    content_type: ContentType = "text/plain"
+    # Part of every chunk id: re-sending a document under a new version yields new ids.
+    version: Annotated[str, msgspec.Meta(max_length=256)] | int | None = None
+    source: Annotated[str, msgspec.Meta(max_length=4096)] | None = None
+    language: Annotated[str, msgspec.Meta(max_length=35)] | None = None
+    metadata: Annotated[
+        dict[MetadataKey, MetadataValue], msgspec.Meta(max_length=MAX_METADATA_ENTRIES)
+    ] = msgspec.field(default_factory=dict)
+    strategy: StrategyOverride | None = None
+
+
+class SourceRecord(msgspec.Struct, frozen=True):
+    """Where an event came from in Kafka."""
+
+    topic: str
+    partition: int
+    offset: int
+
+
+class ChunkSpan(msgspec.Struct, frozen=True):
+    """One piece of a non-contiguous chunk: ``[start, end)`` into the document text."""
+
+    start: int
+    end: int
+
+
+class ChunkEvent(msgspec.Struct, frozen=True):
+    """One chunk of one document, keyed by ``doc_id`` on the output topic."""
+
+    chunk_id: str
+    doc_id: str
+    doc_version: str | None
+    index: int
+    count: int
+    text: str
+    start_index: int
+    end_index: int
+    token_count: int
+    strategy: str
+    metadata: dict[str, Any]
+    source: SourceRecord
+    produced_at: dt.datetime
+    schema_version: int = SCHEMA_VERSION
+    # Set only for strategies whose text is not one slice: ``text`` is these pieces joined
+    # by a single "\n", in document order.
+    spans: list[ChunkSpan] | None = None
+    doc_source: str | None = None
+    language: str | None = None
+
+
+class RecordHeader(msgspec.Struct, frozen=True, array_like=True):
+    key: str
+    value: bytes | None
+
+
+class DeadLetterEvent(msgspec.Struct, frozen=True):
+    """An input record that could not be chunked, with everything needed to replay it."""
+
+    error_kind: str
+    error_message: str
+    source: SourceRecord
+    value: bytes | None
+    key: bytes | None
+    headers: list[RecordHeader]
+    worker_version: str
+    failed_at: dt.datetime
+    # The original value is cut at the dead-letter size limit so that the dead letter itself
+    # can always be published; size and digest still identify the full original.
+    value_truncated: bool = False
+    value_size: int = 0
+    value_sha256: str = ""
+    doc_id: str | None = None
+    schema_version: int = SCHEMA_VERSION
+
+
+EVENT_TYPES: dict[str, type[msgspec.Struct]] = {
+    "DocumentEvent": DocumentEvent,
+    "ChunkEvent": ChunkEvent,
+    "DeadLetterEvent": DeadLetterEvent,
+}

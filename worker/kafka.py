@@ -1,0 +1,81 @@
+"""Kafka client construction from settings: the one place that knows aiokafka's keywords."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.helpers import create_ssl_context
+
+from worker.config import Settings
+
+
+def connection_options(settings: Settings) -> dict[str, Any]:
+    """Bootstrap, client id and security keywords shared by every client we create."""
+    options: dict[str, Any] = {
+        "bootstrap_servers": settings.bootstrap_servers,
+        "client_id": settings.client_id,
+        "security_protocol": settings.security_protocol,
+    }
+    if settings.security_protocol in ("SSL", "SASL_SSL"):
+        options["ssl_context"] = create_ssl_context(
+            cafile=settings.ssl_cafile,
+            certfile=settings.ssl_certfile,
+            keyfile=settings.ssl_keyfile,
+        )
+    if settings.security_protocol.startswith("SASL"):
+        options["sasl_mechanism"] = settings.sasl_mechanism
+        options["sasl_plain_username"] = settings.sasl_username
+        options["sasl_plain_password"] = settings.sasl_password
+    return options
+
+
+def make_consumer(settings: Settings) -> AIOKafkaConsumer:
+    return AIOKafkaConsumer(
+        group_id=settings.group_id,
+        group_instance_id=settings.group_instance_id,
+        enable_auto_commit=False,
+        auto_offset_reset=settings.auto_offset_reset,
+        session_timeout_ms=settings.session_timeout_ms,
+        heartbeat_interval_ms=settings.heartbeat_interval_ms,
+        rebalance_timeout_ms=settings.rebalance_timeout_ms,
+        max_poll_interval_ms=settings.max_poll_interval_ms,
+        # A single record may be as large as the document limit; the fetch must admit it.
+        max_partition_fetch_bytes=max(1024 * 1024, settings.max_document_bytes + 64 * 1024),
+        fetch_max_bytes=max(52_428_800, settings.max_document_bytes + 64 * 1024),
+        isolation_level="read_committed",
+        **connection_options(settings),
+    )
+
+
+def make_producer(settings: Settings) -> AIOKafkaProducer:
+    return AIOKafkaProducer(
+        acks="all",
+        enable_idempotence=True,
+        linger_ms=5,
+        max_request_size=settings.max_record_bytes,
+        max_batch_size=min(settings.max_record_bytes, 256 * 1024),
+        **connection_options(settings),
+    )
+
+
+async def create_topics(
+    settings: Settings, topics: dict[str, int], *, max_message_bytes: int | None = None
+) -> None:
+    """Create topics that do not exist yet (``{name: partitions}``), replication factor 1
+    unless the cluster says otherwise. Used by the demo, tests and `chunkstream topics`."""
+    admin = AIOKafkaAdminClient(**connection_options(settings))
+    await admin.start()
+    try:
+        existing = set(await admin.list_topics())
+        configs = {"max.message.bytes": str(max_message_bytes)} if max_message_bytes else {}
+        new = [
+            NewTopic(name, partitions, 1, topic_configs=configs)
+            for name, partitions in topics.items()
+            if name not in existing
+        ]
+        if new:
+            await admin.create_topics(new)
+    finally:
+        await admin.close()

@@ -1,0 +1,72 @@
+"""Publishing chunk events and dead letters, and waiting for the broker's acknowledgements."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from aiokafka import AIOKafkaProducer
+from aiokafka.errors import MessageSizeTooLargeError, RecordTooLargeError
+
+from worker.codec import EventEncoder
+from worker.errors import OutputRecordTooLarge
+from worker.events import ChunkEvent, DeadLetterEvent
+
+# Record overhead beyond key and value (batch header, headers, varints): leave room for it
+# when checking a value against max_record_bytes ourselves.
+_RECORD_OVERHEAD = 1024
+
+
+class Publisher:
+    def __init__(
+        self,
+        producer: AIOKafkaProducer,
+        encoder: EventEncoder,
+        *,
+        output_topic: str,
+        dlq_topic: str,
+        max_record_bytes: int,
+    ) -> None:
+        self._producer = producer
+        self._encoder = encoder
+        self._headers = encoder.headers()
+        self.output_topic = output_topic
+        self.dlq_topic = dlq_topic
+        self.max_value_bytes = max_record_bytes - _RECORD_OVERHEAD
+
+    async def publish_chunks(self, doc_id: str, events: Sequence[ChunkEvent]) -> int:
+        """Send a document's chunk events in index order (one key → one partition, and the
+        idempotent producer keeps order) and return once the broker acknowledged all of them.
+        Returns the bytes published."""
+        key = doc_id.encode()
+        values = [self._encoder.encode(event) for event in events]
+        for index, value in enumerate(values):
+            if len(value) + len(key) > self.max_value_bytes:
+                raise OutputRecordTooLarge(
+                    f"chunk {index} encodes to {len(value)} bytes, above the record limit "
+                    f"{self.max_value_bytes} (raise CHUNKSTREAM_MAX_RECORD_BYTES or lower the "
+                    "chunk size)"
+                )
+        acks = []
+        try:
+            for value in values:
+                acks.append(
+                    await self._producer.send(
+                        self.output_topic, value=value, key=key, headers=self._headers
+                    )
+                )
+            await asyncio.gather(*acks)
+        except (MessageSizeTooLargeError, RecordTooLargeError) as exc:
+            # The topic's own max.message.bytes is below ours: no retry can succeed.
+            for ack in acks:
+                if not ack.done():
+                    ack.cancel()
+            raise OutputRecordTooLarge(f"the output topic refused a chunk event: {exc}") from None
+        return sum(len(v) for v in values)
+
+    async def publish_dead_letter(self, event: DeadLetterEvent) -> None:
+        value = self._encoder.encode(event)
+        ack = await self._producer.send(
+            self.dlq_topic, value=value, key=event.key, headers=self._headers
+        )
+        await ack

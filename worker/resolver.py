@@ -1,0 +1,61 @@
+"""Which configured chunker handles a document: the default, or its allowed override."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import msgspec
+
+from worker.chunking import registry
+from worker.errors import InvalidStrategyParams, StrategyNotAllowed, UnknownStrategy
+from worker.events import DocumentEvent
+
+# Overrides are built once per distinct (name, params) and kept in a small LRU: building can
+# be costly (tokenizer load) and documents of one source tend to share their override.
+_OVERRIDE_CACHE_SIZE = 64
+
+
+class StrategyResolver:
+    def __init__(
+        self,
+        default: registry.BuiltStrategy,
+        allowed: frozenset[str],
+        context: registry.BuildContext,
+    ) -> None:
+        self.default = default
+        self.allowed = allowed
+        self.context = context
+        self._cache: OrderedDict[bytes, registry.BuiltStrategy] = OrderedDict()
+
+    def allows(self, name: str) -> bool:
+        return "*" in self.allowed or name in self.allowed
+
+    def resolve(self, doc: DocumentEvent) -> registry.BuiltStrategy:
+        override = doc.strategy
+        if override is None:
+            return self.default
+        if not self.allows(override.name):
+            raise StrategyNotAllowed(
+                f"document asks for strategy {override.name!r}; allowed overrides: "
+                f"{', '.join(sorted(self.allowed)) or 'none'}"
+            )
+        key = msgspec.msgpack.encode([override.name, sorted(override.params.items())])
+        cached = self._cache.get(key)
+        if cached is not None:
+            self._cache.move_to_end(key)
+            return cached
+        try:
+            built = registry.build(override.name, override.params, self.context)
+        except registry.UnknownStrategy as exc:
+            raise UnknownStrategy(str(exc)) from None
+        except registry.StrategyError as exc:
+            raise InvalidStrategyParams(str(exc)) from None
+        if built.needs_model and not self.default.needs_model and self.context.model_dir is None:
+            raise StrategyNotAllowed(
+                f"strategy {override.name!r} needs the embedding model, which this worker "
+                "was not configured to load (set CHUNKSTREAM_MODEL_DIR)"
+            )
+        self._cache[key] = built
+        if len(self._cache) > _OVERRIDE_CACHE_SIZE:
+            self._cache.popitem(last=False)
+        return built
