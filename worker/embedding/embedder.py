@@ -1,0 +1,103 @@
+"""``OnnxEmbedder``: tokenizer + onnxruntime session over a built model directory.
+
+Load once per process (:meth:`OnnxEmbedder.load`); ``embed`` is then safe to call from one worker
+thread while another thread asks for ``token_lengths``. Pooling and normalisation happen inside
+the graph, so the output is used as it comes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+from numpy.typing import NDArray
+from tokenizers import Tokenizer
+
+from worker.embedding import tokenization
+from worker.embedding.graph import OUTPUT_NAME
+from worker.embedding.manifest import (
+    INT8_MODEL_NAME,
+    MODEL_NAME,
+    TOKENIZER_NAME,
+    Manifest,
+    ManifestError,
+    mismatched_files,
+    read_manifest,
+)
+
+DEFAULT_PROVIDERS = ("CPUExecutionProvider",)
+
+
+class OnnxEmbedder:
+    """Sentence embeddings from a directory made by ``chunkstream model build``."""
+
+    def __init__(
+        self, session: ort.InferenceSession, tokenizer: Tokenizer, manifest: Manifest
+    ) -> None:
+        self._session = session
+        self._tokenizer = tokenizer
+        self.manifest = manifest
+
+    @classmethod
+    def load(
+        cls,
+        model_dir: Path,
+        *,
+        int8: bool = False,
+        intra_op_threads: int | None = None,
+        providers: Sequence[str] = DEFAULT_PROVIDERS,
+        verify: bool = False,
+    ) -> OnnxEmbedder:
+        """Open the model. ``verify`` re-hashes every file against the manifest first."""
+        manifest = read_manifest(model_dir)
+        if verify:
+            bad = mismatched_files(model_dir, manifest)
+            if bad:
+                raise ManifestError(f"{model_dir}: files differ from the manifest: {bad}")
+        model_name = INT8_MODEL_NAME if int8 else MODEL_NAME
+        if model_name not in manifest.files:
+            hint = " (rebuild with --int8)" if int8 else ""
+            raise ManifestError(f"{model_dir} has no {model_name}{hint}")
+
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        if intra_op_threads is not None:
+            options.intra_op_num_threads = intra_op_threads
+        # One graph, executed node after node: inter-op threads would only contend with intra-op.
+        options.inter_op_num_threads = 1
+        session = ort.InferenceSession(
+            str(model_dir / model_name), sess_options=options, providers=list(providers)
+        )
+        tokenizer = tokenization.load_tokenizer(model_dir / TOKENIZER_NAME, manifest.max_seq_length)
+        return cls(session, tokenizer, manifest)
+
+    @property
+    def dimension(self) -> int:
+        return self.manifest.dimension
+
+    @property
+    def max_seq_length(self) -> int:
+        return self.manifest.max_seq_length
+
+    @property
+    def providers(self) -> list[str]:
+        return list(self._session.get_providers())
+
+    def token_lengths(self, texts: Sequence[str]) -> list[int]:
+        return tokenization.token_lengths(self._tokenizer, texts)
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        batch = tokenization.encode(self._tokenizer, texts)
+        (output,) = self._session.run(
+            [OUTPUT_NAME],
+            {
+                "input_ids": batch.input_ids,
+                "attention_mask": batch.attention_mask,
+                "token_type_ids": batch.token_type_ids,
+            },
+        )
+        return np.asarray(output, dtype=np.float32)
