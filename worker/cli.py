@@ -106,8 +106,12 @@ def _offline_embedder(model_dir: str | None) -> Any:
 
 
 def _client_settings(args: argparse.Namespace) -> Any:
+    import logging
+
     from worker.config import load_settings
 
+    # aiokafka retries and logs each metadata miss; our own message says it once.
+    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
     flags = {k: v for k, v in vars(args).items() if k in ("bootstrap_servers",)}
     return load_settings(flags)
 
@@ -199,7 +203,8 @@ def _describe_event(value: bytes, headers: Sequence[tuple[str, bytes]]) -> str:
 
 
 def _cmd_tail(args: argparse.Namespace) -> int:
-    from aiokafka import AIOKafkaConsumer, TopicPartition
+    from aiokafka import AIOKafkaConsumer
+    from aiokafka.errors import UnknownTopicOrPartitionError
 
     from worker.codec import decode_as
     from worker.events import ChunkEvent
@@ -208,17 +213,21 @@ def _cmd_tail(args: argparse.Namespace) -> int:
     settings = _client_settings(args)
 
     async def main() -> int:
+        # No group: every partition is read from the beginning, and nothing is committed.
         consumer = AIOKafkaConsumer(
-            enable_auto_commit=False, auto_offset_reset="earliest", **connection_options(settings)
+            args.topic,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            **connection_options(settings),
         )
-        await consumer.start()
+        try:
+            await consumer.start()
+        except UnknownTopicOrPartitionError:
+            await consumer.stop()
+            print(f"chunkstream: topic {args.topic!r} not found", file=sys.stderr)
+            return 1
         shown = 0
         try:
-            partitions = consumer.partitions_for_topic(args.topic) or set()
-            if not partitions:
-                print(f"chunkstream: topic {args.topic!r} not found", file=sys.stderr)
-                return 1
-            consumer.assign([TopicPartition(args.topic, p) for p in sorted(partitions)])
             idle_since = time.monotonic()
             while args.max is None or shown < args.max:
                 batch = await consumer.getmany(timeout_ms=200)

@@ -140,12 +140,14 @@ def parse_params(raw: str, field: str = "strategy_params") -> dict[str, str]:
 
 def add_flags(parser: argparse.ArgumentParser) -> None:
     for field in Settings.__struct_fields__:
-        kwargs: dict[str, Any] = {"dest": field, "default": None, "help": SETTING_HELP[field]}
-        if field in _MAP_FIELDS:
-            parser.add_argument(
-                "--param", action="append", metavar="K=V", help="one strategy parameter", **kwargs
-            )
-        parser.add_argument(flag_name(field), **kwargs)
+        parser.add_argument(flag_name(field), dest=field, default=None, help=SETTING_HELP[field])
+    parser.add_argument(
+        "--param",
+        dest="param",
+        action="append",
+        metavar="K=V",
+        help="one strategy parameter (repeatable; merged over --strategy-params)",
+    )
 
 
 def _raw_from_env(env: Mapping[str, str]) -> dict[str, Any]:
@@ -168,6 +170,7 @@ def _raw_from_env(env: Mapping[str, str]) -> dict[str, Any]:
 
 def _normalise(field: str, value: Any) -> Any:
     if isinstance(value, list) and field in _MAP_FIELDS:
+        # Repeated `--param k=v` flags.
         merged: dict[str, str] = {}
         for item in value:
             merged.update(parse_params(item, field))
@@ -191,6 +194,12 @@ def load_settings(
         if field in Settings.__struct_fields__ and value is not None:
             raw[field] = value
     raw = {field: _normalise(field, value) for field, value in raw.items()}
+    extra_params = (flags or {}).get("param")
+    if extra_params:
+        raw["strategy_params"] = {
+            **raw.get("strategy_params", {}),
+            **_normalise("strategy_params", list(extra_params)),
+        }
     try:
         settings = msgspec.convert(raw, Settings, strict=False)
     except msgspec.ValidationError as exc:
