@@ -1,0 +1,228 @@
+"""The asyncio batcher against a fake backend: ordering, deadlines, failures, cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+from numpy.typing import NDArray
+
+from worker.batcher import Batcher, embed_batch
+from worker.embedding.backend import EmbeddingBackend
+
+DIM = 3
+
+
+class FakeBackend:
+    """Texts look like ``"<id> word word ..."``; the embedding's first value is the id.
+
+    Records every batch; fails any batch holding a text with "boom"; can be held mid-batch.
+    """
+
+    def __init__(self, *, delay: float = 0.0) -> None:
+        self.batches: list[list[str]] = []
+        self.delay = delay
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.release.set()
+
+    @property
+    def dimension(self) -> int:
+        return DIM
+
+    def token_lengths(self, texts: Sequence[str]) -> list[int]:
+        return [len(t.split()) + 2 for t in texts]
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        self.batches.append(list(texts))
+        self.entered.set()
+        self.release.wait(timeout=10)
+        if self.delay:
+            time.sleep(self.delay)
+        if any("boom" in t for t in texts):
+            raise RuntimeError("inference exploded")
+        out = np.zeros((len(texts), DIM), dtype=np.float32)
+        out[:, 0] = [float(t.split()[0]) for t in texts]
+        out[:, 1] = [len(t.split()) for t in texts]
+        return out
+
+
+def ids(vectors: NDArray[np.float32]) -> list[int]:
+    return [int(v) for v in vectors[:, 0]]
+
+
+def texts(first: int, count: int, words: int = 3) -> list[str]:
+    return [f"{i} " + " ".join(["w"] * (i % words)) for i in range(first, first + count)]
+
+
+def test_fake_backend_satisfies_the_protocol() -> None:
+    assert isinstance(FakeBackend(), EmbeddingBackend)
+
+
+async def test_concurrent_requests_get_their_own_rows_in_order() -> None:
+    backend = FakeBackend()
+    async with Batcher(backend, max_batch_tokens=64, max_batch_size=16, max_wait_ms=5) as b:
+        requests = [texts(100 * r, 7 + r) for r in range(6)]
+        results = await asyncio.gather(*(b.submit(r) for r in requests))
+    for request, result in zip(requests, results, strict=True):
+        assert result.dtype == np.float32
+        assert result.shape == (len(request), DIM)
+        assert ids(result) == [int(t.split()[0]) for t in request]
+    # Packed across requests: fewer batches than requests × texts, none over the limits.
+    assert sum(len(batch) for batch in backend.batches) == sum(map(len, requests))
+    assert all(len(batch) <= 16 for batch in backend.batches)
+    assert all(max(backend.token_lengths(x)) * len(x) <= 64 for x in backend.batches)
+    assert len(backend.batches) < len(requests) * 2
+
+
+async def test_lone_request_is_flushed_at_its_deadline() -> None:
+    backend = FakeBackend()
+    async with Batcher(backend, max_batch_tokens=10_000, max_wait_ms=100) as b:
+        started = time.perf_counter()
+        result = await b.submit(["1 a"])
+        waited = time.perf_counter() - started
+    assert ids(result) == [1]
+    assert waited >= 0.09  # it did wait for company...
+    assert waited < 5.0  # ...but not for ever
+
+
+async def test_full_batch_does_not_wait_for_the_deadline() -> None:
+    backend = FakeBackend()
+    async with Batcher(backend, max_batch_tokens=10_000, max_batch_size=4, max_wait_ms=60_000) as b:
+        result = await asyncio.wait_for(b.submit(texts(0, 8)), timeout=10)
+    assert ids(result) == list(range(8))
+    assert [len(batch) for batch in backend.batches] == [4, 4]
+
+
+async def test_inference_error_fails_only_the_requests_in_that_batch() -> None:
+    backend = FakeBackend()
+    # One text per batch, so the failing text cannot take the good request down with it.
+    async with Batcher(backend, max_batch_size=1, max_wait_ms=1) as b:
+        good, bad = await asyncio.gather(
+            b.submit(["1 a", "2 b"]), b.submit(["3 c", "4 boom"]), return_exceptions=True
+        )
+        after = await b.submit(["5 d"])
+    assert isinstance(good, np.ndarray)
+    assert ids(good) == [1, 2]
+    assert isinstance(bad, RuntimeError)
+    assert "exploded" in str(bad)
+    assert ids(after) == [5]
+    assert b.stats.failed_batches == 1
+
+
+async def test_cancelled_request_leaves_the_queue_and_spares_the_others() -> None:
+    backend = FakeBackend()
+    async with Batcher(backend, max_batch_tokens=10_000, max_wait_ms=200) as b:
+        doomed = asyncio.create_task(b.submit(["1 doomed", "2 doomed"]))
+        await asyncio.sleep(0.01)
+        assert b.stats.queue_texts == 2
+        doomed.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await doomed
+        assert b.stats.queue_texts == 0
+        survivor = await b.submit(["3 fine"])
+    assert ids(survivor) == [3]
+    assert backend.batches == [["3 fine"]]
+    assert b.stats.cancelled_texts == 2
+
+
+async def test_cancelling_during_inference_does_not_poison_the_batch() -> None:
+    backend = FakeBackend()
+    backend.release.clear()
+    async with Batcher(backend, max_batch_tokens=10_000, max_wait_ms=1) as b:
+        first = asyncio.create_task(b.submit(["1 a"]))
+        second = asyncio.create_task(b.submit(["2 b"]))
+        await asyncio.to_thread(backend.entered.wait, 5)
+        first.cancel()
+        backend.release.set()
+        result = await second
+        with pytest.raises(asyncio.CancelledError):
+            await first
+    assert ids(result) == [2]
+    assert backend.batches == [["1 a", "2 b"]]
+
+
+async def test_event_loop_keeps_running_during_inference() -> None:
+    backend = FakeBackend(delay=0.3)
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    task = asyncio.create_task(ticker())
+    async with Batcher(backend, max_wait_ms=1) as b:
+        await b.submit(["1 a"])
+    task.cancel()
+    assert ticks >= 10  # a blocked loop would have ticked at most once or twice
+
+
+async def test_watermark_signals_over_and_back_under() -> None:
+    backend = FakeBackend()
+    changes: list[bool] = []
+    async with Batcher(
+        backend,
+        max_batch_tokens=10_000,
+        max_wait_ms=100,
+        queue_high_tokens=20,
+        queue_low_tokens=5,
+        on_watermark=changes.append,
+    ) as b:
+        pending = asyncio.create_task(b.submit(texts(0, 8)))  # 8 texts of 2-4 tokens
+        await asyncio.sleep(0.01)
+        assert b.over_high_watermark
+        assert b.stats.queue_tokens >= 20
+        await asyncio.wait_for(b.wait_for_capacity(), timeout=5)
+        assert not b.over_high_watermark
+        await pending
+    assert changes == [True, False]
+    assert b.stats.high_watermark_hits == 1
+
+
+async def test_stats_count_real_and_padded_tokens() -> None:
+    backend = FakeBackend()
+    async with Batcher(backend, max_batch_tokens=10_000, max_wait_ms=1) as b:
+        await b.submit(["1", "2 a a a"])  # 3 and 6 tokens, padded to 6 each
+    stats = b.stats
+    assert (stats.batches, stats.texts) == (1, 2)
+    assert (stats.real_tokens, stats.padded_tokens) == (9, 12)
+    assert stats.inference_seconds > 0
+
+
+async def test_exit_drains_what_was_submitted() -> None:
+    backend = FakeBackend()
+    async with Batcher(backend, max_batch_tokens=10_000, max_wait_ms=60_000) as b:
+        task = asyncio.create_task(b.submit(["7 a"]))
+        await asyncio.sleep(0)
+    assert ids(await task) == [7]
+
+
+async def test_submit_outside_the_context_is_refused_and_empty_is_empty() -> None:
+    backend = FakeBackend()
+    batcher = Batcher(backend)
+    with pytest.raises(RuntimeError, match="not running"):
+        await batcher.submit(["1"])
+    async with batcher:
+        empty = await batcher.submit([])
+    assert empty.shape == (0, DIM)
+    with pytest.raises(RuntimeError, match="not running"):
+        await batcher.submit(["1"])
+
+
+def test_embed_batch_packs_by_length_and_keeps_input_order() -> None:
+    backend = FakeBackend()
+    request = [f"{i} " + "w " * (i % 5) for i in range(40)]
+    result = embed_batch(backend, request, max_batch_tokens=30, max_batch_size=8)
+    assert ids(result) == list(range(40))
+    assert result[:, 1].tolist() == [1 + i % 5 for i in range(40)]
+    for batch in backend.batches:
+        lengths = backend.token_lengths(batch)
+        assert len(batch) <= 8
+        assert max(lengths) * len(batch) <= 30
+        assert lengths == sorted(lengths)

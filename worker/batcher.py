@@ -1,0 +1,280 @@
+"""The process-wide embedding micro-batcher: many requests in, few well-packed batches out.
+
+``Batcher`` is the asyncio driver around :class:`worker.batch_policy.BatchPolicy`: requests
+(lists of texts) from every document in flight are measured in tokens, queued, packed by the
+policy, and run one batch at a time on a dedicated worker thread, so the event loop — and with it
+the Kafka heartbeats — never waits on the model. Each request gets its rows back in its own order.
+
+Failure and cancellation are per request: a cancelled request's waiting texts are dropped (rows
+of it already in a running batch are computed and discarded; the batch's other requests are
+unaffected), and an inference error fails exactly the requests with texts in that batch.
+
+Backpressure: the queued token count drives a high/low watermark; the consumer reads
+``over_high_watermark`` (or registers ``on_watermark``) to pause and resume its partitions.
+
+:func:`embed_batch` serves synchronous library callers with the same packing, no event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from types import TracebackType
+
+import numpy as np
+from numpy.typing import NDArray
+
+from worker.batch_policy import Batch, BatchPolicy, Watermark
+from worker.embedding.backend import EmbeddingBackend
+
+# Defaults sized for MiniLM on a small CPU: bench/embedding_bench.py measures the choice.
+DEFAULT_MAX_BATCH_TOKENS = 4096
+DEFAULT_MAX_BATCH_SIZE = 128
+DEFAULT_MAX_WAIT_MS = 5.0
+DEFAULT_QUEUE_HIGH_TOKENS = 65536
+DEFAULT_QUEUE_LOW_TOKENS = 32768
+
+
+@dataclass
+class BatcherStats:
+    """Counters since start. ``queue_*`` are levels now, the rest only grow."""
+
+    batches: int = 0
+    texts: int = 0
+    real_tokens: int = 0
+    padded_tokens: int = 0
+    inference_seconds: float = 0.0
+    failed_batches: int = 0
+    cancelled_texts: int = 0
+    queue_texts: int = 0
+    queue_tokens: int = 0
+    high_watermark_hits: int = 0
+
+
+@dataclass(eq=False)  # identity equality and hashing: a request is a key of the policy
+class _Request:
+    texts: Sequence[str]
+    future: asyncio.Future[NDArray[np.float32]]
+    rows: NDArray[np.float32]
+    remaining: int
+    keys: list[tuple[_Request, int]] = field(default_factory=list)
+
+
+_Key = tuple[_Request, int]
+
+
+class Batcher:
+    """``async with Batcher(backend, ...) as batcher: vectors = await batcher.submit(texts)``."""
+
+    def __init__(
+        self,
+        backend: EmbeddingBackend,
+        *,
+        max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
+        max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
+        max_wait_ms: float = DEFAULT_MAX_WAIT_MS,
+        queue_high_tokens: int = DEFAULT_QUEUE_HIGH_TOKENS,
+        queue_low_tokens: int = DEFAULT_QUEUE_LOW_TOKENS,
+        on_watermark: Callable[[bool], None] | None = None,
+    ) -> None:
+        self._backend = backend
+        self._policy: BatchPolicy[_Key] = BatchPolicy(
+            max_batch_tokens=max_batch_tokens,
+            max_batch_size=max_batch_size,
+            max_wait=max_wait_ms / 1000.0,
+        )
+        self._watermark = Watermark(high=queue_high_tokens, low=queue_low_tokens)
+        self._on_watermark = on_watermark
+        self._stats = BatcherStats()
+        self._executor: ThreadPoolExecutor | None = None
+        self._runner: asyncio.Task[None] | None = None
+        self._wakeup = asyncio.Event()
+        self._has_capacity = asyncio.Event()
+        self._has_capacity.set()
+        self._closing = False
+        # Requests not yet answered, so that a crash of the loop can still answer them.
+        self._open: set[_Request] = set()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Batcher:
+        if self._runner is not None:
+            raise RuntimeError("Batcher already started")
+        # One thread: batches run one at a time, and the model's own intra-op threads do the
+        # parallel work inside each.
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed")
+        self._runner = asyncio.create_task(self._run(), name="embedding-batcher")
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Drain: every text already submitted is still embedded, then the thread stops."""
+        self._closing = True
+        self._wakeup.set()
+        if self._runner is not None:
+            await self._runner
+        if self._executor is not None:
+            self._executor.shutdown(wait=False)
+
+    # -- public surface ----------------------------------------------------------------------
+
+    @property
+    def dimension(self) -> int:
+        return self._backend.dimension
+
+    @property
+    def stats(self) -> BatcherStats:
+        """A snapshot; safe to keep."""
+        return replace(
+            self._stats,
+            queue_texts=self._policy.queued_texts,
+            queue_tokens=self._policy.queued_tokens,
+        )
+
+    @property
+    def over_high_watermark(self) -> bool:
+        return self._watermark.over
+
+    async def wait_for_capacity(self) -> None:
+        """Return once the queue is back under its low watermark (at once if it never left)."""
+        await self._has_capacity.wait()
+
+    async def submit(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """Embeddings of ``texts``, ``[len(texts), dimension]`` float32, in the given order."""
+        if self._runner is None or self._closing:
+            raise RuntimeError("Batcher is not running (use `async with batcher:`)")
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        lengths = self._backend.token_lengths(texts)
+        if len(lengths) != len(texts):
+            raise RuntimeError("backend.token_lengths returned a wrong number of lengths")
+        loop = asyncio.get_running_loop()
+        request = _Request(
+            texts=texts,
+            future=loop.create_future(),
+            rows=np.empty((len(texts), self.dimension), dtype=np.float32),
+            remaining=len(texts),
+        )
+        self._open.add(request)
+        request.future.add_done_callback(lambda _: self._open.discard(request))
+        now = loop.time()
+        for index, length in enumerate(lengths):
+            key = (request, index)
+            request.keys.append(key)
+            self._policy.add(key, length, now)
+        self._queue_changed()
+        self._wakeup.set()
+        try:
+            return await request.future
+        except asyncio.CancelledError:
+            self._stats.cancelled_texts += self._policy.remove(request.keys)
+            self._queue_changed()
+            raise
+
+    # -- the loop ----------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                batch = self._policy.next_batch(loop.time(), flush=self._closing)
+                if batch is None:
+                    if self._closing:
+                        return
+                    await self._sleep_until(self._policy.next_deadline())
+                    continue
+                self._queue_changed()
+                await self._run_batch(batch)
+        except BaseException as exc:
+            # A bug or a cancelled loop must not leave callers awaiting forever.
+            self._closing = True
+            failure = exc if isinstance(exc, Exception) else RuntimeError("batcher stopped")
+            self._fail(set(self._open), failure)
+            raise
+
+    async def _sleep_until(self, deadline: float | None) -> None:
+        """Wait for a new submission, or until the oldest text is due."""
+        self._wakeup.clear()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout_at(deadline):
+                await self._wakeup.wait()
+
+    async def _run_batch(self, batch: Batch[_Key]) -> None:
+        assert self._executor is not None
+        texts = [request.texts[index] for request, index in batch.keys]
+        loop = asyncio.get_running_loop()
+        started = time.perf_counter()
+        try:
+            vectors = await loop.run_in_executor(self._executor, self._backend.embed, texts)
+            if vectors.shape != (len(texts), self.dimension):
+                raise RuntimeError(
+                    f"backend returned shape {vectors.shape}, "
+                    f"expected {(len(texts), self.dimension)}"
+                )
+        except Exception as exc:
+            self._stats.failed_batches += 1
+            self._fail({request for request, _ in batch.keys}, exc)
+            return
+        finally:
+            self._stats.inference_seconds += time.perf_counter() - started
+
+        self._stats.batches += 1
+        self._stats.texts += len(texts)
+        self._stats.real_tokens += batch.real_tokens
+        self._stats.padded_tokens += batch.padded_tokens
+        for row, (request, index) in enumerate(batch.keys):
+            if request.future.done():  # cancelled, or failed in another batch
+                continue
+            request.rows[index] = vectors[row]
+            request.remaining -= 1
+            if request.remaining == 0:
+                request.future.set_result(request.rows)
+
+    def _fail(self, requests: set[_Request], exc: Exception) -> None:
+        for request in requests:
+            # Its texts still waiting would only be computed to be thrown away.
+            self._policy.remove(request.keys)
+            if not request.future.done():
+                request.future.set_exception(exc)
+        self._queue_changed()
+
+    def _queue_changed(self) -> None:
+        if not self._watermark.update(self._policy.queued_tokens):
+            return
+        over = self._watermark.over
+        if over:
+            self._stats.high_watermark_hits += 1
+            self._has_capacity.clear()
+        else:
+            self._has_capacity.set()
+        if self._on_watermark is not None:
+            self._on_watermark(over)
+
+
+def embed_batch(
+    backend: EmbeddingBackend,
+    texts: Sequence[str],
+    *,
+    max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
+    max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
+) -> NDArray[np.float32]:
+    """Synchronous embedding of ``texts`` with the batcher's packing (for library callers)."""
+    out = np.empty((len(texts), backend.dimension), dtype=np.float32)
+    if not texts:
+        return out
+    policy: BatchPolicy[int] = BatchPolicy(
+        max_batch_tokens=max_batch_tokens, max_batch_size=max_batch_size, max_wait=0.0
+    )
+    for index, length in enumerate(backend.token_lengths(texts)):
+        policy.add(index, length, 0.0)
+    while (batch := policy.next_batch(0.0, flush=True)) is not None:
+        out[batch.keys] = backend.embed([texts[i] for i in batch.keys])
+    return out
