@@ -29,7 +29,7 @@ ABBREVIATIONS = frozenset(
 # those places. Latin terminators must be followed by whitespace (or the end), which is what
 # keeps decimals (3.14), versions (v1.2.3), URLs, e-mail addresses and "?"/"!" inside URLs
 # whole. CJK and Arabic marks end a sentence with or without a following space.
-_CANDIDATE = re.compile(
+CANDIDATE = re.compile(
     r"""
       (?P<line>\r\n?|[\n\u2028\u2029])
     | [。！？]+[」』”’"'）)\]]*
@@ -38,7 +38,7 @@ _CANDIDATE = re.compile(
     """,
     re.VERBOSE,
 )
-_CLAUSE_CANDIDATE = re.compile(_CANDIDATE.pattern + "|،", re.VERBOSE)
+CLAUSE_CANDIDATE = re.compile(CANDIDATE.pattern + "|،", re.VERBOSE)
 
 _INITIALISM = re.compile(r"(?:[A-Za-z]\.)+[A-Za-z]|[A-Za-z]")
 _WORD = re.compile(r"\S+")
@@ -69,7 +69,7 @@ def _inside_open_quote(text: str, sentence_start: int, at: int) -> bool:
     return piece.count('"') % 2 == 1 or piece.count("“") > piece.count("”")
 
 
-def _is_false_stop(text: str, match: re.Match[str], sentence_start: int) -> bool:
+def is_false_stop(text: str, match: re.Match[str], sentence_start: int) -> bool:
     """True when a Latin terminator at ``match`` does not end the sentence."""
     end = match.end()
     # Followed by a lower-case word: an abbreviation we do not know, or a quote that runs on
@@ -99,13 +99,13 @@ def split_sentences(text: str, *, clauses: bool = False) -> list[Span]:
     initials, list numbers at the start of a line, decimals, versions, URLs, e-mail addresses,
     a terminator followed by a lower-case word, and an ellipsis inside an open quote.
     """
-    pattern = _CLAUSE_CANDIDATE if clauses else _CANDIDATE
+    pattern = CLAUSE_CANDIDATE if clauses else CANDIDATE
     spans: list[Span] = []
     start = 0
     for match in pattern.finditer(text):
         if match.group("line") is not None:
             end = match.start()
-        elif match.group("latin") is not None and _is_false_stop(text, match, start):
+        elif match.group("latin") is not None and is_false_stop(text, match, start):
             continue
         else:
             end = match.end()

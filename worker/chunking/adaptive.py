@@ -1,0 +1,251 @@
+"""The ``adaptive`` strategy: chunk size follows the information density of the text.
+
+Dense text (code, API reference, mathematics) gets small chunks, plain prose large ones:
+
+    target_size = max_size − density × (max_size − min_size)
+
+Density is measured *locally*: for each chunk, on the ``base_size`` characters ahead of where
+it starts, so a prose introduction followed by a code section gets large then small chunks.
+Code fences are section edges too: a chunk that starts in prose ends before a fence, and one
+that starts inside fenced code ends after the closing fence.
+
+Sentences accumulate until the next one would pass the target. On overflow the chunk is
+emitted and its trailing whole sentences of at most ``overlap`` characters start the next
+chunk (dropped when they would leave no room for a new sentence). A first sentence longer than
+the target is kept whole up to ``max_size``; beyond that it is cut at an Arabic clause mark
+(when ``language`` allows), then a word boundary, then a character. All sizes are characters,
+and ``max_size`` is a hard cap. Chunks are contiguous slices of the document.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Iterable, Mapping
+from typing import Annotated
+
+import msgspec
+
+from worker.chunking.boundaries import (
+    carried_start,
+    fence_lines,
+    first_sentence_end,
+    last_clause_end,
+    last_sentence_end,
+    last_word_end,
+)
+from worker.chunking.density import density
+from worker.chunking.types import Chunk, ContentType
+
+NAME = "adaptive"
+LANGUAGES = ("auto", "ar", "en")
+
+
+class AdaptiveParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    base_size: Annotated[int, msgspec.Meta(ge=1)] = 512
+    """Characters read ahead of a chunk's start to measure its local density."""
+    min_size: Annotated[int, msgspec.Meta(ge=1)] = 100
+    """Target for the densest text (density 1)."""
+    max_size: Annotated[int, msgspec.Meta(ge=1)] = 1500
+    """Target for the sparsest text (density 0), and the hard cap on every chunk."""
+    overlap: Annotated[int, msgspec.Meta(ge=0)] = 128
+    """Most characters of trailing whole sentences carried into the next chunk."""
+    technical_threshold: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] = 0.5
+    """Only labels chunks (``technical`` in metadata); the size follows density continuously."""
+    language: str = "auto"
+    """``auto`` or ``ar``: an Arabic comma may cut an over-long sentence; ``en``: it may not."""
+
+    def __post_init__(self) -> None:
+        if self.min_size > self.max_size:
+            raise ValueError(
+                f"min_size ({self.min_size}) must not exceed max_size ({self.max_size})"
+            )
+        if self.language not in LANGUAGES:
+            raise ValueError(f"language must be one of {', '.join(LANGUAGES)}")
+
+
+class ChunkConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Settings that, where set, override :class:`AdaptiveChunker`'s keyword arguments."""
+
+    adaptive_base_size: int | None = None
+    adaptive_min_size: int | None = None
+    adaptive_max_size: int | None = None
+    overlap: int | None = None
+    adaptive_technical_threshold: float | None = None
+
+
+class Document(msgspec.Struct, frozen=True):
+    """One input of :meth:`AdaptiveChunker.chunk_documents`."""
+
+    text: str
+    doc_id: str = ""
+    source: str = ""
+
+
+def _pick(override: object, value: object) -> object:
+    return value if override is None else override
+
+
+class AdaptiveChunker:
+    """Density-driven sentence packing; see the module docstring for the rules."""
+
+    def __init__(
+        self,
+        config: ChunkConfig | None = None,
+        *,
+        base_size: int = 512,
+        min_size: int = 100,
+        max_size: int = 1500,
+        overlap: int = 128,
+        technical_threshold: float = 0.5,
+        language: str = "auto",
+    ) -> None:
+        config = config or ChunkConfig()
+        settings = {
+            "base_size": _pick(config.adaptive_base_size, base_size),
+            "min_size": _pick(config.adaptive_min_size, min_size),
+            "max_size": _pick(config.adaptive_max_size, max_size),
+            "overlap": _pick(config.overlap, overlap),
+            "technical_threshold": _pick(config.adaptive_technical_threshold, technical_threshold),
+            "language": language,
+        }
+        try:
+            self.params = msgspec.convert(settings, AdaptiveParams)
+        except msgspec.ValidationError as exc:
+            raise ValueError(str(exc)) from exc
+
+    @classmethod
+    def from_params(cls, params: AdaptiveParams) -> AdaptiveChunker:
+        return cls(
+            base_size=params.base_size,
+            min_size=params.min_size,
+            max_size=params.max_size,
+            overlap=params.overlap,
+            technical_threshold=params.technical_threshold,
+            language=params.language,
+        )
+
+    def target_size(self, local_density: float) -> int:
+        p = self.params
+        return round(p.max_size - local_density * (p.max_size - p.min_size))
+
+    def chunk(
+        self,
+        text: str,
+        doc_id: str = "",
+        source: str = "",
+        *,
+        content_type: ContentType = "text/plain",
+    ) -> list[Chunk]:
+        """Chunks of ``text``; ``content_type`` is accepted for the registry's contract."""
+        p = self.params
+        size = len(text)
+        start = _skip_space(text, 0)
+        if start == size:
+            return []
+        doc_density = density(text)
+        fences = fence_lines(text)
+        chunks: list[Chunk] = []
+        floor = start  # a chunk must end after this: past any text carried over
+        while start < size:
+            section_end = _section_end(text, fences, start) if fences else size
+            local = density(text, start, min(section_end, start + p.base_size))
+            target = self.target_size(local)
+            limit = min(section_end, start + target)
+            end = last_sentence_end(text, start, floor, limit)
+            if end is None and floor > start:
+                # The carried sentences leave no room for the next one: drop them.
+                start = floor = _skip_space(text, floor)
+                continue
+            if end is None:
+                end = self._cut_long_sentence(text, start, min(size, start + p.max_size))
+            chunks.append(
+                self._make_chunk(
+                    text, start, end, doc_density, local, target, doc_id, source, len(chunks)
+                )
+            )
+            following = _skip_space(text, end)
+            if following >= size:
+                break
+            carried = carried_start(text, start, end, p.overlap)
+            start = carried if carried is not None else following
+            floor = end if carried is not None else following
+        return chunks
+
+    def chunk_documents(self, docs: Iterable[Document | Mapping[str, str]]) -> list[Chunk]:
+        """Chunks of every document in order; ``doc_id``/``source`` go into metadata."""
+        chunks: list[Chunk] = []
+        for doc in docs:
+            if isinstance(doc, Document):
+                chunks.extend(self.chunk(doc.text, doc.doc_id, doc.source))
+            else:
+                chunks.extend(self.chunk(doc["text"], doc.get("doc_id", ""), doc.get("source", "")))
+        return chunks
+
+    def _cut_long_sentence(self, text: str, start: int, hard_limit: int) -> int:
+        """End of a chunk whose first sentence is longer than its target."""
+        end = first_sentence_end(text, start, hard_limit)
+        if end is not None:
+            return end
+        if self.params.language != "en":
+            end = last_clause_end(text, start, hard_limit)
+            if end is not None:
+                return end
+        end = last_word_end(text, start, hard_limit)
+        return end if end is not None else hard_limit
+
+    def _make_chunk(
+        self,
+        text: str,
+        start: int,
+        end: int,
+        doc_density: float,
+        local: float,
+        target: int,
+        doc_id: str,
+        source: str,
+        index: int,
+    ) -> Chunk:
+        metadata: dict[str, object] = {
+            "chunk_index": index,
+            "density": doc_density,
+            "local_density": local,
+            "target_size": target,
+            "technical": local >= self.params.technical_threshold,
+        }
+        if doc_id:
+            metadata["doc_id"] = doc_id
+        if source:
+            metadata["source"] = source
+        body = text[start:end]
+        return Chunk(
+            text=body,
+            start_index=start,
+            end_index=end,
+            token_count=len(body),
+            strategy=NAME,
+            metadata=metadata,
+        )
+
+
+def _skip_space(text: str, position: int) -> int:
+    size = len(text)
+    while position < size and text[position].isspace():
+        position += 1
+    return position
+
+
+def _section_end(text: str, fences: list[int], start: int) -> int:
+    """Where the section holding ``start`` ends: at the next code fence's line.
+
+    Fence lines alternate opener, closer. Outside code the section ends where the next
+    opener's line begins; inside, where the closer's line ends. Without a next fence it runs
+    to the end of the text.
+    """
+    index = bisect_right(fences, start)
+    if index == len(fences):
+        return len(text)
+    fence = fences[index]
+    if index % 2 == 0:
+        return fence
+    line_end = text.find("\n", fence)
+    return len(text) if line_end < 0 else line_end
