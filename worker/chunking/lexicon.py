@@ -57,3 +57,57 @@ CODE_PUNCTUATION: Final = "{}<>[]()=;"
 """Each of these characters is one technical hit (O(n) counts through its parentheses)."""
 
 ARABIC_COMPLEX_MIN_LETTERS: Final = 7
+
+# -- lexical: the block ladder ------------------------------------------------------------------
+
+LEXICAL_MAX_CHARS: Final = 1500
+"""Hard cap on a lexical chunk, in characters (a constant, not a parameter)."""
+
+SHORT_PARAGRAPH_CHARS: Final = 120
+"""A paragraph this short (or shorter) rarely stands alone: it joins its neighbour."""
+
+LEAD_IN_MAX_CHARS: Final = 200
+"""A block ending in ':' and at most this long introduces the next one."""
+
+KEYWORD_MIN_LETTERS: Final = 4
+"""Keywords are words of at least this many letters that are not stop words."""
+
+KEYWORD_OVERLAP_MIN: Final = 2
+"""Distinct keywords a block must share with the chunk to join it by keyword_overlap."""
+
+LIST_KEYWORD_OVERLAP_MIN: Final = 1
+"""Distinct keywords a list must share with the chunk to join it by list_continuation."""
+
+TRANSITION_PHRASES: Final = (
+    "in conclusion", "to conclude", "in summary", "to summarize", "to sum up", "finally",
+    "lastly", "next", "moving on", "turning to", "now let's", "let's now", "another",
+    "on a different note", "meanwhile", "in the next section",
+)  # fmt: skip
+"""A block opening with one of these ends the current chunk and starts a new one."""
+
+LADDER_PHRASES: Final = {
+    "reference_continuity": (
+        "this", "these", "that", "those", "it", "its", "they", "their", "such", "the above",
+        "the former", "the latter", "here", "as mentioned", "as noted", "as shown", "as above",
+    ),
+    "elaboration": (
+        "in other words", "specifically", "more specifically", "that is", "in particular",
+        "particularly", "furthermore", "moreover", "additionally", "in addition", "also",
+        "besides", "likewise", "similarly", "indeed", "namely", "more precisely",
+    ),
+    "example": (
+        "for example", "for instance", "e.g.", "as an example", "example", "consider",
+        "to illustrate", "such as", "suppose", "imagine",
+    ),
+    "cause_effect": (
+        "therefore", "thus", "hence", "consequently", "as a result", "because", "since",
+        "so", "accordingly", "this means", "which means", "due to", "for this reason",
+    ),
+    "contrast_continuation": (
+        "however", "but", "although", "though", "yet", "still", "nevertheless",
+        "nonetheless", "on the other hand", "in contrast", "conversely", "instead",
+        "whereas", "even so", "despite", "unlike",
+    ),
+}  # fmt: skip
+"""Prefix rules in ladder order. A block whose first words match (ASCII case-insensitive,
+whole words) continues the chunk for that reason."""

@@ -1,0 +1,209 @@
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.chunking.invariants import assert_all
+from tests.chunking.texts import any_text
+from worker.chunking import registry
+from worker.chunking.lexical import LADDER, LexicalChunker, primary_reason
+from worker.chunking.lexicon import LEXICAL_MAX_CHARS
+from worker.chunking.tokens import make_counter
+from worker.chunking.types import Chunk, RuleChunker
+
+CHARS = make_counter()
+VOCABULARY = {
+    "initial",
+    "reference_continuity",
+    "elaboration",
+    "example",
+    "cause_effect",
+    "contrast_continuation",
+    "question_answer",
+    "definition_expansion",
+    "short_paragraph",
+    "list_continuation",
+    "keyword_overlap",
+    "structural_boundary",
+}
+# Long enough not to be a short paragraph, with no keyword in common with what follows.
+OPENER = (
+    "Gardens reward patience: tomatoes ripen slowly under summer light, basil thrives beside "
+    "them, and careful watering keeps roots healthy through dry weeks."
+)
+
+
+def chunks_of(text: str, content_type: str = "text/plain") -> list[Chunk]:
+    chunks = LexicalChunker().chunk(text, content_type=content_type)  # type: ignore[arg-type]
+    assert_all(text, chunks, CHARS, LEXICAL_MAX_CHARS)
+    for chunk in chunks:
+        assert chunk.metadata["primary_merge_reason"] in VOCABULARY
+        assert set(chunk.metadata["merge_reasons"]) <= VOCABULARY - {"initial"}
+    return chunks
+
+
+def merged_by(second: str, first: str = OPENER) -> list[str]:
+    chunks = chunks_of(f"{first}\n\n{second}")
+    if len(chunks) == 1:
+        return list(chunks[0].metadata["merge_reasons"])
+    return []
+
+
+SECOND = (
+    "engines need regular maintenance to keep running smoothly across many winters ahead, "
+    "and mechanics check belts, filters, pumps and hoses every season."
+)
+
+
+@pytest.mark.parametrize(
+    ("opening", "reason"),
+    [
+        ("This means", "reference_continuity"),
+        ("THESE", "reference_continuity"),
+        ("In other words,", "elaboration"),
+        ("Furthermore,", "elaboration"),
+        ("For example,", "example"),
+        ("for instance", "example"),
+        ("Therefore", "cause_effect"),
+        ("As a result,", "cause_effect"),
+        ("However,", "contrast_continuation"),
+        ("On the other hand,", "contrast_continuation"),
+    ],
+)
+def test_prefix_rules(opening: str, reason: str) -> None:
+    assert merged_by(f"{opening} {SECOND}") == [reason]
+
+
+def test_prefix_must_end_at_a_word_edge() -> None:
+    assert merged_by(f"Someday {SECOND}") == []
+    assert merged_by(f"Thistles {SECOND}") == []
+
+
+def test_transition_breaks_even_when_another_rule_would_merge() -> None:
+    assert merged_by(f"Finally, gardens {SECOND}") == []
+    assert merged_by(f"In conclusion, this {SECOND}") == []
+
+
+def test_question_answer() -> None:
+    assert merged_by(f"Yes, {SECOND}", first=OPENER + " Why do gardens need so much care?") == [
+        "question_answer"
+    ]
+
+
+def test_definition_expansion_needs_a_short_lead_in() -> None:
+    assert merged_by(f"Engines {SECOND}", first="The engine works as follows:") == [
+        "definition_expansion"
+    ]
+    long_lead = OPENER + " " + OPENER + " And the rest of it goes like so:"
+    assert merged_by(f"Engines {SECOND}", first=long_lead) == []
+
+
+def test_short_paragraph() -> None:
+    assert merged_by("Engines rumble.") == ["short_paragraph"]
+
+
+def test_list_continuation_needs_a_shared_keyword() -> None:
+    text = f"{OPENER}\n\n- tomatoes in pots are simpler to move around\n- everything else"
+    assert chunks_of(text, "text/markdown")[0].metadata["merge_reasons"] == ["list_continuation"]
+    unrelated = f"{OPENER}\n\n- engines in garages are simpler to move around\n- everything"
+    assert len(chunks_of(unrelated, "text/markdown")) == 2
+
+
+def test_keyword_overlap() -> None:
+    second = (
+        "Summer watering of tomatoes depends on soil drainage, weather forecasts and mulch, "
+        "and experienced growers adjust the schedule whenever clouds linger for days."
+    )
+    assert merged_by(second) == ["keyword_overlap"]
+
+
+def test_no_rule_starts_a_new_chunk() -> None:
+    chunks = chunks_of(f"{OPENER}\n\nEngines {SECOND}")
+    assert [c.metadata["primary_merge_reason"] for c in chunks] == ["initial", "initial"]
+    assert [c.metadata["merge_reasons"] for c in chunks] == [[], []]
+
+
+def test_size_cap_comes_first() -> None:
+    paragraph = "This " + "garden tomatoes " * 55
+    text = "\n\n".join([paragraph.strip()] * 3)
+    chunks = chunks_of(text)
+    assert len(chunks) >= 2
+    assert all(len(c.text) <= LEXICAL_MAX_CHARS for c in chunks)
+
+
+def test_over_long_block_is_split_to_the_cap() -> None:
+    text = "word " * 1000
+    chunks = chunks_of(text)
+    assert len(chunks) >= 4
+
+
+def test_headings_code_and_tables_in_markdown() -> None:
+    text = (
+        "# Guide\n\nIntro about gardens.\n\n## Setup\n\nInstall the tools first.\n\n"
+        "```sh\npip install garden\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n"
+        "### Deep\n\nDetails here. This is more.\n"
+    )
+    chunks = chunks_of(text, "text/markdown")
+    kinds = [c.metadata["content_type"] for c in chunks]
+    assert kinds == [
+        "heading",
+        "semantic",
+        "heading",
+        "semantic",
+        "code_block",
+        "table",
+        "heading",
+        "semantic",
+    ]
+    code = chunks[4]
+    assert code.metadata["primary_merge_reason"] == "structural_boundary"
+    assert code.metadata["heading_path"] == ["Guide", "Setup"]
+    last = chunks[-1]
+    assert last.metadata["heading_path"] == ["Guide", "Setup", "Deep"]
+    assert (last.metadata["section_heading"], last.metadata["section_level"]) == ("Deep", 3)
+    assert chunks[2].metadata["heading_path"] == ["Guide", "Setup"]
+
+
+def test_sibling_heading_replaces_the_previous_one() -> None:
+    chunks = chunks_of("# A\n\n## B\n\n## C\n\ntext", "text/markdown")
+    assert chunks[-1].metadata["heading_path"] == ["A", "C"]
+
+
+def test_lists_merge_into_semantic_chunks_with_metadata() -> None:
+    text = "Tomatoes need:\n\n- tomatoes want sun\n- water\n\nThis keeps tomatoes happy."
+    (chunk,) = chunks_of(text, "text/markdown")
+    meta = chunk.metadata
+    assert meta["content_type"] == "semantic"
+    assert meta["block_types"] == ["paragraph", "list"]
+    assert meta["has_list"] is True
+    assert meta["paragraph_count"] == 2
+    assert meta["merge_reasons"] == ["definition_expansion", "reference_continuity"]
+    assert meta["primary_merge_reason"] == "definition_expansion"
+    assert 0 < meta["keyword_density"] <= 1
+    assert meta["avg_block_length"] > 0
+
+
+def test_primary_reason_ties_sort_by_name() -> None:
+    assert primary_reason([]) == "initial"
+    assert primary_reason(["short_paragraph", "example"]) == "example"
+    assert primary_reason(["short_paragraph", "example", "short_paragraph"]) == "short_paragraph"
+
+
+def test_ladder_vocabulary() -> None:
+    assert set(LADDER) | {"initial", "structural_boundary"} == VOCABULARY
+
+
+def test_registered() -> None:
+    built = registry.build("lexical")
+    assert isinstance(built.chunker, RuleChunker)
+    assert built.chunker.chunk("Hello.", content_type="text/markdown")[0].strategy == "lexical"
+    with pytest.raises(registry.InvalidParameters):
+        registry.build("lexical", {"max_chars": 10})
+
+
+@settings(max_examples=150, deadline=None)
+@given(any_text, st.sampled_from(["text/plain", "text/markdown"]))
+def test_lexical_invariants(text: str, content_type: str) -> None:
+    chunks = chunks_of(text, content_type)
+    assert LexicalChunker().chunk(text, content_type=content_type) == chunks  # type: ignore[arg-type]
