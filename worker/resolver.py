@@ -34,6 +34,12 @@ class StrategyResolver:
         override = doc.strategy
         if override is None:
             return self.default
+        # An unknown name is reported as such even when overrides are refused: it is the
+        # more useful reason for whoever fixes the producer.
+        if override.name not in registry.names():
+            raise UnknownStrategy(
+                f"unknown strategy {override.name!r}; known: {', '.join(registry.names())}"
+            )
         if not self.allows(override.name):
             raise StrategyNotAllowed(
                 f"document asks for strategy {override.name!r}; allowed overrides: "

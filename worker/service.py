@@ -348,6 +348,10 @@ class Worker:
     def on_assigned(self, assigned: set[TopicPartition]) -> None:
         self.stats["rebalances"] += 1
         self._owned |= assigned
+        log.info(
+            "partitions assigned",
+            extra={"partitions": sorted(f"{tp.topic}:{tp.partition}" for tp in assigned)},
+        )
         if self._paused and assigned:
             # The new assignment starts unpaused in aiokafka; keep our state consistent.
             self._consumer.pause(*assigned)

@@ -1,0 +1,59 @@
+"""Shared fixtures: the real local Kafka broker (one per test session) and topic helpers."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+LOCAL_KAFKA = REPO / "deploy" / "kafka" / "local-kafka"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real single-node KRaft broker on a free port, for the whole session.
+
+    CHUNKSTREAM_TEST_BOOTSTRAP points the suite at an already running broker instead.
+    """
+    external = os.environ.get("CHUNKSTREAM_TEST_BOOTSTRAP")
+    if external:
+        yield external
+        return
+    run_dir = tmp_path_factory.mktemp("kafka")
+    port = free_port()
+    result = subprocess.run(
+        [str(LOCAL_KAFKA), "start", "--port", str(port), "--dir", str(run_dir)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"local Kafka broker failed to start:\n{result.stderr}")
+    try:
+        yield result.stdout.strip().splitlines()[-1]
+    finally:
+        subprocess.run([str(LOCAL_KAFKA), "stop", "--dir", str(run_dir)], timeout=120)
+
+
+@pytest.fixture
+def topic_names() -> dict[str, str]:
+    """Fresh topic and group names per test, so tests never see each other's records."""
+    suffix = uuid.uuid4().hex[:8]
+    return {
+        "input_topic": f"documents-{suffix}",
+        "output_topic": f"chunks-{suffix}",
+        "dlq_topic": f"dlq-{suffix}",
+        "group_id": f"group-{suffix}",
+    }
