@@ -12,7 +12,7 @@ import re
 
 from worker.chunking.segment import CANDIDATE, is_false_stop
 
-_WINDOW = 256
+_WINDOW = 128
 _SPACES = (" ", "\t", "\u3000", "\xa0")
 
 

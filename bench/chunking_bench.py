@@ -1,0 +1,107 @@
+"""Throughput of the rule-based strategies beside common recursive splitters.
+
+    .venv/bin/python bench/chunking_bench.py [--repeat 5] [--profile adaptive|lexical]
+
+Every splitter chunks the same corpus (bench/corpus.py) in this process at a 1,500-character
+size; the best of ``--repeat`` passes is kept, and the table gives MB/s (UTF-8 bytes of input
+per second) and the ratio to LangChain's RecursiveCharacterTextSplitter. Peers that are not
+installed (``pip install -e '.[bench]'``) are skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.corpus import Document, describe, gather  # noqa: E402
+from worker.chunking.adaptive import AdaptiveChunker  # noqa: E402
+from worker.chunking.lexical import LexicalChunker  # noqa: E402
+from worker.chunking.types import ContentType  # noqa: E402
+
+SIZE = 1500
+Splitter = Callable[[Document], int]
+
+
+def _ours() -> dict[str, Splitter]:
+    adaptive = AdaptiveChunker()
+    lexical = LexicalChunker()
+
+    def run_adaptive(doc: Document) -> int:
+        return len(adaptive.chunk(doc.text))
+
+    def run_lexical(doc: Document) -> int:
+        kind: ContentType = "text/markdown" if doc.content_type == "text/markdown" else "text/plain"
+        return len(lexical.chunk(doc.text, content_type=kind))
+
+    return {"adaptive": run_adaptive, "lexical": run_lexical}
+
+
+def _peers() -> dict[str, Splitter]:
+    peers: dict[str, Splitter] = {}
+    try:
+        from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+        langchain = RecursiveCharacterTextSplitter(chunk_size=SIZE, chunk_overlap=0)
+        peers["langchain recursive"] = lambda doc: len(langchain.split_text(doc.text))
+    except ImportError:
+        pass
+    try:
+        import semchunk
+
+        semchunker = semchunk.chunkerify(len, SIZE)
+        peers["semchunk"] = lambda doc: len(semchunker(doc.text))
+    except ImportError:
+        pass
+    try:
+        from chonkie import RecursiveChunker
+
+        chonkie = RecursiveChunker(tokenizer="character", chunk_size=SIZE)
+        peers["chonkie recursive"] = lambda doc: len(chonkie.chunk(doc.text))
+    except ImportError:
+        pass
+    return peers
+
+
+def measure(split: Splitter, docs: list[Document], repeat: int) -> tuple[float, int]:
+    """Best wall time over ``repeat`` passes, and the number of chunks of one pass."""
+    best = float("inf")
+    count = 0
+    for _ in range(repeat):
+        began = time.perf_counter()
+        count = sum(split(doc) for doc in docs)
+        best = min(best, time.perf_counter() - began)
+    return best, count
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--profile", choices=["adaptive", "lexical"])
+    args = parser.parse_args()
+    docs = gather()
+    size_mb = sum(len(d.text.encode()) for d in docs) / 1e6
+    print(f"corpus: {describe(docs)}")
+    splitters = {**_ours(), **_peers()}
+    if args.profile:
+        profiler = cProfile.Profile()
+        profiler.runcall(measure, splitters[args.profile], docs, 1)
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
+        return 0
+    results = {name: measure(split, docs, args.repeat) for name, split in splitters.items()}
+    baseline = results.get("langchain recursive", (0.0, 0))[0]
+    print(f"\n| splitter | MB/s | chunks | vs LangChain |\n|---|---:|---:|---:|")
+    for name, (seconds, count) in results.items():
+        ratio = f"{baseline / seconds:.2f}×" if baseline else "n/a"
+        print(f"| {name} | {size_mb / seconds:.1f} | {count:,} | {ratio} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
