@@ -20,10 +20,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.corpus import Document, describe, gather  # noqa: E402
-from worker.chunking.adaptive import AdaptiveChunker  # noqa: E402
-from worker.chunking.lexical import LexicalChunker  # noqa: E402
-from worker.chunking.types import ContentType  # noqa: E402
+from bench.corpus import Document, describe, gather
+from worker.chunking.adaptive import AdaptiveChunker
+from worker.chunking.lexical import LexicalChunker
+from worker.chunking.types import ContentType
 
 SIZE = 1500
 Splitter = Callable[[Document], int]
@@ -96,7 +96,7 @@ def main() -> int:
         return 0
     results = {name: measure(split, docs, args.repeat) for name, split in splitters.items()}
     baseline = results.get("langchain recursive", (0.0, 0))[0]
-    print(f"\n| splitter | MB/s | chunks | vs LangChain |\n|---|---:|---:|---:|")
+    print("\n| splitter | MB/s | chunks | vs LangChain |\n|---|---:|---:|---:|")
     for name, (seconds, count) in results.items():
         ratio = f"{baseline / seconds:.2f}×" if baseline else "n/a"
         print(f"| {name} | {size_mb / seconds:.1f} | {count:,} | {ratio} |")
