@@ -60,7 +60,7 @@ def build_model(source_dir: Path | None, out_dir: Path, *, int8: bool = False) -
 
 
 def ensure_model(source_dir: Path | None, out_dir: Path, *, int8: bool = False) -> Manifest:
-    """Reuse ``out_dir`` if it is an intact build of the same source and options, else build."""
+    """Reuse ``out_dir`` if it is an intact, current build of the same source, else build it."""
     source = read_source(source_dir if source_dir is not None else default_source_dir())
     try:
         manifest = read_manifest(out_dir)
@@ -68,7 +68,7 @@ def ensure_model(source_dir: Path | None, out_dir: Path, *, int8: bool = False) 
         return build_model(source.directory, out_dir, int8=int8)
     fresh = (
         manifest.build.builder_version == BUILDER_VERSION
-        and manifest.build.int8 == int8
+        and (manifest.build.int8 or not int8)  # an int8 build also serves fp32 callers
         and manifest.source_sha256 == sha256_file(source.weights_path)
         and not mismatched_files(out_dir, manifest)
     )

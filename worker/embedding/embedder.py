@@ -16,10 +16,10 @@ from numpy.typing import NDArray
 from tokenizers import Tokenizer
 
 from worker.embedding import tokenization
-from worker.embedding.graph import OUTPUT_NAME
 from worker.embedding.manifest import (
     INT8_MODEL_NAME,
     MODEL_NAME,
+    OUTPUT_NAME,
     TOKENIZER_NAME,
     Manifest,
     ManifestError,

@@ -21,11 +21,10 @@ import onnx
 from numpy.typing import NDArray
 from onnx import TensorProto, helper, numpy_helper
 
+from worker.embedding.manifest import INPUT_NAMES, OUTPUT_NAME
 from worker.embedding.source import BertConfig, Pooling
 
 OPSET = 17
-INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
-OUTPUT_NAME = "sentence_embedding"
 
 # Added to attention scores of padding keys. A large finite number, not -inf, so a row whose keys
 # are all padding (a padding query row) still softmaxes to finite values instead of NaN.
@@ -56,7 +55,8 @@ class _Graph:
         """An initializer; a name used again refers to the first one (shared constants)."""
         if name not in self._names:
             self._names.add(name)
-            self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
+            # np.array, not np.ascontiguousarray: the latter turns 0-d scalars into shape [1].
+            self.initializers.append(numpy_helper.from_array(np.array(value, order="C"), name))
         return name
 
 

@@ -20,6 +20,10 @@ MODEL_NAME = "model.onnx"
 INT8_MODEL_NAME = "model.int8.onnx"
 TOKENIZER_NAME = "tokenizer.json"
 
+# The model's interface: three int64 [batch, sequence] inputs, one float32 [batch, dim] output.
+INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
+OUTPUT_NAME = "sentence_embedding"
+
 # Bump whenever the graph or the quantisation recipe changes: a cached build made by an older
 # builder then no longer matches and is rebuilt.
 BUILDER_VERSION = 1

