@@ -71,7 +71,7 @@ def check_complete(docs: list[DocumentEvent], events: list[ChunkEvent]) -> dict[
         covered = [False] * len(doc.text)
         for ev in chunks.values():
             assert ev.text == doc.text[ev.start_index : ev.end_index]
-            assert ev.metadata["n"] == doc.metadata["n"]
+            assert all(ev.metadata[k] == v for k, v in doc.metadata.items())
             assert ev.doc_version == (None if doc.version is None else str(doc.version))
             for i in range(ev.start_index, ev.end_index):
                 covered[i] = True
