@@ -1,0 +1,101 @@
+"""Settings: env and flags merge, and every bad value fails naming its variable."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from worker.config import load_settings, redacted, settings_table
+from worker.errors import ConfigError
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_defaults_env_and_flag_precedence() -> None:
+    s = load_settings({}, env={})
+    assert (s.input_topic, s.output_topic, s.dlq_topic) == ("documents", "chunks", "documents.dlq")
+    assert s.max_document_bytes == 10 * 1024 * 1024
+    env = {
+        "CHUNKSTREAM_GROUP_ID": "from-env",
+        "CHUNKSTREAM_MAX_IN_FLIGHT_DOCUMENTS": "12",
+        "CHUNKSTREAM_STRATEGY_PARAMS": "chunk_size=300,tokenizer=character",
+        "CHUNKSTREAM_ALLOWED_STRATEGIES": "sentence, lexical",
+    }
+    s = load_settings({"group_id": "from-flag", "param": ["chunk_size=50"]}, env=env)
+    assert s.group_id == "from-flag"
+    assert s.max_in_flight_documents == 12
+    assert s.strategy_params == {"chunk_size": "50", "tokenizer": "character"}
+    assert s.allowed_strategies == ["sentence", "lexical"]
+
+
+def test_json_params() -> None:
+    s = load_settings({}, env={"CHUNKSTREAM_STRATEGY_PARAMS": '{"chunk_size": 77}'})
+    assert s.strategy_params == {"chunk_size": "77"}
+
+
+@pytest.mark.parametrize(
+    ("env", "needle"),
+    [
+        ({"CHUNKSTREAM_METRICS_PORT": "http"}, "CHUNKSTREAM_METRICS_PORT (--metrics-port)"),
+        ({"CHUNKSTREAM_METRICS_PORT": "70000"}, "CHUNKSTREAM_METRICS_PORT"),
+        ({"CHUNKSTREAM_ENCODING": "xml"}, "CHUNKSTREAM_ENCODING"),
+        ({"CHUNKSTREAM_MAX_DOCUMENT_BYTES": "0"}, "CHUNKSTREAM_MAX_DOCUMENT_BYTES"),
+        ({"CHUNKSTREAM_OUTPUT_TOPIC": "documents"}, "CHUNKSTREAM_OUTPUT_TOPIC"),
+        ({"CHUNKSTREAM_DLQ_TOPIC": "chunks"}, "CHUNKSTREAM_DLQ_TOPIC"),
+        ({"CHUNKSTREAM_SECURITY_PROTOCOL": "SASL_SSL"}, "CHUNKSTREAM_SASL_MECHANISM"),
+        ({"CHUNKSTREAM_SSL_CAFILE": "/nonexistent/ca.pem"}, "CHUNKSTREAM_SSL_CAFILE"),
+        ({"CHUNKSTREAM_STRATEGY_PARAMS": "chunk_size"}, "CHUNKSTREAM_STRATEGY_PARAMS"),
+        ({"CHUNKSTREAM_LOG_LEVEL": "LOUD"}, "CHUNKSTREAM_LOG_LEVEL"),
+    ],
+)
+def test_bad_values_name_the_setting(env: dict[str, str], needle: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_settings({}, env=env)
+    assert needle in str(info.value)
+
+
+def test_password_from_file_is_masked(tmp_path: Path) -> None:
+    secret = tmp_path / "pw"
+    secret.write_text("hunter2\n")
+    env = {
+        "CHUNKSTREAM_SECURITY_PROTOCOL": "SASL_PLAINTEXT",
+        "CHUNKSTREAM_SASL_MECHANISM": "SCRAM-SHA-512",
+        "CHUNKSTREAM_SASL_USERNAME": "alice",
+        "CHUNKSTREAM_SASL_PASSWORD_FILE": str(secret),
+    }
+    s = load_settings({}, env=env)
+    assert s.sasl_password == "hunter2"
+    assert redacted(s)["sasl_password"] == "***"
+    assert "hunter2" not in repr(redacted(s))
+
+
+def test_settings_table_lists_every_setting() -> None:
+    table = settings_table()
+    assert "`CHUNKSTREAM_BOOTSTRAP_SERVERS`" in table
+    assert table.count("\n| `CHUNKSTREAM_") == len(load_settings({}, env={}).__struct_fields__)
+
+
+def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "worker.cli", *args],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", **env},
+        cwd=REPO,
+        timeout=60,
+    )
+
+
+def test_run_fails_fast_on_bad_config_naming_the_field() -> None:
+    result = _run(["run"], {"CHUNKSTREAM_MAX_IN_FLIGHT_DOCUMENTS": "many"})
+    assert result.returncode == 2
+    assert "CHUNKSTREAM_MAX_IN_FLIGHT_DOCUMENTS" in result.stderr
+    result = _run(["run", "--strategy", "nope"], {})
+    assert result.returncode == 2
+    assert "CHUNKSTREAM_STRATEGY" in result.stderr
+    result = _run(["run", "--param", "chunk_size=-1"], {})
+    assert result.returncode == 2
+    assert "CHUNKSTREAM_STRATEGY_PARAMS" in result.stderr
