@@ -268,6 +268,55 @@ def _cmd_topics(args: argparse.Namespace) -> int:
     return 0
 
 
+async def group_lag(settings: Any, group: str, topic: str) -> dict[int, tuple[int, int]]:
+    """partition → (committed offset, end offset) of ``group`` on ``topic``."""
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+    from aiokafka.admin import AIOKafkaAdminClient
+    from aiokafka.errors import CoordinatorLoadInProgressError, GroupCoordinatorNotAvailableError
+
+    from worker.kafka import connection_options
+
+    options = connection_options(settings)
+    consumer = AIOKafkaConsumer(topic, enable_auto_commit=False, **options)
+    await consumer.start()
+    try:
+        partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
+        end = await consumer.end_offsets(partitions)
+    finally:
+        await consumer.stop()
+    admin = AIOKafkaAdminClient(**options)
+    await admin.start()
+    try:
+        try:
+            committed = await admin.list_consumer_group_offsets(group)
+        except (GroupCoordinatorNotAvailableError, CoordinatorLoadInProgressError):
+            committed = {}
+    finally:
+        await admin.close()
+    return {
+        tp.partition: (committed[tp].offset if tp in committed else 0, end[tp])
+        for tp in sorted(partitions, key=lambda tp: tp.partition)
+    }
+
+
+def _cmd_lag(args: argparse.Namespace) -> int:
+    settings = _client_settings(args)
+
+    async def main() -> int:
+        deadline = time.monotonic() + (args.wait or 0)
+        while True:
+            lag = await group_lag(settings, args.group, args.topic)
+            behind = sum(max(0, end - done) for done, end in lag.values())
+            if behind == 0 or time.monotonic() >= deadline:
+                break
+            await asyncio.sleep(0.5)
+        for partition, (done, end) in lag.items():
+            print(f"{args.topic}[{partition}] committed={done} end={end} lag={max(0, end - done)}")
+        return 0 if behind == 0 or not args.wait else 1
+
+    return asyncio.run(main())
+
+
 # -- schema ----------------------------------------------------------------------------------
 
 
@@ -334,6 +383,13 @@ def build_parser() -> argparse.ArgumentParser:
     tail.add_argument("--idle-timeout", type=float, default=None, help="stop after S idle seconds")
     tail.add_argument("--json", action="store_true", help="one JSON chunk event per line")
     tail.set_defaults(func=_cmd_tail)
+
+    lag = sub.add_parser("lag", help="committed vs end offsets of a consumer group")
+    lag.add_argument("--bootstrap-servers", required=True)
+    lag.add_argument("--group", default="chunkstream")
+    lag.add_argument("--topic", default="documents")
+    lag.add_argument("--wait", type=float, default=None, help="wait up to S seconds for lag 0")
+    lag.set_defaults(func=_cmd_lag)
 
     topics = sub.add_parser("topics", help="create the input, output and dead-letter topics")
     topics.add_argument("--bootstrap-servers", default=None)
