@@ -99,3 +99,8 @@ def test_run_fails_fast_on_bad_config_naming_the_field() -> None:
     result = _run(["run", "--param", "chunk_size=-1"], {})
     assert result.returncode == 2
     assert "CHUNKSTREAM_STRATEGY_PARAMS" in result.stderr
+
+
+def test_readme_configuration_table_is_current() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert settings_table() in readme, "README's table is stale: paste `chunkstream settings`"
