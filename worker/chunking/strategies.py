@@ -4,9 +4,16 @@ import msgspec
 
 from worker.chunking.adaptive import NAME as ADAPTIVE
 from worker.chunking.adaptive import AdaptiveChunker, AdaptiveParams
+from worker.chunking.context import NAME as CONTEXT
+from worker.chunking.context import ContextChunker, ContextParams, resolve_model_dir
 from worker.chunking.lexical import NAME as LEXICAL
 from worker.chunking.lexical import LexicalChunker
+from worker.chunking.model_window import load_model_window
 from worker.chunking.registry import BuildContext, Strategy, register
+from worker.chunking.sdpm import NAME as SDPM
+from worker.chunking.sdpm import SDPMChunker, SDPMParams
+from worker.chunking.semantic import NAME as SEMANTIC
+from worker.chunking.semantic import SemanticChunker, SemanticParams
 from worker.chunking.sentence import NAME as SENTENCE
 from worker.chunking.sentence import SentenceChunker, SentenceParams
 
@@ -52,5 +59,47 @@ register(
         factory=_build_lexical,
         needs_model=False,
         summary="Block-by-block merging by lexical cues (headings, lists, phrases, keywords).",
+    )
+)
+
+
+def _build_semantic(params: SemanticParams, context: BuildContext) -> SemanticChunker:
+    return SemanticChunker(params=params, model_window=load_model_window(context.model_dir))
+
+
+def _build_sdpm(params: SDPMParams, context: BuildContext) -> SDPMChunker:
+    return SDPMChunker(params=params, model_window=load_model_window(context.model_dir))
+
+
+def _build_context(params: ContextParams, context: BuildContext) -> ContextChunker:
+    model_dir = resolve_model_dir(params, context.model_dir)
+    return ContextChunker(params=params, model_window=load_model_window(model_dir))
+
+
+register(
+    Strategy(
+        name=SEMANTIC,
+        params_type=SemanticParams,
+        factory=_build_semantic,
+        needs_model=True,
+        summary="Boundaries at valleys of sentence-embedding similarity, packed under a hard cap.",
+    )
+)
+register(
+    Strategy(
+        name=SDPM,
+        params_type=SDPMParams,
+        factory=_build_sdpm,
+        needs_model=True,
+        summary="`semantic`, then merges of similar chunks up to skip_window apart.",
+    )
+)
+register(
+    Strategy(
+        name=CONTEXT,
+        params_type=ContextParams,
+        factory=_build_context,
+        needs_model=True,
+        summary="Sentence groups plus the neighbouring sentences similar to each group.",
     )
 )

@@ -1,0 +1,192 @@
+"""The ``sdpm`` strategy (semantic double-pass merging): ``semantic``, then merge similar chunks.
+
+1. first pass: the ``semantic`` groups (boundaries at similarity valleys, cap packing);
+2. each group's vector is the size-weighted mean of its unit vectors — nothing is re-embedded;
+3. each group is compared with the groups up to ``skip_window`` positions ahead;
+4. the most similar one whose cosine similarity is *above* ``merge_threshold`` and whose merged
+   span fits ``chunk_size`` is merged together with everything between them, so the output stays
+   contiguous (``skip_window=1`` merges neighbours, 2 may bridge one group, and so on);
+5. passes repeat until one makes no merge.
+
+``threshold`` keeps its ``semantic`` meaning (a percentile of valley similarities for the first
+pass). ``merge_threshold`` is a cosine similarity; left unset it takes the value of
+``threshold``, as the seed's single-threshold interface does.
+
+Metadata: the first pass's reason for the chunk's start, ``first_pass`` (the range of
+first-pass groups it covers) and ``merges``: each merge's partner (a first-pass index), its
+similarity and how many groups it bridged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+import msgspec
+import numpy as np
+from numpy.typing import NDArray
+
+from worker.chunking.model_window import ModelWindow
+from worker.chunking.semantic import (
+    EmbedBatch,
+    FirstPass,
+    SemanticChunker,
+    SemanticParams,
+    expect_plan,
+    make_chunk,
+    start_metadata,
+    unit_size,
+)
+from worker.chunking.similarity import cosine
+from worker.chunking.tokens import CHARACTER
+from worker.chunking.types import Chunk, ContentType, EmbeddingPlan, Metadata, Span
+from worker.chunking.units import SentencePlan, unit_vectors
+
+NAME = "sdpm"
+
+
+class SDPMParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    chunk_size: Annotated[int, msgspec.Meta(ge=1)] = 2048
+    threshold: Annotated[float, msgspec.Meta(gt=0.0, le=1.0)] = 0.8
+    """First pass: percentile (as a fraction) of the valley similarities that cut."""
+    merge_threshold: Annotated[float, msgspec.Meta(ge=-1.0, le=1.0)] | None = None
+    """Second pass: cosine similarity a merge must exceed; unset means ``threshold``."""
+    skip_window: Annotated[int, msgspec.Meta(ge=1)] = 1
+    similarity_window: Annotated[int, msgspec.Meta(ge=1)] = 3
+    min_sentences_per_chunk: Annotated[int, msgspec.Meta(ge=1)] = 1
+    min_characters_per_sentence: Annotated[int, msgspec.Meta(ge=0)] = 24
+    tokenizer: Annotated[str, msgspec.Meta(min_length=1)] = CHARACTER
+
+    def semantic(self) -> SemanticParams:
+        return SemanticParams(
+            chunk_size=self.chunk_size,
+            threshold=self.threshold,
+            similarity_window=self.similarity_window,
+            min_sentences_per_chunk=self.min_sentences_per_chunk,
+            min_characters_per_sentence=self.min_characters_per_sentence,
+            tokenizer=self.tokenizer,
+        )
+
+    @property
+    def effective_merge_threshold(self) -> float:
+        return self.threshold if self.merge_threshold is None else self.merge_threshold
+
+
+@dataclass
+class _Merged:
+    """A run of first-pass groups ``[first, stop)`` and the sum of its weighted unit vectors."""
+
+    first: int
+    stop: int
+    vector: NDArray[np.float64]
+    merges: list[Metadata] = field(default_factory=list)
+
+
+class SDPMChunker:
+    """``plan``/``assemble`` for the worker; ``chunk`` for callers with an ``embed_batch``."""
+
+    def __init__(
+        self,
+        embed_batch: EmbedBatch | None = None,
+        *,
+        params: SDPMParams | None = None,
+        model_window: ModelWindow | None = None,
+        **overrides: Any,
+    ) -> None:
+        base = msgspec.to_builtins(params or SDPMParams())
+        try:
+            self.params = msgspec.convert({**base, **overrides}, SDPMParams)
+        except msgspec.ValidationError as exc:
+            raise ValueError(str(exc)) from exc
+        self.embed_batch = embed_batch
+        self._semantic = SemanticChunker(params=self.params.semantic(), model_window=model_window)
+        self.window = self._semantic.window
+
+    @property
+    def model_dir(self) -> str | None:
+        return self.window.model_dir
+
+    def plan(self, text: str, *, content_type: ContentType = "text/plain") -> SentencePlan:
+        return self._semantic.plan(text, content_type=content_type)
+
+    def assemble(self, plan: EmbeddingPlan, embeddings: NDArray[np.float32]) -> list[Chunk]:
+        sentence_plan = expect_plan(plan)
+        p = self.params
+        vectors = unit_vectors(sentence_plan, embeddings)
+        passed = self._semantic.first_pass(sentence_plan, vectors)
+        merged = self._merge(sentence_plan, vectors, passed)
+        text, units = sentence_plan.document, sentence_plan.units
+        counter = self._semantic.counter
+        chunks: list[Chunk] = []
+        for index, run in enumerate(merged):
+            head, tail = passed.groups[run.first], passed.groups[run.stop - 1]
+            meta: Metadata = {"chunk_index": index, "units": [head.first, tail.stop]}
+            meta.update(start_metadata(head, passed, p.threshold, p.chunk_size))
+            meta["first_pass"] = [run.first, run.stop]
+            meta["merges"] = run.merges
+            span = Span(units[head.first].start, units[tail.stop - 1].end)
+            chunks.append(make_chunk(text, span, counter, NAME, meta))
+        return chunks
+
+    def _merge(
+        self, plan: SentencePlan, vectors: NDArray[np.float64], passed: FirstPass
+    ) -> list[_Merged]:
+        p = self.params
+        groups = passed.groups
+        if not groups:
+            return []
+        # Prefix sums of size-weighted unit vectors: any run's mean direction in one subtraction.
+        cumulative = np.zeros((len(vectors) + 1, vectors.shape[1]), dtype=np.float64)
+        np.cumsum(vectors * plan.sizes[:, None], axis=0, out=cumulative[1:])
+        runs = [
+            _Merged(i, i + 1, cumulative[g.stop] - cumulative[g.first])
+            for i, g in enumerate(groups)
+        ]
+        limit = p.effective_merge_threshold
+        text, units = plan.document, plan.units
+        counter = self._semantic.counter
+        changed = True
+        while changed:
+            changed = False
+            i = 0
+            while i < len(runs) - 1:
+                best: tuple[float, int] | None = None
+                for j in range(i + 1, min(len(runs), i + 1 + p.skip_window)):
+                    similarity = cosine(runs[i].vector, runs[j].vector)
+                    if similarity <= limit or (best is not None and similarity <= best[0]):
+                        continue
+                    span = Span(
+                        units[groups[runs[i].first].first].start,
+                        units[groups[runs[j].stop - 1].stop - 1].end,
+                    )
+                    if unit_size(text, span, counter) <= p.chunk_size:
+                        best = (similarity, j)
+                if best is None:
+                    i += 1
+                    continue
+                similarity, j = best
+                first_unit = groups[runs[i].first].first
+                stop_unit = groups[runs[j].stop - 1].stop
+                runs[i] = _Merged(
+                    runs[i].first,
+                    runs[j].stop,
+                    cumulative[stop_unit] - cumulative[first_unit],
+                    [
+                        *runs[i].merges,
+                        {
+                            "partner": runs[j].first,
+                            "similarity": round(similarity, 6),
+                            "bridged": j - i - 1,
+                        },
+                        *(m for run in runs[i + 1 : j + 1] for m in run.merges),
+                    ],
+                )
+                del runs[i + 1 : j + 1]
+                changed = True
+        return runs
+
+    def chunk(self, text: str, *, content_type: ContentType = "text/plain") -> list[Chunk]:
+        if self.embed_batch is None:
+            raise RuntimeError("chunk() needs an embed_batch; the worker uses plan/assemble")
+        plan = self.plan(text, content_type=content_type)
+        return self.assemble(plan, self.embed_batch(list(plan.texts)))
