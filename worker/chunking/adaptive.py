@@ -19,6 +19,7 @@ and ``max_size`` is a hard cap. Chunks are contiguous slices of the document.
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping
 from typing import Annotated
@@ -144,31 +145,61 @@ class AdaptiveChunker:
             return []
         doc_density = density(text)
         fences = fence_lines(text)
+        # The loop runs once per chunk: parameters and helpers are read into locals once.
+        base_size, max_size, overlap = p.base_size, p.max_size, p.overlap
+        spread = max_size - p.min_size
+        threshold = p.technical_threshold
+        extra: dict[str, object] = {}
+        if doc_id:
+            extra["doc_id"] = doc_id
+        if source:
+            extra["source"] = source
         chunks: list[Chunk] = []
+        append = chunks.append
         floor = start  # a chunk must end after this: past any text carried over
         while start < size:
             section_end = _section_end(text, fences, start) if fences else size
-            local = density(text, start, min(section_end, start + p.base_size))
-            target = self.target_size(local)
-            limit = min(section_end, start + target)
+            window_end = start + base_size
+            local = density(text, start, section_end if section_end < window_end else window_end)
+            target = round(max_size - local * spread)  # as target_size()
+            limit = start + target
+            if section_end < limit:
+                limit = section_end
             end = last_sentence_end(text, start, floor, limit)
-            if end is None and floor > start:
-                # The carried sentences leave no room for the next one: drop them.
-                start = floor = _skip_space(text, floor)
-                continue
             if end is None:
-                end = self._cut_long_sentence(text, start, min(size, start + p.max_size))
-            chunks.append(
-                self._make_chunk(
-                    text, start, end, doc_density, local, target, doc_id, source, len(chunks)
+                if floor > start:
+                    # The carried sentences leave no room for the next one: drop them.
+                    start = floor = _skip_space(text, floor)
+                    continue
+                end = self._cut_long_sentence(text, start, min(size, start + max_size))
+            body = text[start:end]
+            metadata: dict[str, object] = {
+                "chunk_index": len(chunks),
+                "density": doc_density,
+                "local_density": local,
+                "target_size": target,
+                "technical": local >= threshold,
+            }
+            if extra:
+                metadata.update(extra)
+            append(
+                Chunk(
+                    text=body,
+                    start_index=start,
+                    end_index=end,
+                    token_count=len(body),
+                    strategy=NAME,
+                    metadata=metadata,
                 )
             )
             following = _skip_space(text, end)
             if following >= size:
                 break
-            carried = carried_start(text, start, end, p.overlap)
-            start = carried if carried is not None else following
-            floor = end if carried is not None else following
+            carried = carried_start(text, start, end, overlap)
+            if carried is None:
+                start = floor = following
+            else:
+                start, floor = carried, end
         return chunks
 
     def chunk_documents(self, docs: Iterable[Document | Mapping[str, str]]) -> list[Chunk]:
@@ -193,45 +224,13 @@ class AdaptiveChunker:
         end = last_word_end(text, start, hard_limit)
         return end if end is not None else hard_limit
 
-    def _make_chunk(
-        self,
-        text: str,
-        start: int,
-        end: int,
-        doc_density: float,
-        local: float,
-        target: int,
-        doc_id: str,
-        source: str,
-        index: int,
-    ) -> Chunk:
-        metadata: dict[str, object] = {
-            "chunk_index": index,
-            "density": doc_density,
-            "local_density": local,
-            "target_size": target,
-            "technical": local >= self.params.technical_threshold,
-        }
-        if doc_id:
-            metadata["doc_id"] = doc_id
-        if source:
-            metadata["source"] = source
-        body = text[start:end]
-        return Chunk(
-            text=body,
-            start_index=start,
-            end_index=end,
-            token_count=len(body),
-            strategy=NAME,
-            metadata=metadata,
-        )
+
+_SPACE_RUN = re.compile(r"\s*")  # \s is exactly str.isspace for str patterns
 
 
 def _skip_space(text: str, position: int) -> int:
-    size = len(text)
-    while position < size and text[position].isspace():
-        position += 1
-    return position
+    """``position`` moved right past whitespace."""
+    return _SPACE_RUN.match(text, position).end()  # type: ignore[union-attr]
 
 
 def _section_end(text: str, fences: list[int], start: int) -> int:

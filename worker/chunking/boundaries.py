@@ -31,21 +31,34 @@ def _lstrip_from(text: str, start: int) -> int:
     return start
 
 
-def _ends_in(text: str, window_start: int, window_end: int) -> list[tuple[int, int]]:
-    """(sentence end, next sentence search position) for every boundary in the window.
+def _candidates(text: str, window_start: int, window_end: int) -> list[re.Match[str]]:
+    """Every place a sentence may end in the window, before the exceptions are checked.
 
     The window is read one character past its end so that the look-ahead of a terminator
     sees the real next character rather than an artificial end of text.
     """
+    return list(CANDIDATE.finditer(text, window_start, min(len(text), window_end + 1)))
+
+
+def _boundary(text: str, match: re.Match[str], window_start: int) -> int:
+    """Where the sentence ends at a candidate ``match``, or -1 when it is a false stop.
+
+    Only Latin terminators have exceptions, and those are checked only for the candidates a
+    search actually reaches (usually the last or first one of its window).
+    """
+    if match.group("line") is not None:
+        return match.start()
+    if match.group("latin") is not None and is_false_stop(text, match, window_start):
+        return -1
+    return match.end()
+
+
+def _ends_in(text: str, window_start: int, window_end: int) -> list[tuple[int, int]]:
+    """(sentence end, next sentence search position) for every boundary in the window."""
     found: list[tuple[int, int]] = []
-    for match in CANDIDATE.finditer(text, window_start, min(len(text), window_end + 1)):
-        if match.group("line") is not None:
-            end = match.start()
-        elif match.group("latin") is not None and is_false_stop(text, match, window_start):
-            continue
-        else:
-            end = match.end()
-        if end <= window_end:
+    for match in _candidates(text, window_start, window_end):
+        end = _boundary(text, match, window_start)
+        if 0 <= end <= window_end:
             found.append((end, match.end()))
     return found
 
@@ -58,7 +71,10 @@ def last_sentence_end(text: str, start: int, floor: int, limit: int) -> int | No
     high = limit
     while high > floor:
         low = max(start, high - _WINDOW)
-        for end, _ in reversed(_ends_in(text, low, high)):
+        for match in reversed(_candidates(text, low, high)):
+            end = _boundary(text, match, low)
+            if end < 0 or end > high:
+                continue
             end = _rstrip_to(text, end, start)
             if floor < end <= limit:
                 return end
@@ -73,7 +89,10 @@ def first_sentence_end(text: str, floor: int, limit: int) -> int | None:
     low = floor
     while low < limit:
         high = min(limit, low + 4 * _WINDOW)
-        for end, _ in _ends_in(text, low, high):
+        for match in CANDIDATE.finditer(text, low, min(len(text), high + 1)):
+            end = _boundary(text, match, low)
+            if end < 0 or end > high:
+                continue
             end = _rstrip_to(text, end, floor)
             if end > floor:
                 return end
@@ -92,8 +111,11 @@ def carried_start(text: str, start: int, end: int, overlap: int) -> int | None:
     if overlap <= 0:
         return None
     low = max(start, end - overlap - 1)
-    for _, resume in _ends_in(text, low, end):
-        begin = _lstrip_from(text, resume)
+    for match in CANDIDATE.finditer(text, low, min(len(text), end + 1)):
+        boundary = _boundary(text, match, low)
+        if boundary < 0 or boundary > end:
+            continue
+        begin = _lstrip_from(text, match.end())
         if end - overlap <= begin < end and begin > start:
             return begin
     return None

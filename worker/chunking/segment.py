@@ -29,16 +29,18 @@ ABBREVIATIONS = frozenset(
 # those places. Latin terminators must be followed by whitespace (or the end), which is what
 # keeps decimals (3.14), versions (v1.2.3), URLs, e-mail addresses and "?"/"!" inside URLs
 # whole. CJK and Arabic marks end a sentence with or without a following space.
-CANDIDATE = re.compile(
-    r"""
+_CANDIDATE_BODY = r"""
       (?P<line>\r\n?|[\n\u2028\u2029])
     | [。！？]+[」』”’"'）)\]]*
     | [؟۔؛]+
     | (?P<latin>[.!?…]+)[”’"'»)\]]*(?=\s|\Z)
-    """,
-    re.VERBOSE,
-)
-CLAUSE_CANDIDATE = re.compile(CANDIDATE.pattern + "|،", re.VERBOSE)
+"""
+# Every alternative starts with one of these characters. Stating it as a leading look-ahead
+# changes no match, but lets the regex engine skip ordinary text in a tight loop instead of
+# trying each alternative at every position (about three times faster on prose).
+_CANDIDATE_FIRST = r"\r\n\u2028\u2029。！？؟۔؛.!?…"
+CANDIDATE = re.compile(f"(?=[{_CANDIDATE_FIRST}])(?:{_CANDIDATE_BODY})", re.VERBOSE)
+CLAUSE_CANDIDATE = re.compile(f"(?=[{_CANDIDATE_FIRST}،])(?:{_CANDIDATE_BODY}|،)", re.VERBOSE)
 
 _INITIALISM = re.compile(r"(?:[A-Za-z]\.)+[A-Za-z]|[A-Za-z]")
 _WORD = re.compile(r"\S+")
