@@ -2,10 +2,11 @@
 
 1. sentences (Arabic marks end sentences; with ``language`` ``auto``/``ar`` an over-long sentence
    is cut at Arabic commas before words), each embedded once;
-2. primary groups: whole sentences packed up to ``chunk_size``; the next group starts with the
-   trailing whole sentences of at most ``overlap`` characters of the one before (dropped when
-   they leave no room for a new sentence). A group smaller than ``min_chunk_size`` merges with
-   its next neighbour (the previous one for the last group) when the union fits the cap;
+2. primary groups: whole sentences packed up to ``core_size`` (default ``chunk_size``); the
+   next group starts with the trailing whole sentences of at most ``overlap`` characters of the
+   one before (dropped when they leave no room for a new sentence). A group smaller than
+   ``min_chunk_size`` merges with its next neighbour (the previous one for the last group) when
+   the union fits ``chunk_size``, else it stays as it is: never dropped;
 3. each group's centroid is the size-weighted mean of its sentence vectors. Up to
    ``window_size`` sentences before and after the group are candidates, judged one by one,
    nearest first: a candidate is kept when its cosine similarity to the centroid is *above*
@@ -63,10 +64,21 @@ class ContextParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     with one shared model, so a different directory there is refused rather than ignored."""
     similarity_threshold: Annotated[float, msgspec.Meta(ge=-1.0, le=1.0)] = 0.75
     tokenizer: Annotated[str, msgspec.Meta(min_length=1)] = CHARACTER
+    core_size: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    """Primary groups are packed up to this size; unset means ``chunk_size``. Context only joins
+    a chunk within the cap, so a smaller core leaves it room."""
 
     def __post_init__(self) -> None:
         if self.language not in LANGUAGES:
             raise ValueError(f"language must be one of {', '.join(LANGUAGES)}")
+        if self.core_size is not None and self.core_size > self.chunk_size:
+            raise ValueError(
+                f"core_size ({self.core_size}) must not exceed chunk_size ({self.chunk_size})"
+            )
+
+    @property
+    def core_cap(self) -> int:
+        return self.chunk_size if self.core_size is None else self.core_size
 
 
 def _runs(indices: list[int]) -> list[tuple[int, int]]:
@@ -107,7 +119,7 @@ class ContextChunker:
 
     def plan(self, text: str, *, content_type: ContentType = "text/plain") -> SentencePlan:
         p = self.params
-        units = sentence_units(text, self.counter, p.chunk_size, clauses=p.language != "en")
+        units = sentence_units(text, self.counter, p.core_cap, clauses=p.language != "en")
         return plan_units(text, units, self.counter, self.window, content_type)
 
     def assemble(self, plan: EmbeddingPlan, embeddings: NDArray[np.float32]) -> list[Chunk]:
@@ -141,7 +153,7 @@ class ContextChunker:
         first = 0
         while first < count:
             stop = first + 1
-            while stop < count and self._size(text, units[first], units[stop]) <= p.chunk_size:
+            while stop < count and self._size(text, units[first], units[stop]) <= p.core_cap:
                 stop += 1
             groups.append((first, stop))
             if stop >= count:
@@ -152,7 +164,7 @@ class ContextChunker:
             ):
                 carried -= 1
             # The carried sentences must leave room for at least the next new one.
-            if carried < stop and self._size(text, units[carried], units[stop]) > p.chunk_size:
+            if carried < stop and self._size(text, units[carried], units[stop]) > p.core_cap:
                 carried = stop
             first = carried
         merged: set[tuple[int, int]] = set()
@@ -167,6 +179,8 @@ class ContextChunker:
                     continue
                 low, high = min(i, partner), max(i, partner)
                 union = (groups[low][0], groups[high][1])
+                # Against the hard cap, not the packing target: greedy packing already showed
+                # that a neighbour plus one more unit passes the target.
                 if self._size(text, units[union[0]], units[union[1] - 1]) <= p.chunk_size:
                     groups[low : high + 1] = [union]
                     merged.add(union)

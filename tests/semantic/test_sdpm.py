@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from tests.semantic.fakes import RecordingEmbedder, embed, topic_document
+from tests.semantic.invariants import assert_contiguous
+from worker.chunking import registry
+from worker.chunking.sdpm import SDPMChunker, SDPMParams
+from worker.chunking.semantic import SemanticChunker
+from worker.chunking.tokens import CharacterCounter
+
+COUNTER = CharacterCounter()
+
+
+def test_merges_an_over_split_first_pass_back_to_topics() -> None:
+    text, seams = topic_document(["cooking", "astronomy", "finance"], 6)
+    settings = {"similarity_window": 1, "threshold": 1.0}
+    first = SemanticChunker(embed, **settings).chunk(text)
+    assert len(first) > 3, "the first pass alone over-splits"
+    chunks = SDPMChunker(embed, merge_threshold=0.3, **settings).chunk(text)
+    assert_contiguous(text, chunks, COUNTER, 2048)
+    assert [c.start_index for c in chunks] == [0, *seams]
+    merges = [m for c in chunks for m in c.metadata["merges"]]
+    assert merges
+    assert all(m["similarity"] > 0.3 and m["bridged"] == 0 for m in merges)
+    covered = [c.metadata["first_pass"] for c in chunks]
+    assert covered[0][0] == 0
+    assert covered[-1][1] == len(first)
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(covered))
+
+
+def test_skip_window_bridges_a_digression() -> None:
+    text, seams = topic_document(["cooking", "astronomy", "cooking", "finance"], 5)
+    settings = {"similarity_window": 2, "threshold": 1.0, "merge_threshold": 0.5}
+    adjacent = SDPMChunker(embed, skip_window=1, **settings).chunk(text)
+    assert [c.start_index for c in adjacent] == [0, *seams]
+    bridged = SDPMChunker(embed, skip_window=2, **settings).chunk(text)
+    assert_contiguous(text, bridged, COUNTER, 2048)
+    assert [c.start_index for c in bridged] == [0, seams[2]]
+    merges = bridged[0].metadata["merges"]
+    assert [m["bridged"] for m in merges].count(1) == 1, merges
+    assert all(m["similarity"] > 0.5 for m in merges)
+
+
+def test_merges_never_break_the_cap() -> None:
+    text, _ = topic_document(["sailing"], 10)
+    chunks = SDPMChunker(embed, chunk_size=150, threshold=1.0, merge_threshold=-1.0).chunk(text)
+    assert_contiguous(text, chunks, COUNTER, 150)
+    assert len(chunks) > 1
+
+
+def test_threshold_doubles_as_merge_threshold_by_default() -> None:
+    assert SDPMParams(threshold=0.6).effective_merge_threshold == 0.6
+    assert SDPMParams(threshold=0.6, merge_threshold=0.2).effective_merge_threshold == 0.2
+
+
+def test_one_embedding_call_with_distinct_texts() -> None:
+    text, _ = topic_document(["cooking", "finance"], 4)
+    recorder = RecordingEmbedder()
+    SDPMChunker(recorder, merge_threshold=0.0).chunk(text)
+    (texts,) = recorder.calls
+    assert len(texts) == len(set(texts)) == 8
+
+
+def test_registry() -> None:
+    built = registry.build("sdpm", {"skip_window": "2", "merge_threshold": "0.4"})
+    assert isinstance(built.chunker, SDPMChunker)
+    assert built.chunker.params.skip_window == 2
+    with pytest.raises(registry.InvalidParameters, match="skip_window"):
+        registry.build("sdpm", {"skip_window": "0"})
