@@ -48,34 +48,78 @@ _STANDALONE: dict[str, str] = {
 }
 
 
-def _prefix_pattern(phrases: tuple[str, ...]) -> re.Pattern[str]:
+def _alternatives(phrases: tuple[str, ...]) -> str:
     # Longest first so that "for example" is tried before "for"; a phrase must end at a word
-    # edge ("so" does not match "some"). re.ASCII keeps case folding to ASCII letters.
+    # edge ("so" does not match "some").
     ordered = sorted(phrases, key=len, reverse=True)
-    alternatives = "|".join(re.escape(p) for p in ordered)
-    return re.compile(rf"(?:{alternatives})(?![A-Za-z0-9])", re.IGNORECASE | re.ASCII)
+    return "|".join(re.escape(p) for p in ordered)
+
+
+def _prefix_pattern(phrases: tuple[str, ...]) -> re.Pattern[str]:
+    # re.ASCII keeps case folding to ASCII letters.
+    return re.compile(rf"(?:{_alternatives(phrases)})(?![A-Za-z0-9])", re.IGNORECASE | re.ASCII)
 
 
 _TRANSITION = _prefix_pattern(lexicon.TRANSITION_PHRASES)
 _PREFIX_RULES = tuple(
     (reason, _prefix_pattern(phrases)) for reason, phrases in lexicon.LADDER_PHRASES.items()
 )
+_TRANSITION_BREAK = "transition_break"
+# Every prefix rule in ladder order in one pattern: a block's opening is matched once, and the
+# named group that matched is the first rule that fires (alternation is tried left to right,
+# exactly like trying the rules one after another).
+_OPENING = re.compile(
+    "|".join(
+        rf"(?P<{name}>(?:{_alternatives(phrases)})(?![A-Za-z0-9]))"
+        for name, phrases in (
+            (_TRANSITION_BREAK, lexicon.TRANSITION_PHRASES),
+            *lexicon.LADDER_PHRASES.items(),
+        )
+    ),
+    re.IGNORECASE | re.ASCII,
+)
+_LEAD_WINDOW = 120
+"""Characters at a block's start in which its list/quote markers and first words are read."""
 # List bullets, quote marks and emphasis before a block's first word.
 _LEAD_MARKERS = re.compile(r"(?:[\s>*+\-_#]|\d{1,9}[.)])*")
+# Runs of at least KEYWORD_MIN_LETTERS letters.
 _KEYWORD = re.compile(rf"[^\W\d_]{{{lexicon.KEYWORD_MIN_LETTERS},}}")
+# The same count for ASCII text without the regex engine: letters lower-cased and every other
+# byte a space, then each run of KEYWORD_MIN_LETTERS or more letters is one " aaaa" (or a
+# leading "aaaa") once its letters are all written "a".
+_ASCII_LETTERS = bytes(
+    c | 0x20 if chr(c).isascii() and chr(c).isalpha() else 0x20 for c in range(256)
+)
+_ASCII_RUN_MARKS = bytes(
+    0x61 if chr(c).isascii() and chr(c).isalpha() else 0x20 for c in range(256)
+)
+_RUN = b"a" * lexicon.KEYWORD_MIN_LETTERS
+_STOP_KEYWORDS = frozenset(w for w in lexicon.STOP_WORDS if len(w) >= lexicon.KEYWORD_MIN_LETTERS)
+
+
+def _keyword_count(body: str) -> int:
+    """Keyword occurrences in ``body`` (stop words left out)."""
+    if body.isascii():
+        letters = body.encode("ascii").translate(_ASCII_LETTERS)
+        marks = letters.translate(_ASCII_RUN_MARKS)
+        runs = marks.count(b" " + _RUN) + marks.startswith(_RUN)
+        stop = sum(map(_STOP_KEYWORDS.__contains__, letters.decode("ascii").split()))
+        return runs - stop
+    found = _KEYWORD.findall(body.lower())
+    return len(found) - sum(map(lexicon.STOP_WORDS.__contains__, found))
 
 
 @dataclass(slots=True)
 class _Unit:
-    """A block as the ladder sees it."""
+    """A block as the ladder sees it. Its opening rule and keywords are read on demand."""
 
     kind: BlockKind
     start: int
     end: int
-    lead: str
-    keywords: frozenset[str]
-    keyword_count: int
-    word_count: int
+    opening: str | None = None
+    """The first prefix rule its opening matches ("" for none), once read."""
+    keywords: frozenset[str] | None = None
+    """Its keywords, once read (only the keyword rules need them)."""
 
 
 @dataclass(slots=True)
@@ -85,14 +129,8 @@ class _Open:
     units: list[_Unit]
     reasons: list[str] = field(default_factory=list)
     keywords: set[str] = field(default_factory=set)
-
-
-def _unit(text: str, kind: BlockKind, start: int, end: int) -> _Unit:
-    body = text[start:end]
-    head = body[:120]
-    lead = head[_LEAD_MARKERS.match(head).end() :]  # type: ignore[union-attr]
-    found = [w for w in _KEYWORD.findall(body.lower()) if w not in lexicon.STOP_WORDS]
-    return _Unit(kind, start, end, lead, frozenset(found), len(found), len(body.split()))
+    keyed: int = 0
+    """How many of ``units`` have their keywords in ``keywords``."""
 
 
 def _capped(text: str, block: Block) -> list[Span]:
@@ -107,20 +145,53 @@ def _capped(text: str, block: Block) -> list[Span]:
     )
 
 
+def _opening(text: str, unit: _Unit) -> str:
+    """The first prefix rule (``transition_break`` included) the unit's opening matches."""
+    if unit.opening is None:
+        window_end = min(unit.end, unit.start + _LEAD_WINDOW)
+        lead = _LEAD_MARKERS.match(text, unit.start, window_end).end()  # type: ignore[union-attr]
+        match = _OPENING.match(text, lead, window_end)
+        unit.opening = (match.lastgroup or "") if match is not None else ""
+    return unit.opening
+
+
+def _keywords(text: str, start: int, end: int) -> list[str]:
+    """Keyword occurrences in ``text[start:end]``: lower-cased letter runs, stop words kept."""
+    return _KEYWORD.findall(text[start:end].lower())
+
+
+def _unit_keywords(text: str, unit: _Unit) -> frozenset[str]:
+    if unit.keywords is None:
+        found = frozenset(_keywords(text, unit.start, unit.end))
+        unit.keywords = found.difference(lexicon.STOP_WORDS)
+    return unit.keywords
+
+
+def _chunk_keywords(text: str, chunk: _Open) -> set[str]:
+    units = chunk.units
+    for unit in units[chunk.keyed :]:
+        chunk.keywords.update(_unit_keywords(text, unit))
+    chunk.keyed = len(units)
+    return chunk.keywords
+
+
 def _merge_reason(text: str, chunk: _Open, unit: _Unit) -> str | None:
-    lead = unit.lead
-    for reason, pattern in _PREFIX_RULES:
-        if pattern.match(lead):
-            return reason
+    opening = _opening(text, unit)
+    if opening:
+        return opening
     previous = chunk.units[-1]
-    tail = text[previous.start : previous.end].rstrip()
-    if tail.endswith("?"):
+    # Units carry no trailing whitespace (their spans are stripped), so the last character
+    # is almost always the one that ends the block.
+    tail = text[max(previous.start, previous.end - 1) : previous.end]
+    if tail.isspace():
+        tail = text[previous.start : previous.end].rstrip()[-1:]
+    if tail == "?":
         return "question_answer"
-    if tail.endswith(":") and previous.end - previous.start <= lexicon.LEAD_IN_MAX_CHARS:
+    if tail == ":" and previous.end - previous.start <= lexicon.LEAD_IN_MAX_CHARS:
         return "definition_expansion"
     if unit.kind == "paragraph" and unit.end - unit.start <= lexicon.SHORT_PARAGRAPH_CHARS:
         return "short_paragraph"
-    shared = len(unit.keywords & chunk.keywords)
+    shared = len(_unit_keywords(text, unit) & _chunk_keywords(text, chunk))
     if unit.kind == "list" and shared >= lexicon.LIST_KEYWORD_OVERLAP_MIN:
         return "list_continuation"
     if shared >= lexicon.KEYWORD_OVERLAP_MIN:
@@ -132,6 +203,8 @@ def primary_reason(reasons: list[str]) -> str:
     """The reason that fired most; ties go to the name that sorts first."""
     if not reasons:
         return INITIAL
+    if len(reasons) == 1:
+        return reasons[0]
     counts = Counter(reasons)
     return sorted(counts, key=lambda reason: (-counts[reason], reason))[0]
 
@@ -171,38 +244,40 @@ class _Builder:
 
     def add(self, block: Block) -> None:
         text = self.text
-        if block.kind == "heading":
+        kind = block.kind
+        if kind == "heading":
             self.close()
             title = heading_text(text, block)
             while self.headings and self.headings[-1][0] >= block.level:
                 self.headings.pop()
             self.headings.append((block.level, title))
             for span in _capped(text, block):
-                self._emit([_unit(text, "heading", span.start, span.end)], [], "heading")
+                self._emit([_Unit("heading", span.start, span.end)], [], "heading")
             return
-        if block.kind in _STANDALONE:
+        if kind in _STANDALONE:
             self.close()
             for span in _capped(text, block):
-                unit = _unit(text, block.kind, span.start, span.end)
-                self._emit([unit], [], _STANDALONE[block.kind], STRUCTURAL)
+                unit = _Unit(kind, span.start, span.end)
+                self._emit([unit], [], _STANDALONE[kind], STRUCTURAL)
+            return
+        if block.end - block.start <= LEXICAL_MAX_CHARS:
+            self._walk(_Unit(kind, block.start, block.end))
             return
         for span in _capped(text, block):
-            self._walk(_unit(text, block.kind, span.start, span.end))
+            self._walk(_Unit(kind, span.start, span.end))
 
     def _walk(self, unit: _Unit) -> None:
         chunk = self.open
         if chunk is not None:
             reason: str | None = None
-            fits = unit.end - chunk.units[0].start <= LEXICAL_MAX_CHARS
-            if fits and not _TRANSITION.match(unit.lead):
+            if unit.end - chunk.units[0].start <= LEXICAL_MAX_CHARS:
                 reason = _merge_reason(self.text, chunk, unit)
-            if reason is not None:
+            if reason is not None and reason != _TRANSITION_BREAK:
                 chunk.units.append(unit)
                 chunk.reasons.append(reason)
-                chunk.keywords.update(unit.keywords)
                 return
             self.close()
-        self.open = _Open([unit], keywords=set(unit.keywords))
+        self.open = _Open([unit])
 
     def close(self) -> None:
         if self.open is not None:
@@ -213,11 +288,22 @@ class _Builder:
         self, units: list[_Unit], reasons: list[str], content_type: str, primary: str = ""
     ) -> None:
         start, end = units[0].start, units[-1].end
-        body = self.text[start:end]
-        words = sum(u.word_count for u in units)
-        keywords = sum(u.keyword_count for u in units)
-        kinds = list(dict.fromkeys(u.kind for u in units))
+        text = self.text
+        body = text[start:end]
+        # Counted over the whole chunk at once: units are separated by whitespace, so its
+        # words and keyword occurrences are exactly those of its units together.
+        words = len(body.split())
+        keywords = _keyword_count(body)
         heading = self.headings[-1] if self.headings else (0, "")
+        if len(units) == 1:
+            unit = units[0]
+            kinds = [unit.kind]
+            paragraphs = int(unit.kind == "paragraph")
+            average = round(float(end - start), 1)
+        else:
+            kinds = list(dict.fromkeys(u.kind for u in units))
+            paragraphs = sum(u.kind == "paragraph" for u in units)
+            average = round(sum(u.end - u.start for u in units) / len(units), 1)
         metadata: dict[str, object] = {
             "chunk_index": len(self.chunks),
             "content_type": content_type,
@@ -227,10 +313,10 @@ class _Builder:
             "primary_merge_reason": primary or primary_reason(reasons),
             "merge_reasons": list(dict.fromkeys(reasons)),
             "block_types": kinds,
-            "paragraph_count": sum(u.kind == "paragraph" for u in units),
+            "paragraph_count": paragraphs,
             "has_list": "list" in kinds,
             "keyword_density": round(keywords / words, 4) if words else 0.0,
-            "avg_block_length": round(sum(u.end - u.start for u in units) / len(units), 1),
+            "avg_block_length": average,
         }
         if self.doc_id:
             metadata["doc_id"] = self.doc_id

@@ -1,0 +1,60 @@
+"""The speed-ups compute the same numbers as the plain definitions they replace."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.chunking.texts import any_text
+from worker.chunking import lexicon
+from worker.chunking.density import density
+from worker.chunking.lexical import _keyword_count
+
+_GLUE = ",;:!?\"'`()[]{}<>=*|\\/+-%&^~@#$"
+_UNGLUE = str.maketrans(_GLUE, " " * len(_GLUE))
+_ARABIC_COMPLEX = re.compile(
+    r"(?:[\u0620-\u064a\u066e-\u06d3\u06fa-\u06ff][\u064b-\u065f\u0670]*){7,}"
+)
+ascii_text = st.text(alphabet=st.characters(max_codepoint=127), max_size=400)
+texts = st.one_of(any_text, ascii_text, st.text(max_size=200))
+
+
+def reference_density(sample: str) -> float:
+    """The documented formula, word by word (samples of at most 1,024 characters)."""
+    words = sample.translate(_UNGLUE).split()
+    if not words:
+        return 0.0
+    chars = len(sample)
+    hits = sum(word in lexicon.TECH_WORDS for word in words)
+    hits += sum(sample.count(ch) for ch in lexicon.CODE_PUNCTUATION)
+    hits += len(re.findall(r"[0-9]\.[0-9]", sample))
+    tech = min(hits / max(chars / 100, 1), 1.0)
+    unique = len({w for w in words if w not in lexicon.STOP_WORDS_ANY_CASE}) / len(words)
+    average = sum(len(w) for w in words) / len(words)
+    arabic = min(len(_ARABIC_COMPLEX.findall(sample)) / max(chars / 200, 1), 1.0)
+    score = 0.4 * tech + 0.3 * unique + 0.2 * min(average / 10, 1.0) + 0.1 * arabic
+    return round(min(max(score, 0.0), 1.0), 4)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.one_of(
+        texts,
+        st.lists(
+            st.sampled_from(["1.2.3.4", "3.14 ", "x = f(a);", "\x1c", "\xa0", "SELECT"]),
+            max_size=30,
+        ).map(" ".join),
+    )
+)
+def test_density_matches_the_formula(text: str) -> None:
+    sample = text[:1024]
+    assert density(sample) == reference_density(sample)
+
+
+@settings(max_examples=400, deadline=None)
+@given(texts)
+def test_keyword_count_matches_the_regex(text: str) -> None:
+    found = re.findall(rf"[^\W\d_]{{{lexicon.KEYWORD_MIN_LETTERS},}}", text.lower())
+    assert _keyword_count(text) == sum(w not in lexicon.STOP_WORDS for w in found)
