@@ -58,6 +58,13 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     ssl_certfile: str | None = None
     ssl_keyfile: str | None = None
     model_dir: str | None = None
+    model_int8: bool = False
+    inference_threads: Annotated[int, msgspec.Meta(ge=0)] = 0
+    max_batch_tokens: Annotated[int, msgspec.Meta(ge=256)] = 4096
+    max_batch_size: Positive = 128
+    max_wait_ms: Annotated[float, msgspec.Meta(ge=0)] = 5.0
+    max_queued_tokens: Annotated[int, msgspec.Meta(ge=1024)] = 65536
+    include_embeddings: bool = False
 
 
 # One line per setting: the README's configuration table is generated from this.
@@ -95,7 +102,16 @@ SETTING_HELP: dict[str, str] = {
     "ssl_cafile": "CA bundle that signs the brokers' certificates",
     "ssl_certfile": "client certificate (mutual TLS)",
     "ssl_keyfile": "client private key (mutual TLS)",
-    "model_dir": "ONNX model directory for embedding strategies (`chunkstream model build`)",
+    "model_dir": "ONNX model directory for embedding strategies (`chunkstream model build`); "
+    "default `.cache/models/all-MiniLM-L6-v2`",
+    "model_int8": "use the per-channel int8 model (`model.int8.onnx`)",
+    "inference_threads": "onnxruntime intra-op threads (0 = onnxruntime's default)",
+    "max_batch_tokens": "embedding batch budget: padded length × batch size",
+    "max_batch_size": "most texts in one embedding batch",
+    "max_wait_ms": "longest a text waits for its batch to fill",
+    "max_queued_tokens": "high watermark of the embedding queue (partitions pause above it, "
+    "resume below half)",
+    "include_embeddings": "add each chunk's embedding (float32 little-endian bytes) to its event",
 }
 
 SECRET_FIELDS = frozenset({"sasl_password"})

@@ -92,6 +92,9 @@ class ChunkEvent(msgspec.Struct, frozen=True):
     spans: list[ChunkSpan] | None = None
     doc_source: str | None = None
     language: str | None = None
+    # With CHUNKSTREAM_INCLUDE_EMBEDDINGS: the chunk text's embedding as float32
+    # little-endian bytes (dimension = len / 4), L2-normalised; base64 in JSON.
+    embedding: bytes | None = None
 
 
 class RecordHeader(msgspec.Struct, frozen=True, array_like=True):

@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import msgspec
+import numpy as np
+from numpy.typing import NDArray
 
 from worker._version import __version__
 from worker.chunking.types import Chunk
@@ -54,6 +56,8 @@ def chunk_events(
     strategy_fingerprint: str,
     chunks: Sequence[Chunk],
     now: dt.datetime,
+    *,
+    embeddings: NDArray[np.float32] | None = None,
 ) -> list[ChunkEvent]:
     version = doc_version(doc)
     source = SourceRecord(record.topic, record.partition, record.offset)
@@ -83,6 +87,9 @@ def chunk_events(
                 else [ChunkSpan(s.start, s.end) for s in chunk.spans],
                 doc_source=doc.source,
                 language=doc.language,
+                embedding=None
+                if embeddings is None
+                else embeddings[index].astype("<f4", copy=False).tobytes(),
             )
         )
     return events

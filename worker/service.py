@@ -8,14 +8,16 @@ finished offsets of its partition (see :mod:`worker.offsets`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import enum
 import logging
 import os
 import signal
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 from aiokafka import ConsumerRebalanceListener, TopicPartition
@@ -23,12 +25,16 @@ from aiokafka.errors import KafkaError
 from aiokafka.structs import ConsumerRecord, OffsetAndMetadata
 from numpy.typing import NDArray
 
+from worker.batcher import Batcher
 from worker.chunking import registry
 from worker.chunking.types import Chunk, ContentType, EmbeddingChunker, RuleChunker
 from worker.codec import EventEncoder, decode_document
 from worker.config import Settings, redacted
+from worker.embedding.backend import EmbeddingBackend
 from worker.errors import ChunkingFailed, ConfigError, DocumentError
+from worker.health import HealthServer
 from worker.kafka import make_consumer, make_producer
+from worker.metrics import Metrics
 from worker.offsets import OffsetTracker
 from worker.publisher import Publisher
 from worker.records import InputRecord, chunk_events, dead_letter
@@ -36,7 +42,8 @@ from worker.resolver import StrategyResolver
 
 log = logging.getLogger("chunkstream.worker")
 
-EmbedFn = Callable[[list[str]], Awaitable[NDArray[np.float32]]]
+EmbedFn = Callable[[Sequence[str]], Awaitable[NDArray[np.float32]]]
+DEFAULT_MODEL_DIR = Path(".cache/models/all-MiniLM-L6-v2")
 
 # Documents above this size are chunked in a thread so the event loop (heartbeats, commits,
 # other documents' publishing) keeps running while pure-Python chunking works.
@@ -44,6 +51,8 @@ _THREAD_CHUNKING_CHARS = 64 * 1024
 # Resume fetching once in-flight work falls to this fraction of a high watermark.
 _LOW_WATERMARK = 0.5
 _PUBLISH_RETRY_MAX_S = 30.0
+_LOOP_LAG_TICK_S = 0.1
+_SAMPLE_EVERY_S = 1.0
 
 
 class State(enum.Enum):
@@ -64,10 +73,24 @@ class _InFlight:
 class Worker:
     """One consumer-group member. ``await Worker(settings).run()`` until stopped."""
 
-    def __init__(self, settings: Settings, *, embed: EmbedFn | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        backend: EmbeddingBackend | None = None,
+        metrics: Metrics | None = None,
+    ) -> None:
         self.settings = settings
         self.state = State.CREATED
-        self._embed = embed
+        self.metrics = metrics or Metrics()
+        self._backend = backend
+        self._batcher: Batcher | None = None
+        self._embed: EmbedFn | None = None
+        self._health: HealthServer | None = None
+        self._joined = False
+        self._needs_model = False
+        self._background: set[asyncio.Task[None]] = set()
+        self._loop_lag_window: list[float] = []
         self._stopping = asyncio.Event()
         self._tracker: OffsetTracker[TopicPartition] = OffsetTracker()
         self._owned: set[TopicPartition] = set()
@@ -96,51 +119,178 @@ class Worker:
         log.info("signal received: draining", extra={"signal": signum})
         self._stopping.set()
 
+    @property
+    def health_port(self) -> int | None:
+        return None if self._health is None else self._health.port
+
+    def readiness(self) -> tuple[bool, dict[str, object]]:
+        """Ready = consuming for real: model loaded (if needed), group joined, producer up."""
+        checks: dict[str, object] = {
+            "state": self.state.value,
+            "model_loaded": self._batcher is not None or not self._needs_model,
+            "group_joined": self._joined,
+            "producer_connected": self.state in (State.RUNNING, State.DRAINING),
+        }
+        ready = self.state is State.RUNNING and all(
+            checks[k] for k in ("model_loaded", "group_joined", "producer_connected")
+        )
+        return ready, checks
+
     async def run(self) -> int:
         s = self.settings
         self.state = State.STARTING
+        default = self._build_default_strategy()
+        context = registry.BuildContext(model_dir=s.model_dir)
+        self._resolver = StrategyResolver(default, frozenset(s.allowed_strategies), context)
+        self._needs_model = (
+            default.needs_model
+            or s.include_embeddings
+            or any(
+                registry.get(name).needs_model
+                for name in s.allowed_strategies
+                if name in registry.names()
+            )
+            or ("*" in s.allowed_strategies and s.model_dir is not None)
+        )
+        self._encoder = EventEncoder(s.encoding)
+        log.info(
+            "starting",
+            extra={
+                "config": redacted(s),
+                "strategy_id": default.fingerprint,
+                "needs_model": self._needs_model,
+            },
+        )
+        async with contextlib.AsyncExitStack() as stack:
+            if s.metrics_port:
+                self._health = HealthServer(
+                    self.metrics, self.readiness, s.metrics_host, s.metrics_port
+                )
+                await self._health.start()
+                stack.push_async_callback(self._health.stop)
+            stack.push_async_callback(self._stop_background)
+            self._spawn(self._watch_loop_lag())
+            if self._needs_model:
+                await self._start_batcher(stack)
+
+            self._consumer = make_consumer(s)
+            self._producer = make_producer(s)
+            await self._producer.start()
+            stack.push_async_callback(self._producer.stop)  # flushes what is still buffered
+            await self._consumer.start()
+            stack.push_async_callback(self._consumer.stop)  # leaves the group
+            await self._check_topics()
+            self._publisher = Publisher(
+                self._producer,
+                self._encoder,
+                output_topic=s.output_topic,
+                dlq_topic=s.dlq_topic,
+                max_record_bytes=s.max_record_bytes,
+            )
+            self._consumer.subscribe([s.input_topic], listener=_Rebalance(self))
+            self.state = State.RUNNING
+            self._spawn(self._sample())
+            await self._consume_loop()
+            self.state = State.DRAINING
+            await self._drain(s.drain_timeout_s)
+            await self._commit()
+        self.state = State.STOPPED
+        log.info("stopped", extra=self.stats)
+        if self._fatal is not None:
+            return 1
+        return 0
+
+    def _build_default_strategy(self) -> registry.BuiltStrategy:
+        s = self.settings
         try:
-            default = registry.build(
+            return registry.build(
                 s.strategy, s.strategy_params, registry.BuildContext(model_dir=s.model_dir)
             )
         except registry.StrategyError as exc:
             field = "STRATEGY" if isinstance(exc, registry.UnknownStrategy) else "STRATEGY_PARAMS"
             raise ConfigError(f"invalid setting CHUNKSTREAM_{field}: {exc}") from None
-        self._resolver = StrategyResolver(
-            default, frozenset(s.allowed_strategies), registry.BuildContext(model_dir=s.model_dir)
-        )
-        self._encoder = EventEncoder(s.encoding)
-        log.info("starting", extra={"config": redacted(s), "strategy_id": default.fingerprint})
 
-        self._consumer = make_consumer(s)
-        self._producer = make_producer(s)
-        await self._producer.start()
-        try:
-            await self._consumer.start()
-            try:
-                await self._check_topics()
-                self._publisher = Publisher(
-                    self._producer,
-                    self._encoder,
-                    output_topic=s.output_topic,
-                    dlq_topic=s.dlq_topic,
-                    max_record_bytes=s.max_record_bytes,
+    async def _start_batcher(self, stack: contextlib.AsyncExitStack) -> None:
+        s = self.settings
+        backend = self._backend
+        if backend is None:
+            model_dir = Path(s.model_dir) if s.model_dir else DEFAULT_MODEL_DIR
+            if not (model_dir / "manifest.json").exists():
+                raise ConfigError(
+                    f"invalid setting CHUNKSTREAM_MODEL_DIR: no model in {model_dir} "
+                    "(build one with `chunkstream model build`)"
                 )
-                self._consumer.subscribe([s.input_topic], listener=_Rebalance(self))
-                self.state = State.RUNNING
-                await self._consume_loop()
-                self.state = State.DRAINING
-                await self._drain(s.drain_timeout_s)
-                await self._commit()
-            finally:
-                await self._consumer.stop()  # leaves the group
-        finally:
-            await self._producer.stop()  # flushes what is still buffered
-            self.state = State.STOPPED
-        log.info("stopped", extra=self.stats)
-        if self._fatal is not None:
-            return 1
-        return 0
+            from worker.embedding.embedder import OnnxEmbedder
+
+            # Loading takes seconds: off the loop, so /healthz keeps answering meanwhile.
+            embedder = await asyncio.to_thread(
+                OnnxEmbedder.load,
+                model_dir,
+                int8=s.model_int8,
+                intra_op_threads=s.inference_threads or None,
+            )
+            self.metrics.model_info.info(
+                {
+                    "dir": str(model_dir),
+                    "variant": "int8" if s.model_int8 else "fp32",
+                    "dimension": str(embedder.dimension),
+                }
+            )
+            backend = embedder
+        self._batcher = await stack.enter_async_context(
+            Batcher(
+                _MeteredBackend(backend, self.metrics),
+                max_batch_tokens=s.max_batch_tokens,
+                max_batch_size=s.max_batch_size,
+                max_wait_ms=s.max_wait_ms,
+                queue_high_tokens=s.max_queued_tokens,
+                queue_low_tokens=s.max_queued_tokens // 2,
+            )
+        )
+        self._embed = self._batcher.submit
+
+    def _spawn(self, coro: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _stop_background(self) -> None:
+        for task in list(self._background):
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
+
+    async def _watch_loop_lag(self) -> None:
+        """How late a 100 ms timer fires = how long something blocked the loop."""
+        loop = asyncio.get_running_loop()
+        window = max(1, int(10 / _LOOP_LAG_TICK_S))
+        while True:
+            before = loop.time()
+            await asyncio.sleep(_LOOP_LAG_TICK_S)
+            lag = max(0.0, loop.time() - before - _LOOP_LAG_TICK_S)
+            self.metrics.loop_lag.observe(lag)
+            self._loop_lag_window.append(lag)
+            del self._loop_lag_window[:-window]
+            self.metrics.loop_lag_max.set(max(self._loop_lag_window))
+
+    async def _sample(self) -> None:
+        """Levels that change without an event of ours: lag, queue depth, in-flight."""
+        m = self.metrics
+        while True:
+            m.in_flight_documents.set(self._in_flight.documents)
+            m.in_flight_bytes.set(self._in_flight.bytes)
+            if self._batcher is not None:
+                m.batcher_queue_tokens.set(self._batcher.stats.queue_tokens)
+            assigned = self._consumer.assignment()
+            m.assigned_partitions.set(len(assigned))
+            m.paused_partitions.set(len(self._consumer.paused()))
+            for tp in assigned:
+                highwater = self._consumer.highwater(tp)
+                if highwater is None:
+                    continue
+                with contextlib.suppress(Exception):  # position of a just-revoked partition
+                    position = await self._consumer.position(tp)
+                    m.consumer_lag.labels(str(tp.partition)).set(max(0, highwater - position))
+            await asyncio.sleep(_SAMPLE_EVERY_S)
 
     async def _check_topics(self) -> None:
         topics = await self._consumer.topics()
@@ -175,6 +325,8 @@ class Worker:
     def _start(self, tp: TopicPartition, record: ConsumerRecord[bytes, bytes]) -> None:
         self._tracker.add(tp, record.offset)
         size = len(record.value or b"")
+        self.metrics.documents_consumed.inc()
+        self.metrics.input_bytes.inc(size)
         self._in_flight.documents += 1
         self._in_flight.bytes += size
         task = asyncio.create_task(self._process(tp, record, size))
@@ -185,20 +337,30 @@ class Worker:
     def _apply_backpressure(self) -> None:
         s = self.settings
         docs, size = self._in_flight.documents, self._in_flight.bytes
+        # The batcher's watermark has its own hysteresis (high → low), so read it as is.
+        queue_full = self._batcher is not None and self._batcher.over_high_watermark
         assigned = self._consumer.assignment()
         if not self._paused and (
-            docs >= s.max_in_flight_documents or size >= s.max_in_flight_bytes
+            docs >= s.max_in_flight_documents or size >= s.max_in_flight_bytes or queue_full
         ):
             self._consumer.pause(*assigned)
             self._paused = True
-            log.debug("paused", extra={"in_flight": docs, "in_flight_bytes": size})
-        elif self._paused and (
-            docs <= s.max_in_flight_documents * _LOW_WATERMARK
+            self.metrics.backpressure_pauses.inc()
+            self.metrics.paused_partitions.set(len(assigned))
+            log.info(
+                "paused",
+                extra={"in_flight": docs, "in_flight_bytes": size, "queue_full": queue_full},
+            )
+        elif (
+            self._paused
+            and docs <= s.max_in_flight_documents * _LOW_WATERMARK
             and size <= s.max_in_flight_bytes * _LOW_WATERMARK
+            and not queue_full
         ):
             self._consumer.resume(*assigned)
             self._paused = False
-            log.debug("resumed", extra={"in_flight": docs, "in_flight_bytes": size})
+            self.metrics.paused_partitions.set(0)
+            log.info("resumed", extra={"in_flight": docs, "in_flight_bytes": size})
 
     # -- one document ----------------------------------------------------------------------
 
@@ -233,17 +395,31 @@ class Worker:
 
     async def _handle(self, rec: InputRecord, where: dict[str, int]) -> None:
         s = self.settings
+        m = self.metrics
         doc_id: str | None = None
+        started = time.perf_counter()
         try:
             doc = decode_document(rec.value, rec.headers, max_bytes=s.max_document_bytes)
             doc_id = doc.id
             built = self._resolver.resolve(doc)
             chunks = await self._chunk(built, doc.text, doc.content_type)
+            vectors = await self._chunk_vectors(chunks) if s.include_embeddings else None
             events = chunk_events(
-                doc, rec, built.name, built.fingerprint, chunks, dt.datetime.now(dt.UTC)
+                doc,
+                rec,
+                built.name,
+                built.fingerprint,
+                chunks,
+                dt.datetime.now(dt.UTC),
+                embeddings=vectors,
             )
-            await self._publisher.publish_chunks(doc.id, events)
+            published = await self._publisher.publish_chunks(doc.id, events)
             self.stats["chunks"] += len(events)
+            m.chunks_produced.labels(built.name).inc(len(events))
+            m.output_bytes.inc(published)
+            m.documents_completed.labels(built.name).inc()
+            m.document_seconds.labels(built.name).observe(time.perf_counter() - started)
+            m.end_to_end_lag.observe(max(0.0, time.time() - rec.timestamp_ms / 1000))
         except DocumentError as error:
             log.warning(
                 "dead letter",
@@ -259,6 +435,7 @@ class Worker:
                 )
             )
             self.stats["dead_letters"] += 1
+            m.documents_dead_lettered.labels(error.kind).inc()
 
     async def _chunk(
         self, built: registry.BuiltStrategy, text: str, ctype: ContentType
@@ -281,6 +458,10 @@ class Worker:
             log.exception("strategy %s failed", built.name)
             raise ChunkingFailed(f"{type(exc).__name__}: {exc}") from exc
 
+    async def _chunk_vectors(self, chunks: Sequence[Chunk]) -> NDArray[np.float32]:
+        assert self._embed is not None  # include_embeddings implies the model is loaded
+        return await self._embed([c.text for c in chunks])
+
     async def _retrying(
         self, attempt: Callable[[], Awaitable[None]], where: dict[str, int]
     ) -> None:
@@ -294,6 +475,7 @@ class Worker:
                 await attempt()
                 return
             except KafkaError as exc:
+                self.metrics.publish_retries.inc()
                 log.warning(
                     "publish failed; retrying",
                     extra={**where, "error": repr(exc), "retry_in_s": delay},
@@ -308,13 +490,17 @@ class Worker:
         offsets = self._tracker.committable(partitions)
         if not offsets:
             return
+        started = time.perf_counter()
         try:
             await self._consumer.commit({tp: OffsetAndMetadata(o, "") for tp, o in offsets.items()})
         except KafkaError as exc:
             # A commit can fail during a rebalance; the offsets stay committable and go out
             # with the next commit, or the new owner replays them (at-least-once).
+            self.metrics.commit_failures.inc()
             log.warning("commit failed", extra={"error": repr(exc)})
             return
+        self.metrics.commit_seconds.observe(time.perf_counter() - started)
+        self.metrics.last_commit.set(time.time())
         self._tracker.committed(offsets)
 
     async def _drain(
@@ -344,9 +530,13 @@ class Worker:
         self._tracker.forget(revoked)
         for tp in revoked:
             self._in_flight.tasks.pop(tp, None)
+            with contextlib.suppress(KeyError):  # no lag sample was taken for it
+                self.metrics.consumer_lag.remove(str(tp.partition))
 
     def on_assigned(self, assigned: set[TopicPartition]) -> None:
         self.stats["rebalances"] += 1
+        self.metrics.rebalances.inc()
+        self._joined = True
         self._owned |= assigned
         log.info(
             "partitions assigned",
@@ -366,3 +556,38 @@ class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
 
     async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
         self._worker.on_assigned(set(assigned))
+
+
+class _MeteredBackend:
+    """Wraps the model so every batch is measured where it runs (the inference thread)."""
+
+    def __init__(self, inner: EmbeddingBackend, metrics: Metrics) -> None:
+        self._inner = inner
+        self._metrics = metrics
+        self._real = 0
+        self._padded = 0
+
+    @property
+    def dimension(self) -> int:
+        return self._inner.dimension
+
+    def token_lengths(self, texts: Sequence[str]) -> list[int]:
+        return self._inner.token_lengths(texts)
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        lengths = self._inner.token_lengths(texts)
+        padded = max(lengths, default=0) * len(texts)
+        started = time.perf_counter()
+        vectors = self._inner.embed(texts)
+        m = self._metrics
+        m.inference_seconds.inc(time.perf_counter() - started)
+        m.embedding_batches.inc()
+        m.batch_texts.observe(len(texts))
+        m.batch_tokens.observe(padded)
+        self._real += sum(lengths)
+        self._padded += padded
+        m.embedding_real_tokens.inc(sum(lengths))
+        m.embedding_padded_tokens.inc(padded)
+        if self._padded:
+            m.padding_ratio.set(1 - self._real / self._padded)
+        return vectors

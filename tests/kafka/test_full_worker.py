@@ -1,0 +1,260 @@
+"""The full worker on the real broker: metrics and health endpoints, backpressure under a
+flood with slow inference, and chunk embeddings from the real ONNX model."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.conftest import free_port
+from tests.kafka import helpers
+from tests.kafka.fakes import SlowHashBackend
+from tests.kafka.test_worker_kafka import check_complete, make_docs
+from worker.events import DocumentEvent
+from worker.service import State, Worker
+
+pytestmark = pytest.mark.kafka
+REPO = Path(__file__).resolve().parents[2]
+
+
+async def http_get(port: int, path: str) -> tuple[int, str]:
+    # A real HTTP client, in a thread: the server runs on this test's own event loop.
+    return await asyncio.to_thread(_get, port, path)
+
+
+def _get(port: int, path: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+async def scrape(port: int) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
+    """name → {labels: value} for every sample, parsed by prometheus-client's own parser."""
+    status, text = await http_get(port, "/metrics")
+    assert status == 200
+    samples: dict[str, dict[tuple[tuple[str, str], ...], float]] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            samples.setdefault(sample.name, {})[tuple(sorted(sample.labels.items()))] = sample.value
+    return samples
+
+
+def total(samples: dict[str, dict[tuple[tuple[str, str], ...], float]], name: str) -> float:
+    return sum(samples.get(name, {}).values())
+
+
+async def test_metrics_health_and_readiness(
+    kafka_bootstrap: str, topic_names: dict[str, str]
+) -> None:
+    port = free_port()
+    settings = helpers.make_settings(
+        kafka_bootstrap, topic_names, metrics_port=port, allowed_strategies="sentence"
+    )
+    await helpers.create(settings)
+    docs = make_docs(30, seed=21)
+    poison = [(b"bad", b"\x00garbage", [])]
+    await helpers.produce_raw(
+        kafka_bootstrap, settings.input_topic, helpers.encode_documents(docs) + poison
+    )
+    worker = Worker(settings)
+    assert worker.readiness()[0] is False
+    task = asyncio.create_task(worker.run())
+    try:
+        # Ready only once running with the group joined.
+        for _ in range(300):
+            if worker.health_port and (await http_get(port, "/readyz"))[0] == 200:
+                break
+            await asyncio.sleep(0.1)
+        status, body = await http_get(port, "/readyz")
+        assert status == 200, body
+        assert json.loads(body)["group_joined"] is True
+        assert (await http_get(port, "/healthz"))[0] == 200
+        assert (await http_get(port, "/nope"))[0] == 404
+        await helpers.wait_committed_to_end(
+            kafka_bootstrap, settings.group_id, settings.input_topic
+        )
+        await asyncio.sleep(1.5)  # one sampling period for the level gauges
+        m = await scrape(port)
+    finally:
+        worker.request_stop()
+        # While draining, readiness is withdrawn before the process exits.
+        states = []
+        while not task.done():
+            states.append(worker.state)
+            if worker.state is State.DRAINING:
+                assert worker.readiness()[0] is False
+            await asyncio.sleep(0.01)
+        assert await task == 0
+
+    assert total(m, "chunkstream_documents_consumed_total") == 31
+    assert total(m, "chunkstream_documents_completed_total") == 30
+    assert m["chunkstream_documents_dead_lettered_total"] == {(("reason", "undecodable"),): 1.0}
+    events = await helpers.chunk_events(kafka_bootstrap, settings.output_topic)
+    assert total(m, "chunkstream_chunks_produced_total") == len(events)
+    assert total(m, "chunkstream_input_bytes_total") > sum(len(d.text) for d in docs)
+    assert total(m, "chunkstream_output_bytes_total") > sum(len(e.text) for e in events)
+    assert m["chunkstream_document_processing_seconds_count"][(("strategy", "sentence"),)] == 30
+    assert total(m, "chunkstream_end_to_end_lag_seconds_count") == 30
+    assert total(m, "chunkstream_commit_latency_seconds_count") >= 1
+    assert total(m, "chunkstream_last_commit_timestamp_seconds") > 1.7e9
+    assert total(m, "chunkstream_rebalances_total") >= 1
+    assert total(m, "chunkstream_event_loop_lag_seconds_count") > 10
+    assert total(m, "chunkstream_assigned_partitions") == 3
+    assert set(m["chunkstream_consumer_lag_records"]) == {
+        (("partition", str(p)),) for p in range(3)
+    }
+    assert all(v == 0 for v in m["chunkstream_consumer_lag_records"].values())
+    assert total(m, "chunkstream_in_flight_documents") == 0
+    assert m["chunkstream_build_info"]
+    assert total(m, "chunkstream_ready") == 1
+
+
+def rss_bytes() -> int:
+    with open(f"/proc/{os.getpid()}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmRSS")
+
+
+async def test_flood_with_slow_inference_pauses_stays_bounded_and_completes(
+    kafka_bootstrap: str, topic_names: dict[str, str]
+) -> None:
+    in_flight_cap = 2 * 1024 * 1024
+    doc_bytes = 160 * 1024
+    port = free_port()
+    settings = helpers.make_settings(
+        kafka_bootstrap,
+        topic_names,
+        metrics_port=port,
+        strategy_params="chunk_size=4000",
+        include_embeddings="true",
+        max_in_flight_bytes=in_flight_cap,
+        max_in_flight_documents=64,
+        max_document_bytes=doc_bytes + 4096,
+        max_queued_tokens=4096,
+        max_batch_size=32,
+    )
+    await helpers.create(settings)
+    words = [
+        "the",
+        "quick",
+        "brown",
+        "fox",
+        "jumps",
+        "over",
+        "lazy",
+        "dogs",
+        "while",
+        "brokers",
+        "replicate",
+        "logs",
+    ]
+    docs = []
+    for i in range(300):
+        sentences = [
+            " ".join(words[(i + j + k) % len(words)] for k in range(12)).capitalize() + "."
+            for j in range(doc_bytes // 80)
+        ]
+        docs.append(DocumentEvent(id=f"flood-{i}", text=" ".join(sentences)[:doc_bytes]))
+    flood_bytes = sum(len(d.text) for d in docs)
+    await helpers.produce_raw(kafka_bootstrap, settings.input_topic, helpers.encode_documents(docs))
+
+    backend = SlowHashBackend(delay_s=0.02)
+    worker = Worker(settings, backend=backend)
+    baseline = rss_bytes()
+    peak = baseline
+    paused_seen = 0.0
+    in_flight_seen = 0.0
+    task = asyncio.create_task(worker.run())
+    done = asyncio.ensure_future(
+        helpers.wait_committed_to_end(
+            kafka_bootstrap, settings.group_id, settings.input_topic, timeout_s=300
+        )
+    )
+    try:
+        while not done.done():
+            peak = max(peak, rss_bytes())
+            if worker.health_port:
+                m = await scrape(port)
+                paused_seen = max(paused_seen, total(m, "chunkstream_paused_partitions"))
+                in_flight_seen = max(in_flight_seen, total(m, "chunkstream_in_flight_bytes"))
+            await asyncio.sleep(0.2)
+        await done
+        m = await scrape(port)
+    finally:
+        worker.request_stop()
+        assert await task == 0
+
+    # Backpressure happened and was visible; the member never left the group meanwhile.
+    assert paused_seen >= 1
+    assert total(m, "chunkstream_backpressure_pauses_total") >= 1
+    assert total(m, "chunkstream_rebalances_total") == 1
+    # In-flight input never exceeded the cap by more than one fetch of records.
+    assert in_flight_seen <= in_flight_cap + 64 * (doc_bytes + 1024)
+    # Memory: decoded text, chunks and encoded events are each about the size of the input
+    # in flight, the fetcher buffers up to one partition fetch (1 MiB) per partition, and
+    # allocator slack; 3 x (in-flight cap + fetch buffers) + 64 MiB is far below what taking
+    # the whole flood in at once would cost (it is about 3 x the flood size).
+    bound = 3 * (in_flight_cap + 3 * 1024 * 1024) + 64 * 1024 * 1024
+    assert peak - baseline < bound, f"RSS grew {(peak - baseline) >> 20} MiB"
+    assert 3 * flood_bytes > bound
+    assert backend.batches > 0
+    events = await helpers.chunk_events(kafka_bootstrap, settings.output_topic)
+    check_complete(docs, events)
+    assert all(e.embedding is not None and len(e.embedding) == 16 * 4 for e in events)
+
+
+@pytest.fixture(scope="module")
+def real_model_dir() -> Path:
+    from worker.embedding.build import ensure_model
+    from worker.embedding.source import default_source_dir
+
+    target = REPO / ".cache" / "models" / "all-MiniLM-L6-v2"
+    ensure_model(default_source_dir(), target, int8=True)
+    return target
+
+
+async def test_chunk_embeddings_from_the_real_model(
+    kafka_bootstrap: str, topic_names: dict[str, str], real_model_dir: Path
+) -> None:
+    from worker.embedding.embedder import OnnxEmbedder
+
+    settings = helpers.make_settings(
+        kafka_bootstrap,
+        topic_names,
+        include_embeddings="true",
+        model_dir=str(real_model_dir),
+        strategy_params="chunk_size=200",
+    )
+    await helpers.create(settings, partitions=1)
+    docs = make_docs(8, seed=33)
+    await helpers.produce_raw(kafka_bootstrap, settings.input_topic, helpers.encode_documents(docs))
+    done = asyncio.ensure_future(
+        helpers.wait_committed_to_end(kafka_bootstrap, settings.group_id, settings.input_topic)
+    )
+    worker = Worker(settings)
+    task = asyncio.create_task(worker.run())
+    try:
+        await asyncio.wait_for(done, 120)
+    finally:
+        worker.request_stop()
+        assert await task == 0
+    events = await helpers.chunk_events(kafka_bootstrap, settings.output_topic)
+    check_complete(docs, events)
+    embedder = OnnxEmbedder.load(real_model_dir)
+    expected = embedder.embed([e.text for e in events])
+    got = np.stack([np.frombuffer(e.embedding or b"", dtype="<f4") for e in events])
+    cosines = np.sum(got * expected, axis=1)
+    assert got.shape == expected.shape
+    assert float(cosines.min()) >= 0.9999
