@@ -1,11 +1,14 @@
 """Throughput of the rule-based strategies beside common recursive splitters.
 
-    .venv/bin/python bench/chunking_bench.py [--repeat 5] [--profile adaptive|lexical]
+    .venv/bin/python bench/chunking_bench.py [--repeat 5] [--only NAME...]
+    .venv/bin/python bench/chunking_bench.py --profile adaptive|lexical
 
 Every splitter chunks the same corpus (bench/corpus.py) in this process at a 1,500-character
-size; the best of ``--repeat`` passes is kept, and the table gives MB/s (UTF-8 bytes of input
-per second) and the ratio to LangChain's RecursiveCharacterTextSplitter. Peers that are not
-installed (``pip install -e '.[bench]'``) are skipped.
+size. Passes are interleaved (each pass times every splitter once, in turn) so that load from
+other work on a shared machine falls on all of them alike; the best of ``--repeat`` passes is
+kept. The table gives MB/s (UTF-8 bytes of input per second), chunks per second, and the
+ratio to LangChain's RecursiveCharacterTextSplitter. Peers that are not installed
+(``pip install -e '.[bench]'``) are skipped.
 """
 
 from __future__ import annotations
@@ -74,16 +77,36 @@ def measure(split: Splitter, docs: list[Document], repeat: int) -> tuple[float, 
     best = float("inf")
     count = 0
     for _ in range(repeat):
-        began = time.perf_counter()
-        count = sum(split(doc) for doc in docs)
-        best = min(best, time.perf_counter() - began)
+        seconds, count = _one_pass(split, docs)
+        best = min(best, seconds)
     return best, count
+
+
+def _one_pass(split: Splitter, docs: list[Document]) -> tuple[float, int]:
+    began = time.perf_counter()
+    count = sum(split(doc) for doc in docs)
+    return time.perf_counter() - began, count
+
+
+def measure_all(
+    splitters: dict[str, Splitter], docs: list[Document], repeat: int
+) -> dict[str, tuple[float, int]]:
+    """Best time and chunk count per splitter, the passes interleaved across splitters."""
+    results = {name: (float("inf"), 0) for name in splitters}
+    for _ in range(repeat):
+        for name, split in splitters.items():
+            seconds, count = _one_pass(split, docs)
+            results[name] = (min(results[name][0], seconds), count)
+    return results
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--profile", choices=["adaptive", "lexical"])
+    parser.add_argument(
+        "--only", nargs="+", metavar="NAME", help="time only these splitters (names as printed)"
+    )
     args = parser.parse_args()
     docs = gather()
     size_mb = sum(len(d.text.encode()) for d in docs) / 1e6
@@ -94,12 +117,16 @@ def main() -> int:
         profiler.runcall(measure, splitters[args.profile], docs, 1)
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
         return 0
-    results = {name: measure(split, docs, args.repeat) for name, split in splitters.items()}
+    if args.only:
+        splitters = {name: splitters[name] for name in args.only}
+    results = measure_all(splitters, docs, args.repeat)
     baseline = results.get("langchain recursive", (0.0, 0))[0]
-    print("\n| splitter | MB/s | chunks | vs LangChain |\n|---|---:|---:|---:|")
+    print("\n| splitter | MB/s | chunks | chunks/s | vs LangChain |\n|---|---:|---:|---:|---:|")
     for name, (seconds, count) in results.items():
         ratio = f"{baseline / seconds:.2f}×" if baseline else "n/a"
-        print(f"| {name} | {size_mb / seconds:.1f} | {count:,} | {ratio} |")
+        print(
+            f"| {name} | {size_mb / seconds:.1f} | {count:,} | {count / seconds:,.0f} | {ratio} |"
+        )
     return 0
 
 
