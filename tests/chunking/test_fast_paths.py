@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from tests.chunking.texts import any_text
 from worker.chunking import lexicon
 from worker.chunking.density import density
-from worker.chunking.lexical import _keyword_count
+from worker.chunking.lexical import _keyword_count, _keyword_set
 
 _GLUE = ",;:!?\"'`()[]{}<>=*|\\/+-%&^~@#$"
 _UNGLUE = str.maketrans(_GLUE, " " * len(_GLUE))
@@ -58,3 +58,10 @@ def test_density_matches_the_formula(text: str) -> None:
 def test_keyword_count_matches_the_regex(text: str) -> None:
     found = re.findall(rf"[^\W\d_]{{{lexicon.KEYWORD_MIN_LETTERS},}}", text.lower())
     assert _keyword_count(text) == sum(w not in lexicon.STOP_WORDS for w in found)
+
+
+@settings(max_examples=400, deadline=None)
+@given(texts)
+def test_keyword_set_matches_the_regex(text: str) -> None:
+    found = re.findall(rf"[^\W\d_]{{{lexicon.KEYWORD_MIN_LETTERS},}}", text.lower())
+    assert _keyword_set(text) == frozenset(found) - lexicon.STOP_WORDS

@@ -155,15 +155,19 @@ def _opening(text: str, unit: _Unit) -> str:
     return unit.opening
 
 
-def _keywords(text: str, start: int, end: int) -> list[str]:
-    """Keyword occurrences in ``text[start:end]``: lower-cased letter runs, stop words kept."""
-    return _KEYWORD.findall(text[start:end].lower())
+def _keyword_set(body: str) -> frozenset[str]:
+    """The distinct keywords of ``body`` (stop words left out)."""
+    if body.isascii():
+        runs = set(body.encode("ascii").translate(_ASCII_LETTERS).decode("ascii").split())
+        found = frozenset(run for run in runs if len(run) >= lexicon.KEYWORD_MIN_LETTERS)
+    else:
+        found = frozenset(_KEYWORD.findall(body.lower()))
+    return found.difference(lexicon.STOP_WORDS)
 
 
 def _unit_keywords(text: str, unit: _Unit) -> frozenset[str]:
     if unit.keywords is None:
-        found = frozenset(_keywords(text, unit.start, unit.end))
-        unit.keywords = found.difference(lexicon.STOP_WORDS)
+        unit.keywords = _keyword_set(text[unit.start : unit.end])
     return unit.keywords
 
 
