@@ -55,7 +55,8 @@ def make_producer(settings: Settings) -> AIOKafkaProducer:
         enable_idempotence=True,
         linger_ms=5,
         max_request_size=settings.max_record_bytes,
-        max_batch_size=min(settings.max_record_bytes, 256 * 1024),
+        # A batch must hold the largest single record we allow ourselves to send.
+        max_batch_size=settings.max_record_bytes,
         **connection_options(settings),
     )
 

@@ -1,0 +1,297 @@
+"""End to end through a real local Kafka broker, beside the same work done in-process.
+
+    .venv/bin/python bench/e2e_bench.py [--strategies sentence adaptive ...] [--plot docs/e2e.png]
+
+For each strategy, in one process and one run:
+
+* **in-process**: every corpus document is chunked (embedding strategies through the same
+  shared micro-batcher and ONNX model the worker uses), all documents in flight at once, as
+  the worker would hold them; no Kafka.
+* **kafka**: the documents are produced to a fresh input topic first, then a `Worker` (the
+  real one, in this process) consumes, chunks, publishes and commits them. The clock runs
+  from the first document consumed to the last document acknowledged.
+
+Per-document latency: in the worker, decode → last chunk acknowledged, with the whole corpus
+in flight at once (so it includes waiting behind the other documents); in-process, the
+document's own chunking (plus embedding) time. p50/p99 are exact (raw samples). The
+ratio column is Kafka throughput / in-process throughput. The corpus is the long descriptions
+of the installed Python packages (bench/corpus.py), read at run time, never committed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench.corpus import Document, describe, gather  # noqa: E402
+from worker.batcher import Batcher  # noqa: E402
+from worker.chunking import registry  # noqa: E402
+from worker.chunking.types import ContentType, EmbeddingChunker, RuleChunker  # noqa: E402
+from worker.codec import EventEncoder  # noqa: E402
+from worker.config import load_settings  # noqa: E402
+from worker.events import DocumentEvent  # noqa: E402
+from worker.kafka import create_topics  # noqa: E402
+from worker.service import Worker  # noqa: E402
+
+MODEL_DIR = REPO / ".cache" / "models" / "all-MiniLM-L6-v2"
+
+
+@dataclass
+class Result:
+    strategy: str
+    mode: str
+    documents: int
+    megabytes: float
+    seconds: float
+    latencies: list[float]
+
+    @property
+    def docs_per_s(self) -> float:
+        return self.documents / self.seconds
+
+    @property
+    def mb_per_s(self) -> float:
+        return self.megabytes / self.seconds
+
+    def percentile(self, q: float) -> float:
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def kind(doc: Document) -> ContentType:
+    return "text/markdown" if doc.content_type == "text/markdown" else "text/plain"
+
+
+async def in_process(name: str, docs: Sequence[Document], batcher: Batcher | None) -> Result:
+    built = registry.build(name, {}, registry.BuildContext(model_dir=str(MODEL_DIR)))
+    chunker = built.chunker
+    latencies: list[float] = []
+
+    async def one(doc: Document) -> None:
+        started = time.perf_counter()
+        if isinstance(chunker, EmbeddingChunker):
+            assert batcher is not None
+            plan = chunker.plan(doc.text, content_type=kind(doc))
+            chunker.assemble(plan, await batcher.submit(list(plan.texts)))
+        else:
+            assert isinstance(chunker, RuleChunker)
+            chunker.chunk(doc.text, content_type=kind(doc))
+        latencies.append(time.perf_counter() - started)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(one(d) for d in docs))
+    seconds = time.perf_counter() - started
+    size = sum(len(d.text.encode()) for d in docs) / 1e6
+    return Result(name, "in-process", len(docs), size, seconds, latencies)
+
+
+class _Recorder:
+    """Stands in for the worker's per-document histogram to keep raw samples."""
+
+    def __init__(self) -> None:
+        self.samples: list[float] = []
+
+    def labels(self, *_: str) -> _Recorder:
+        return self
+
+    def observe(self, value: float) -> None:
+        self.samples.append(value)
+
+
+async def through_kafka(name: str, docs: Sequence[Document], bootstrap: str) -> Result:
+    suffix = uuid.uuid4().hex[:8]
+    settings = load_settings(
+        {
+            "bootstrap_servers": bootstrap,
+            "group_id": f"bench-{suffix}",
+            "input_topic": f"bench-in-{suffix}",
+            "output_topic": f"bench-out-{suffix}",
+            "dlq_topic": f"bench-dlq-{suffix}",
+            "strategy": name,
+            "metrics_port": "0",
+            "model_dir": str(MODEL_DIR),
+        },
+        env={},
+    )
+    await create_topics(
+        settings,
+        {settings.input_topic: 3, settings.output_topic: 3, settings.dlq_topic: 1},
+        max_message_bytes=16 * 1024 * 1024,
+    )
+    await _produce(bootstrap, settings.input_topic, docs)
+    worker = Worker(settings)
+    recorder = _Recorder()
+    worker.metrics.document_seconds = recorder  # type: ignore[assignment]
+    task = asyncio.create_task(worker.run())
+    consumed = worker.metrics.documents_consumed
+    # Polling at 1 ms: the clock is this benchmark's, not the worker's, on purpose.
+    while consumed._value.get() == 0:  # noqa: ASYNC110
+        await asyncio.sleep(0.001)
+    started = time.perf_counter()
+    while len(recorder.samples) + worker.stats["dead_letters"] < len(docs):
+        if task.done():
+            raise RuntimeError(f"worker stopped early: {task.result()}")
+        await asyncio.sleep(0.001)
+    seconds = time.perf_counter() - started
+    worker.request_stop()
+    await task
+    size = sum(len(d.text.encode()) for d in docs) / 1e6
+    return Result(name, "kafka", len(docs), size, seconds, recorder.samples)
+
+
+async def _produce(bootstrap: str, topic: str, docs: Sequence[Document]) -> None:
+    from aiokafka import AIOKafkaProducer
+
+    encoder = EventEncoder("msgpack")
+    producer = AIOKafkaProducer(
+        bootstrap_servers=bootstrap, acks="all", max_request_size=16 * 1024 * 1024
+    )
+    await producer.start()
+    try:
+        acks = []
+        for doc in docs:
+            event = DocumentEvent(id=doc.name, text=doc.text, content_type=kind(doc))
+            acks.append(
+                await producer.send(
+                    topic, encoder.encode(event), key=doc.name.encode(), headers=encoder.headers()
+                )
+            )
+        await asyncio.gather(*acks)
+    finally:
+        await producer.stop()
+
+
+def start_broker(run_dir: Path) -> str:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = subprocess.run(
+        [
+            str(REPO / "deploy/kafka/local-kafka"),
+            "start",
+            "--port",
+            str(port),
+            "--dir",
+            str(run_dir),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return out.stdout.strip().splitlines()[-1]
+
+
+def table(results: list[Result]) -> str:
+    rows = [
+        "| strategy | mode | docs/s | MB/s | p50 latency ms | p99 latency ms "
+        "| kafka / in-process |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    baseline: dict[str, Result] = {}
+    for r in results:
+        if r.mode == "in-process":
+            baseline[r.strategy] = r
+        ratio = r.docs_per_s / baseline[r.strategy].docs_per_s if r.mode == "kafka" else 1.0
+        rows.append(
+            f"| {r.strategy} | {r.mode} | {r.docs_per_s:,.1f} | {r.mb_per_s:.2f} | "
+            f"{r.percentile(0.5) * 1000:,.1f} | {r.percentile(0.99) * 1000:,.1f} | "
+            f"{ratio:.2f} |"
+        )
+    return "\n".join(rows)
+
+
+def plot(results: list[Result], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(dict.fromkeys(r.strategy for r in results))
+    by = {(r.strategy, r.mode): r for r in results}
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
+    width = 0.38
+    xs = range(len(names))
+    for offset, mode in ((-width / 2, "in-process"), (width / 2, "kafka")):
+        ax1.bar(
+            [x + offset for x in xs], [by[(n, mode)].mb_per_s for n in names], width, label=mode
+        )
+        ax2.bar(
+            [x + offset for x in xs],
+            [by[(n, mode)].percentile(0.5) * 1000 for n in names],
+            width,
+            label=f"{mode} p50",
+        )
+    ax1.set_title("Throughput (MB/s, higher is better)")
+    ax2.set_title("Per-document latency p50 (ms, lower is better)")
+    for ax in (ax1, ax2):
+        ax.set_xticks(list(xs), names)
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+async def main(args: argparse.Namespace) -> None:
+    docs = gather()[: args.docs]
+    print(f"corpus: {describe(docs)}")
+    names = [n for n in args.strategies if n in registry.names()]
+    missing = sorted(set(args.strategies) - set(names))
+    if missing:
+        print(f"not registered, skipped: {', '.join(missing)}")
+    needs_model = any(registry.get(n).needs_model for n in names)
+    batcher_cm: Any = None
+    if needs_model:
+        from worker.embedding.embedder import OnnxEmbedder
+
+        batcher_cm = Batcher(OnnxEmbedder.load(MODEL_DIR))
+    with tempfile.TemporaryDirectory() as tmp:
+        bootstrap = args.bootstrap or start_broker(Path(tmp))
+        results: list[Result] = []
+        try:
+            batcher = await batcher_cm.__aenter__() if batcher_cm else None
+            for name in names:
+                # One full untimed pass first: lazy imports, regex caches and the model's
+                # first batches must not count against whichever mode runs first.
+                await in_process(name, docs, batcher)
+                results.append(await in_process(name, docs, batcher))
+                results.append(await through_kafka(name, docs, bootstrap))
+                print(f"{name}: done", flush=True)
+            if batcher_cm:
+                await batcher_cm.__aexit__(None, None, None)
+        finally:
+            if not args.bootstrap:
+                subprocess.run(  # noqa: ASYNC221 - the benchmark is over
+                    [str(REPO / "deploy/kafka/local-kafka"), "stop", "--dir", tmp], check=False
+                )
+    print(f"\n{os.cpu_count()} CPUs; same process, same run\n")
+    print(table(results))
+    if args.plot:
+        plot(results, Path(args.plot))
+        print(f"\nplot: {args.plot}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--strategies",
+        nargs="+",
+        default=["sentence", "adaptive", "lexical", "semantic", "sdpm", "context"],
+    )
+    parser.add_argument("--docs", type=int, default=None, help="use only the first N documents")
+    parser.add_argument("--bootstrap", default=None, help="use this broker instead of a new one")
+    parser.add_argument("--plot", default=None, help="write a PNG plot here")
+    asyncio.run(main(parser.parse_args()))
