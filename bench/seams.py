@@ -1,0 +1,111 @@
+"""Documents with known topic seams, and boundary precision/recall/F1 against them.
+
+Each document is made of blocks of consecutive prose paragraphs, every block from the long
+description of a different installed Python package (bench/corpus.py): the true seams are where
+one package's text gives way to the next one's. Nothing is downloaded or committed; the same
+environment yields the same documents.
+
+Scores count a predicted boundary as correct when it lands within ``tolerance`` sentences of a
+true seam (each seam matched at most once), sentences as :func:`split_sentences` finds them.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left
+from collections.abc import Sequence
+
+import msgspec
+
+from bench.corpus import gather
+from worker.chunking.segment import split_paragraphs, split_sentences
+
+_LETTERS = re.compile(r"[^\W\d_]")
+# Code, shell prompts, tables, indented blocks, headings, list items, directives.
+_CODEY = re.compile(r"```|>>>|\$ |\|\s*-|^\s{4}|[{}<>=]{2}|^\s*(?:[-*+#:]|\.\.)", re.M)
+
+
+class SeamDocument(msgspec.Struct, frozen=True):
+    text: str
+    seams: list[int]  # character offsets where a new source starts
+    sources: list[str]
+
+
+class Scores(msgspec.Struct, frozen=True):
+    predicted: int
+    true: int
+    matched: int
+
+    @property
+    def precision(self) -> float:
+        return self.matched / self.predicted if self.predicted else 0.0
+
+    @property
+    def recall(self) -> float:
+        return self.matched / self.true if self.true else 0.0
+
+    @property
+    def f1(self) -> float:
+        p, r = self.precision, self.recall
+        return 2 * p * r / (p + r) if p + r else 0.0
+
+    def __add__(self, other: Scores) -> Scores:
+        return Scores(
+            self.predicted + other.predicted, self.true + other.true, self.matched + other.matched
+        )
+
+
+def prose_paragraphs(text: str) -> list[str]:
+    """Paragraphs that read as prose: long enough, mostly letters, no code, links or lists."""
+    kept = []
+    for span in split_paragraphs(text):
+        piece = text[span.start : span.end]
+        if not 150 <= len(piece) <= 1500 or _CODEY.search(piece):
+            continue
+        if len(_LETTERS.findall(piece)) < 0.7 * len(piece):
+            continue
+        # Hard-wrapped lines are joined: every line break ends a sentence for the segmenter,
+        # and a paragraph should read as the sentences its author wrote.
+        piece = " ".join(piece.split())
+        if len(split_sentences(piece)) < 2:
+            continue
+        kept.append(piece)
+    return kept
+
+
+def seam_documents(
+    count: int = 12, blocks: int = 4, paragraphs_per_block: int = 2, min_chars: int = 500
+) -> list[SeamDocument]:
+    """``count`` documents of ``blocks`` blocks; each source package is used once."""
+    sources: list[tuple[str, list[str]]] = []
+    for doc in gather(min_chars):
+        paragraphs = prose_paragraphs(doc.text)
+        if len(paragraphs) >= paragraphs_per_block:
+            sources.append((doc.name, paragraphs[:paragraphs_per_block]))
+    documents = []
+    for n in range(min(count, len(sources) // blocks)):
+        picked = sources[n * blocks : (n + 1) * blocks]
+        text, seams = "", []
+        for i, (_, paragraphs) in enumerate(picked):
+            if i:
+                text += "\n\n"
+                seams.append(len(text))
+            text += "\n\n".join(paragraphs)
+        documents.append(SeamDocument(text, seams, [name for name, _ in picked]))
+    return documents
+
+
+def score(text: str, seams: Sequence[int], boundaries: Sequence[int], tolerance: int = 1) -> Scores:
+    """Predicted ``boundaries`` (offsets where a chunk starts, 0 excluded) against ``seams``."""
+    starts = [s.start for s in split_sentences(text)]
+    true = [bisect_left(starts, s) for s in seams]
+    predicted = sorted({bisect_left(starts, b) for b in boundaries if b > 0})
+    unmatched = list(true)
+    matched = 0
+    for p in predicted:
+        for t in unmatched:
+            if abs(p - t) <= tolerance:
+                unmatched.remove(t)
+                matched += 1
+                break
+    return Scores(len(predicted), len(true), matched)
