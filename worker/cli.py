@@ -60,7 +60,10 @@ def _cmd_chunk(args: argparse.Namespace) -> int:
     built = registry.build(
         args.strategy, _parse_kv(args.param), registry.BuildContext(model_dir=args.model)
     )
-    embed = _offline_embedder(args.model) if isinstance(built.chunker, EmbeddingChunker) else None
+    embed = None
+    if isinstance(built.chunker, EmbeddingChunker):
+        # A strategy may name its own model (`context`'s embedding_model); --model wins.
+        embed = _offline_embedder(args.model or getattr(built.chunker, "model_dir", None))
     out = sys.stdout
     for name in args.files:
         path = Path(name)

@@ -118,3 +118,15 @@ def test_cli_chunks_offline(name: str, model_dir: Path, tmp_path: Path) -> None:
             assert record["text"] == "\n".join(pieces)
         else:
             assert record["text"] == doc[record["start_index"] : record["end_index"]]
+
+
+def test_cli_takes_the_model_from_context_parameters(model_dir: Path, tmp_path: Path) -> None:
+    path = tmp_path / "doc.txt"
+    path.write_text("Cats purr at home. Dogs bark at the gate.\nStocks fell today.\n", "utf-8")
+    result = subprocess.run(
+        [sys.executable, "-m", "worker.cli", "chunk", "--strategy", "context", "--param",
+         f"embedding_model={model_dir}", str(path)],
+        capture_output=True, text=True, cwd=tmp_path, timeout=120, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("\n") >= 1
