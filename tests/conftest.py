@@ -22,14 +22,21 @@ def free_port() -> int:
 
 
 @pytest.fixture(scope="session")
-def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real single-node KRaft broker on a free port, for the whole session.
+def kafka_bootstrap(kafka_broker: tuple[str, Path | None]) -> str:
+    return kafka_broker[0]
 
-    CHUNKSTREAM_TEST_BOOTSTRAP points the suite at an already running broker instead.
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path | None]]:
+    """A real single-node KRaft broker on a free port, for the whole session:
+    (bootstrap address, run dir).
+
+    CHUNKSTREAM_TEST_BOOTSTRAP points the suite at an already running broker instead
+    (its run dir is then unknown: None).
     """
     external = os.environ.get("CHUNKSTREAM_TEST_BOOTSTRAP")
     if external:
-        yield external
+        yield external, None
         return
     run_dir = tmp_path_factory.mktemp("kafka")
     port = free_port()
@@ -42,7 +49,7 @@ def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if result.returncode != 0:
         raise RuntimeError(f"local Kafka broker failed to start:\n{result.stderr}")
     try:
-        yield result.stdout.strip().splitlines()[-1]
+        yield result.stdout.strip().splitlines()[-1], run_dir
     finally:
         subprocess.run([str(LOCAL_KAFKA), "stop", "--dir", str(run_dir)], timeout=120)
 
