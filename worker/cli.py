@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 
 from worker._version import __version__
+from worker.chunking.registry import StrategyError
 from worker.errors import ConfigError
 
 MARKDOWN_SUFFIXES = frozenset({".md", ".markdown", ".mdx"})
@@ -429,7 +430,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         code: int = args.func(args)
-    except ConfigError as exc:
+    except (ConfigError, StrategyError) as exc:
         print(f"chunkstream: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
