@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from aiokafka import ConsumerRebalanceListener, TopicPartition
-from aiokafka.errors import KafkaError
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
+from aiokafka.errors import KafkaConnectionError, KafkaError
 from aiokafka.structs import ConsumerRecord, OffsetAndMetadata
 from numpy.typing import NDArray
 
@@ -33,7 +33,7 @@ from worker.config import Settings, redacted
 from worker.embedding.backend import EmbeddingBackend
 from worker.errors import ChunkingFailed, ConfigError, DocumentError
 from worker.health import HealthServer
-from worker.kafka import make_consumer, make_producer
+from worker.kafka import diagnose_connection, make_consumer, make_producer
 from worker.metrics import Metrics
 from worker.offsets import OffsetTracker
 from worker.publisher import Publisher
@@ -175,9 +175,9 @@ class Worker:
 
             self._consumer = make_consumer(s)
             self._producer = make_producer(s)
-            await self._producer.start()
+            await self._start_client(self._producer)
             stack.push_async_callback(self._producer.stop)  # flushes what is still buffered
-            await self._consumer.start()
+            await self._start_client(self._consumer)
             stack.push_async_callback(self._consumer.stop)  # leaves the group
             await self._check_topics()
             self._publisher = Publisher(
@@ -199,6 +199,17 @@ class Worker:
         if self._fatal is not None:
             return 1
         return 0
+
+    async def _start_client(self, client: AIOKafkaProducer | AIOKafkaConsumer) -> None:
+        """A broker that refuses us at start-up (credentials, TLS trust, address) is a
+        configuration problem: exit with a message naming the setting, not a traceback."""
+        try:
+            await client.start()
+        except KafkaConnectionError:
+            for other in (self._producer, self._consumer):
+                with contextlib.suppress(Exception):
+                    await other.stop()
+            raise ConfigError(await diagnose_connection(self.settings)) from None
 
     def _build_default_strategy(self) -> registry.BuiltStrategy:
         s = self.settings
@@ -276,6 +287,7 @@ class Worker:
         """Levels that change without an event of ours: lag, queue depth, in-flight."""
         m = self.metrics
         while True:
+            m.ready.set(1 if self.readiness()[0] else 0)
             m.in_flight_documents.set(self._in_flight.documents)
             m.in_flight_bytes.set(self._in_flight.bytes)
             if self._batcher is not None:
