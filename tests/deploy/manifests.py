@@ -1,0 +1,142 @@
+"""Render the kustomizations with the real kubectl and read the container files, for tests."""
+
+from __future__ import annotations
+
+import functools
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+KUBECTL = BIN / "kubectl"
+DEPLOY = REPO / "deploy"
+DOCKERFILE = DEPLOY / "docker" / "Dockerfile"
+# Every kustomization CI renders: name → directory.
+KUSTOMIZATIONS = {
+    "base": DEPLOY / "k8s" / "base",
+    "keda": DEPLOY / "k8s" / "overlays" / "keda",
+    "static-membership": DEPLOY / "k8s" / "overlays" / "static-membership",
+    "managed-kafka": DEPLOY / "k8s" / "overlays" / "managed-kafka",
+}
+# Custom resources we ship; kubernetes-validate has no schema for them, our tests check them.
+CRD_KINDS = {
+    ("monitoring.coreos.com/v1", "ServiceMonitor"),
+    ("monitoring.coreos.com/v1", "PrometheusRule"),
+    ("keda.sh/v1alpha1", "ScaledObject"),
+    ("keda.sh/v1alpha1", "TriggerAuthentication"),
+}
+
+Obj = dict[str, Any]
+
+
+@functools.cache
+def render_text(name: str) -> str:
+    result = subprocess.run(
+        [str(KUBECTL), "kustomize", str(KUSTOMIZATIONS[name])],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, f"kubectl kustomize {name} failed:\n{result.stderr}"
+    return result.stdout
+
+
+def render(name: str) -> list[Obj]:
+    return [doc for doc in yaml.safe_load_all(render_text(name)) if doc]
+
+
+def one(objs: list[Obj], kind: str, name: str | None = None) -> Obj:
+    found = [
+        o for o in objs if o["kind"] == kind and (name is None or o["metadata"]["name"] == name)
+    ]
+    assert len(found) == 1, f"expected one {kind} {name or ''}, found {len(found)}"
+    return found[0]
+
+
+def workload(objs: list[Obj]) -> Obj:
+    """The Deployment, or the StatefulSet of the static-membership overlay."""
+    found = [o for o in objs if o["kind"] in ("Deployment", "StatefulSet")]
+    assert len(found) == 1, [o["kind"] for o in found]
+    return found[0]
+
+
+def container(objs: list[Obj]) -> Obj:
+    containers = workload(objs)["spec"]["template"]["spec"]["containers"]
+    assert [c["name"] for c in containers] == ["worker"]
+    return dict(containers[0])
+
+
+def config_map_data(objs: list[Obj], ref: str) -> dict[str, str]:
+    return dict(one(objs, "ConfigMap", ref)["data"])
+
+
+def container_env(objs: list[Obj], pod_name: str) -> dict[str, str]:
+    """The environment the kubelet gives the worker container (ConfigMaps via envFrom, then
+    `env` with the downward API resolved for a pod called ``pod_name``)."""
+    c = container(objs)
+    env: dict[str, str] = {}
+    for source in c.get("envFrom", []):
+        env.update(config_map_data(objs, source["configMapRef"]["name"]))
+    for item in c.get("env", []):
+        if "value" in item:
+            env[item["name"]] = item["value"]
+            continue
+        field = item["valueFrom"]["fieldRef"]["fieldPath"]
+        assert field == "metadata.name", f"unsupported downward API field {field}"
+        env[item["name"]] = pod_name
+    return env
+
+
+# -- the Dockerfile ----------------------------------------------------------------------------
+
+
+def dockerfile_instructions() -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) with continuation lines joined and comments dropped."""
+    out: list[tuple[str, str]] = []
+    pending = ""
+    for raw in DOCKERFILE.read_text().splitlines():
+        line = raw.strip()
+        if not pending and (not line or line.startswith("#")):
+            continue
+        if line.startswith("#"):
+            continue
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        line = pending + line
+        pending = ""
+        keyword, _, rest = line.partition(" ")
+        out.append((keyword.upper(), rest.strip()))
+    return out
+
+
+def final_stage() -> list[tuple[str, str]]:
+    instructions = dockerfile_instructions()
+    last_from = max(i for i, (k, _) in enumerate(instructions) if k == "FROM")
+    return instructions[last_from:]
+
+
+def image_entrypoint() -> list[str]:
+    entry = [rest for k, rest in final_stage() if k == "ENTRYPOINT"]
+    assert len(entry) == 1
+    value = json.loads(entry[0])
+    assert isinstance(value, list)
+    return [str(v) for v in value]
+
+
+def image_env() -> dict[str, str]:
+    """ENV of the runtime stage (`ENV A=1 B=2` form)."""
+    env: dict[str, str] = {}
+    for keyword, rest in final_stage():
+        if keyword == "ENV":
+            for item in shlex.split(rest):
+                key, sep, value = item.partition("=")
+                assert sep, f"ENV {item!r}: use KEY=value"
+                env[key] = value
+    return env

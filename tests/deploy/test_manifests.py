@@ -1,0 +1,298 @@
+"""Offline proof for deploy/k8s: every kustomization renders with the real kubectl, every
+object validates against the Kubernetes schemas, the custom resources carry the fields we rely
+on, and the pod spec keeps the worker's contract (probes, grace period, security, config)."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.deploy import manifests as m
+from worker.config import ENV_PREFIX, Settings, load_settings
+
+ALL = list(m.KUSTOMIZATIONS)
+KEDA = ["keda", "managed-kafka"]
+
+
+def validate(path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(m.BIN / "kubernetes-validate"), "--strict", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_renders_and_validates_against_kubernetes_schemas(name: str, tmp_path: Path) -> None:
+    objs = m.render(name)
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(m.render_text(name))
+    result = validate(path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    output = result.stdout + result.stderr
+    for obj in objs:
+        api, kind = obj["apiVersion"], obj["kind"]
+        if (api, kind) in m.CRD_KINDS:
+            assert f"Couldn't find schema for kind {kind}" in output
+        else:
+            # A built-in kind must have been checked, not skipped for want of a schema.
+            assert f"passed for resource {kind.lower()}/{obj['metadata']['name']}" in output, (
+                kind,
+                output,
+            )
+    assert {(o["apiVersion"], o["kind"]) for o in objs} - m.CRD_KINDS - {
+        ("v1", "ServiceAccount"),
+        ("v1", "ConfigMap"),
+        ("v1", "Service"),
+        ("apps/v1", "Deployment"),
+        ("apps/v1", "StatefulSet"),
+        ("policy/v1", "PodDisruptionBudget"),
+        ("networking.k8s.io/v1", "NetworkPolicy"),
+    } == set()
+    assert all(o["metadata"].get("namespace") == "chunkstream" for o in objs)
+
+
+def test_strict_validation_rejects_a_misspelt_field(tmp_path: Path) -> None:
+    """The validator really checks: a typo in a probe field fails it."""
+    objs = m.render("base")
+    deployment = copy.deepcopy(m.one(objs, "Deployment"))
+    probe = deployment["spec"]["template"]["spec"]["containers"][0]["livenessProbe"]
+    probe["periodSecond"] = probe.pop("periodSeconds")
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(deployment))
+    assert validate(path).returncode != 0
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_pod_contract(name: str) -> None:
+    objs = m.render(name)
+    work = m.workload(objs)
+    pod = work["spec"]["template"]["spec"]
+    c = m.container(objs)
+    env = m.container_env(objs, "chunkstream-0")
+    image_env = m.image_env()
+
+    # Image: set by kustomize, tagged, run through its own ENTRYPOINT (no command override).
+    assert c["image"].startswith("registry.example.com/chunkstream:"), c["image"]
+    assert "command" not in c
+    assert "args" not in c
+    assert m.image_entrypoint() == ["chunkstream", "run"]
+
+    # Probes on the metrics port: liveness /healthz, readiness /readyz, startup /readyz.
+    port = next(p for p in c["ports"] if p["name"] == "metrics")["containerPort"]
+    metrics_port = int(env.get("CHUNKSTREAM_METRICS_PORT", image_env["CHUNKSTREAM_METRICS_PORT"]))
+    assert port == metrics_port == 9400
+    assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
+    assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
+    assert c["startupProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
+    startup = c["startupProbe"]
+    # Room for the model load and a group join (measured: ready in ~4 s; a join can wait for
+    # a rebalance up to CHUNKSTREAM_REBALANCE_TIMEOUT_MS, 20 s by default).
+    assert startup["periodSeconds"] * startup["failureThreshold"] >= 60
+
+    # Grace period: drain deadline + flush/commit/leave.
+    drain = float(env.get("CHUNKSTREAM_DRAIN_TIMEOUT_S", Settings().drain_timeout_s))
+    assert pod["terminationGracePeriodSeconds"] >= drain + 10
+
+    # Security: non-root, no escalation, read-only root, no capabilities, no API token.
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["runAsUser"] >= 10000
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert pod["automountServiceAccountToken"] is False
+    sc = c["securityContext"]
+    assert sc["allowPrivilegeEscalation"] is False
+    assert sc["readOnlyRootFilesystem"] is True
+    assert sc["capabilities"]["drop"] == ["ALL"]
+    assert sc.get("privileged", False) is False
+    # The only writable path is an emptyDir at TMPDIR.
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    writable = [vm for vm in c["volumeMounts"] if not vm.get("readOnly")]
+    assert [vm["mountPath"] for vm in writable] == [image_env["TMPDIR"]]
+    assert "emptyDir" in volumes[writable[0]["name"]]
+
+    # Resources: requests and limits set; requests ≤ limits.
+    res = c["resources"]
+    assert _cpu(res["requests"]["cpu"]) <= _cpu(res["limits"]["cpu"])
+    assert _mem(res["requests"]["memory"]) <= _mem(res["limits"]["memory"])
+    threads = int(env.get("CHUNKSTREAM_INFERENCE_THREADS", "0"))
+    assert 1 <= threads <= max(1, int(_cpu(res["limits"]["cpu"])))
+
+    # Every variable is a real setting and the whole environment passes the worker's own
+    # validation (file paths pointed at stand-ins).
+    unknown = {
+        k
+        for k in env
+        if k.startswith(ENV_PREFIX)
+        and k.removeprefix(ENV_PREFIX).lower() not in Settings.__struct_fields__
+        and k != "CHUNKSTREAM_SASL_PASSWORD_FILE"
+    }
+    assert not unknown
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_environment_is_a_valid_worker_configuration(name: str, tmp_path: Path) -> None:
+    objs = m.render(name)
+    env = {**m.image_env(), **m.container_env(objs, "chunkstream-0")}
+    model = tmp_path / "model"
+    model.mkdir()
+    env["CHUNKSTREAM_MODEL_DIR"] = str(model)
+    if "CHUNKSTREAM_SASL_PASSWORD_FILE" in env:
+        # The file comes from the Secret mounted where the variable points.
+        mounts = {vm["mountPath"]: vm["name"] for vm in m.container(objs)["volumeMounts"]}
+        secret_file = Path(env["CHUNKSTREAM_SASL_PASSWORD_FILE"])
+        volume = mounts[str(secret_file.parent)]
+        pod = m.workload(objs)["spec"]["template"]["spec"]
+        secret = next(v for v in pod["volumes"] if v["name"] == volume)["secret"]
+        assert secret["optional"] is False
+        stand_in = tmp_path / secret_file.name
+        stand_in.write_text("s3cret\n")
+        env["CHUNKSTREAM_SASL_PASSWORD_FILE"] = str(stand_in)
+    settings = load_settings({}, env=env)
+    assert settings.group_id
+    assert settings.model_int8 in (True, False)
+    if name == "managed-kafka":
+        assert settings.security_protocol == "SASL_SSL"
+        assert settings.sasl_password == "s3cret"
+    if name == "static-membership":
+        assert settings.group_instance_id == "chunkstream-0"
+        assert settings.session_timeout_ms > 45_000  # survives a restart within the grace
+    else:
+        assert settings.group_instance_id is None
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_selectors_match_the_pods(name: str) -> None:
+    objs = m.render(name)
+    pod_labels = m.workload(objs)["spec"]["template"]["metadata"]["labels"]
+
+    def selects(selector: dict[str, str]) -> bool:
+        return bool(selector) and all(pod_labels.get(k) == v for k, v in selector.items())
+
+    assert selects(m.workload(objs)["spec"]["selector"]["matchLabels"])
+    service = m.one(objs, "Service", "chunkstream-metrics")
+    assert selects(service["spec"]["selector"])
+    assert service["spec"]["publishNotReadyAddresses"] is True
+    assert service["spec"]["ports"][0]["targetPort"] == "metrics"
+    assert selects(m.one(objs, "PodDisruptionBudget")["spec"]["selector"]["matchLabels"])
+    assert selects(m.one(objs, "NetworkPolicy")["spec"]["podSelector"]["matchLabels"])
+    # ServiceMonitor (CRD): selects the metrics Service by its labels, scrapes its named port.
+    sm = m.one(objs, "ServiceMonitor")
+    assert sm["apiVersion"] == "monitoring.coreos.com/v1"
+    wanted = sm["spec"]["selector"]["matchLabels"]
+    assert wanted
+    assert all(service["metadata"]["labels"].get(k) == v for k, v in wanted.items())
+    (endpoint,) = sm["spec"]["endpoints"]
+    assert endpoint["port"] == service["spec"]["ports"][0]["name"]
+    assert endpoint["path"] == "/metrics"
+    assert sm["spec"]["jobLabel"] in service["metadata"]["labels"]
+
+
+@pytest.mark.parametrize("name", KEDA)
+def test_scaled_object(name: str) -> None:
+    objs = m.render(name)
+    so = m.one(objs, "ScaledObject")
+    assert so["apiVersion"] == "keda.sh/v1alpha1"
+    target = m.workload(objs)
+    assert so["spec"]["scaleTargetRef"] == {
+        "apiVersion": "apps/v1",
+        "kind": target["kind"],
+        "name": target["metadata"]["name"],
+    }
+    assert "replicas" not in target["spec"], "KEDA owns the replica count"
+    partitions = int(so["metadata"]["annotations"]["chunkstream.io/input-partitions"])
+    assert 1 <= so["spec"]["minReplicaCount"] <= so["spec"]["maxReplicaCount"] <= partitions
+    (trigger,) = so["spec"]["triggers"]
+    assert trigger["type"] == "kafka"
+    meta = trigger["metadata"]
+    env = m.container_env(objs, "chunkstream-0")
+    # The scaler watches exactly the group and topic the workers consume.
+    assert meta["bootstrapServers"] == env["CHUNKSTREAM_BOOTSTRAP_SERVERS"]
+    assert meta["consumerGroup"] == env["CHUNKSTREAM_GROUP_ID"]
+    assert meta["topic"] == env["CHUNKSTREAM_INPUT_TOPIC"]
+    assert int(meta["lagThreshold"]) > 0
+    assert meta["allowIdleConsumers"] == "false"
+    assert meta["scaleToZeroOnInvalidOffset"] == "false"
+    assert all(isinstance(v, str) for v in meta.values()), "trigger metadata values are strings"
+    if name == "managed-kafka":
+        assert (
+            meta["sasl"]
+            == {"SCRAM-SHA-512": "scram_sha512", "SCRAM-SHA-256": "scram_sha256"}[
+                env["CHUNKSTREAM_SASL_MECHANISM"]
+            ]
+        )
+        assert meta["tls"] == "enable"
+        auth = m.one(objs, "TriggerAuthentication", trigger["authenticationRef"]["name"])
+        secret_refs = {r["parameter"]: r for r in auth["spec"]["secretTargetRef"]}
+        env_refs = {r["parameter"]: r for r in auth["spec"]["env"]}
+        pod = target["spec"]["template"]["spec"]
+        secret = next(v for v in pod["volumes"] if v["name"] == "kafka-credentials")["secret"]
+        assert secret_refs["password"]["name"] == secret["secretName"]
+        assert Path(env["CHUNKSTREAM_SASL_PASSWORD_FILE"]).name == secret_refs["password"]["key"]
+        assert env_refs["username"]["name"] == "CHUNKSTREAM_SASL_USERNAME"
+        assert env_refs["username"]["containerName"] == "worker"
+    else:
+        assert "authenticationRef" not in trigger
+
+
+def test_static_membership_statefulset_is_the_deployment_plus_an_instance_id() -> None:
+    base = m.workload(m.render("base"))
+    objs = m.render("static-membership")
+    sts = m.workload(objs)
+    assert sts["kind"] == "StatefulSet"
+    assert not [o for o in objs if o["kind"] == "Deployment"]
+    assert sts["spec"]["serviceName"] == "chunkstream-metrics"
+    template = copy.deepcopy(sts["spec"]["template"])
+    env = template["spec"]["containers"][0]["env"]
+    instance = [e for e in env if e["name"] == "CHUNKSTREAM_GROUP_INSTANCE_ID"]
+    assert instance == [
+        {
+            "name": "CHUNKSTREAM_GROUP_INSTANCE_ID",
+            "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}},
+        }
+    ]
+    env.remove(instance[0])
+    # Same pod template otherwise (only the ConfigMap's hash differs: its content does).
+    base_template = copy.deepcopy(base["spec"]["template"])
+    for t in (template, base_template):
+        t["spec"]["containers"][0]["envFrom"][0]["configMapRef"]["name"] = "chunkstream-config"
+    assert template == base_template
+
+
+def test_prometheus_rule_fields() -> None:
+    rule = m.one(m.render("base"), "PrometheusRule")
+    assert rule["apiVersion"] == "monitoring.coreos.com/v1"
+    alerts = {}
+    for group in rule["spec"]["groups"]:
+        assert group["name"]
+        assert group["rules"]
+        for r in group["rules"]:
+            assert ("alert" in r) != ("record" in r)
+            assert r["expr"].strip()
+            if "alert" in r:
+                alerts[r["alert"]] = r
+    assert {
+        "ChunkstreamLagGrowing",
+        "ChunkstreamDeadLetterRate",
+        "ChunkstreamNoCommits",
+        "ChunkstreamRebalanceStorm",
+        "ChunkstreamNotReady",
+    } <= set(alerts)
+    for r in alerts.values():
+        assert r["for"].endswith("m")
+        assert r["labels"]["severity"] in ("warning", "critical")
+        assert r["annotations"]["summary"]
+        assert r["annotations"]["description"]
+
+
+def _cpu(value: str) -> float:
+    return float(value[:-1]) / 1000 if value.endswith("m") else float(value)
+
+
+def _mem(value: str) -> int:
+    units = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30}
+    return int(value[:-2]) * units[value[-2:]] if value[-2:] in units else int(value)
