@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import ssl
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.conn import collect_hosts, create_conn
+from aiokafka.errors import KafkaError, SaslAuthenticationFailed, UnsupportedSaslMechanismError
 from aiokafka.helpers import create_ssl_context
 
 from worker.config import Settings
@@ -80,3 +83,61 @@ async def create_topics(
             await admin.create_topics(new)
     finally:
         await admin.close()
+
+
+async def diagnose_connection(settings: Settings) -> str:
+    """Why the clients could not bootstrap, as one sentence naming the settings to fix.
+
+    Called after a client's start-up failed: aiokafka only says "Unable to bootstrap", so
+    this connects once more, by hand, to each bootstrap server and classifies the error
+    (credentials, TLS trust, address). Secrets are never part of the message."""
+    options = connection_options(settings)
+    servers = settings.bootstrap_servers
+    error: BaseException | None = None
+    for host, port, _family in collect_hosts(servers, randomize=False):
+        try:
+            conn = await create_conn(
+                host,
+                port,
+                client_id=settings.client_id,
+                request_timeout_ms=15_000,
+                ssl_context=options.get("ssl_context"),
+                security_protocol=settings.security_protocol,
+                sasl_mechanism=options.get("sasl_mechanism", "PLAIN"),
+                sasl_plain_username=settings.sasl_username,
+                sasl_plain_password=settings.sasl_password,
+            )
+        except (OSError, KafkaError, TimeoutError) as exc:
+            error = exc
+            continue
+        conn.close()
+        return (
+            f"could not bootstrap from {servers}, although {host}:{port} accepts a connection "
+            "now (a broker restarting?); check CHUNKSTREAM_BOOTSTRAP_SERVERS"
+        )
+    if isinstance(error, SaslAuthenticationFailed):
+        return (
+            f"SASL authentication failed at {servers} for user {settings.sasl_username!r} "
+            f"({settings.sasl_mechanism}): check CHUNKSTREAM_SASL_USERNAME and "
+            "CHUNKSTREAM_SASL_PASSWORD (or CHUNKSTREAM_SASL_PASSWORD_FILE)"
+        )
+    if isinstance(error, UnsupportedSaslMechanismError):
+        return (
+            f"the brokers at {servers} do not offer SASL mechanism {settings.sasl_mechanism}: "
+            "check CHUNKSTREAM_SASL_MECHANISM"
+        )
+    if isinstance(error, ssl.SSLCertVerificationError):
+        return (
+            f"TLS certificate verification failed at {servers} ({error.verify_message}): "
+            "check CHUNKSTREAM_SSL_CAFILE (the CA that signed the brokers' certificates) and "
+            "that CHUNKSTREAM_BOOTSTRAP_SERVERS names a host in those certificates"
+        )
+    if isinstance(error, ssl.SSLError):
+        return (
+            f"TLS handshake failed at {servers} ({error}): check CHUNKSTREAM_SECURITY_PROTOCOL "
+            "(is this a TLS listener?) and CHUNKSTREAM_SSL_CAFILE/SSL_CERTFILE/SSL_KEYFILE"
+        )
+    return (
+        f"cannot connect to the Kafka brokers at {servers} ({error!r}): check "
+        "CHUNKSTREAM_BOOTSTRAP_SERVERS and CHUNKSTREAM_SECURITY_PROTOCOL"
+    )
