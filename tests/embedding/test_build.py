@@ -151,3 +151,22 @@ def test_ensure_model_reuses_an_intact_build_and_rebuilds_a_tampered_one(
 
     manifest = ensure_model(tiny_source, out, int8=True)  # asking for more than was built
     assert INT8_MODEL_NAME in manifest.files
+
+
+def test_measured_encodings_are_reused_and_bounded(
+    tiny_built: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from worker.embedding import embedder as embedder_module
+
+    monkeypatch.setattr(embedder_module, "ENCODING_CACHE_SIZE", 3)
+    embedder = OnnxEmbedder.load(tiny_built)
+    cold = embedder.embed(SENTENCES)
+    assert embedder.token_lengths(SENTENCES) == [len(x) for x in _ids(embedder, SENTENCES)]
+    assert len(embedder._measured) == 3  # bounded: the oldest measurement was dropped
+    warm = embedder.embed(SENTENCES)  # three from the cache, one tokenised again
+    assert len(embedder._measured) == 0
+    np.testing.assert_array_equal(cold, warm)
+
+
+def _ids(embedder: OnnxEmbedder, texts: list[str]) -> list[list[int]]:
+    return [e.ids for e in embedder._tokenizer.encode_batch(texts)]

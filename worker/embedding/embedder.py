@@ -3,17 +3,23 @@
 Load once per process (:meth:`OnnxEmbedder.load`); ``embed`` is then safe to call from one worker
 thread while another thread asks for ``token_lengths``. Pooling and normalisation happen inside
 the graph, so the output is used as it comes.
+
+The batcher measures every text (``token_lengths``) before it embeds it; the encodings made for
+that are kept in a small bounded cache and taken out again by ``embed``, so a text is tokenised
+once on the way through.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
 from numpy.typing import NDArray
-from tokenizers import Tokenizer
+from tokenizers import Encoding, Tokenizer
 
 from worker.embedding import tokenization
 from worker.embedding.manifest import (
@@ -28,6 +34,9 @@ from worker.embedding.manifest import (
 )
 
 DEFAULT_PROVIDERS = ("CPUExecutionProvider",)
+# Encodings measured but not yet embedded. Bounded so that texts measured and then dropped
+# (a cancelled request) cannot grow it; a miss only costs a second tokenisation.
+ENCODING_CACHE_SIZE = 16384
 
 
 class OnnxEmbedder:
@@ -38,7 +47,10 @@ class OnnxEmbedder:
     ) -> None:
         self._session = session
         self._tokenizer = tokenizer
+        self._pad_id = tokenization.pad_id(tokenizer)
         self.manifest = manifest
+        self._measured: OrderedDict[str, Encoding] = OrderedDict()
+        self._measured_lock = threading.Lock()
 
     @classmethod
     def load(
@@ -86,12 +98,18 @@ class OnnxEmbedder:
         return list(self._session.get_providers())
 
     def token_lengths(self, texts: Sequence[str]) -> list[int]:
-        return tokenization.token_lengths(self._tokenizer, texts)
+        encodings = tokenization.encode(self._tokenizer, texts)
+        with self._measured_lock:
+            for text, encoding in zip(texts, encodings, strict=True):
+                self._measured[text] = encoding
+            while len(self._measured) > ENCODING_CACHE_SIZE:
+                self._measured.popitem(last=False)
+        return [len(e.ids) for e in encodings]
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        batch = tokenization.encode(self._tokenizer, texts)
+        batch = tokenization.pad(self._encodings(texts), self._pad_id)
         (output,) = self._session.run(
             [OUTPUT_NAME],
             {
@@ -101,3 +119,15 @@ class OnnxEmbedder:
             },
         )
         return np.asarray(output, dtype=np.float32)
+
+    def _encodings(self, texts: Sequence[str]) -> list[Encoding]:
+        found: list[Encoding | None] = []
+        with self._measured_lock:
+            for text in texts:
+                found.append(self._measured.pop(text, None))
+        missing = [i for i, encoding in enumerate(found) if encoding is None]
+        if missing:
+            fresh = tokenization.encode(self._tokenizer, [texts[i] for i in missing])
+            for i, encoding in zip(missing, fresh, strict=True):
+                found[i] = encoding
+        return [e for e in found if e is not None]
