@@ -31,12 +31,14 @@ from numpy.typing import NDArray
 from worker.batch_policy import Batch, BatchPolicy, Watermark
 from worker.embedding.backend import EmbeddingBackend
 
-# Defaults sized for MiniLM on a small CPU: bench/embedding_bench.py measures the choice.
+# Defaults sized for MiniLM on a small CPU (bench/embedding_bench.py measures them). The queue
+# limit is also the sorting window: 16k tokens is a few seconds of work on two cores, hundreds of
+# sentences to sort, while keeping the time a paused partition waits short.
 DEFAULT_MAX_BATCH_TOKENS = 4096
 DEFAULT_MAX_BATCH_SIZE = 128
 DEFAULT_MAX_WAIT_MS = 5.0
-DEFAULT_QUEUE_HIGH_TOKENS = 65536
-DEFAULT_QUEUE_LOW_TOKENS = 32768
+DEFAULT_QUEUE_HIGH_TOKENS = 16384
+DEFAULT_QUEUE_LOW_TOKENS = 8192
 
 
 @dataclass
