@@ -18,7 +18,7 @@ from tests.conftest import free_port
 from tests.kafka import helpers
 from tests.kafka.fakes import SlowHashBackend
 from tests.kafka.test_worker_kafka import check_complete, make_docs
-from worker.events import DocumentEvent
+from worker.events import ChunkEvent, DocumentEvent, StrategyOverride
 from worker.service import State, Worker
 
 pytestmark = pytest.mark.kafka
@@ -302,3 +302,71 @@ async def test_large_documents_do_not_block_the_event_loop(
     within = buckets[(("le", "0.5"),)]
     assert lag_count > 20
     assert within == lag_count, f"{lag_count - within} loop ticks were late by more than 0.5 s"
+
+
+@pytest.mark.parametrize("strategy", ["semantic", "sdpm", "context"])
+async def test_embedding_strategies_through_the_worker(
+    kafka_bootstrap: str, topic_names: dict[str, str], real_model_dir: Path, strategy: str
+) -> None:
+    """Real model, shared batcher, real broker: every chunk maps back to its document (slice,
+    or the join of its spans), cores cover the text, and texts of many documents share
+    batches. A per-document override to `sentence` is honoured from the allow-list."""
+    port = free_port()
+    settings = helpers.make_settings(
+        kafka_bootstrap,
+        topic_names,
+        strategy=strategy,
+        model_dir=str(real_model_dir),
+        metrics_port=port,
+        allowed_strategies="sentence",
+    )
+    await helpers.create(settings)
+    docs = make_docs(24, seed=44, prefix=strategy)
+    override = DocumentEvent(
+        id="override",
+        text="Short one. Another short one.",
+        strategy=StrategyOverride(name="sentence", params={"chunk_size": 12}),
+    )
+    await helpers.produce_raw(
+        kafka_bootstrap, settings.input_topic, helpers.encode_documents([*docs, override])
+    )
+    worker = Worker(settings)
+    task = asyncio.create_task(worker.run())
+    try:
+        await asyncio.wait_for(
+            helpers.wait_committed_to_end(
+                kafka_bootstrap, settings.group_id, settings.input_topic, timeout_s=180
+            ),
+            200,
+        )
+        m = await scrape(port)
+    finally:
+        worker.request_stop()
+        assert await task == 0
+    events = await helpers.chunk_events(kafka_bootstrap, settings.output_topic)
+    by_doc: dict[str, list[ChunkEvent]] = {}
+    for ev in events:
+        by_doc.setdefault(ev.doc_id, []).append(ev)
+    assert set(by_doc) == {d.id for d in docs} | {"override"}
+    assert {e.strategy for e in by_doc["override"]} == {"sentence"}
+    for doc in docs:
+        chunks = sorted(by_doc[doc.id], key=lambda e: e.index)
+        assert [e.index for e in chunks] == list(range(chunks[0].count))
+        covered = [False] * len(doc.text)
+        for ev in chunks:
+            assert ev.strategy == strategy
+            if ev.spans is None:
+                assert ev.text == doc.text[ev.start_index : ev.end_index]
+                core = (ev.start_index, ev.end_index)
+            else:
+                assert ev.text == "\n".join(doc.text[s.start : s.end] for s in ev.spans)
+                core = tuple(ev.metadata["core"])
+            for i in range(core[0], core[1]):
+                covered[i] = True
+        lost = [c for c, cov in zip(doc.text, covered, strict=True) if not cov and not c.isspace()]
+        assert not lost, f"{doc.id}: text outside every chunk core"
+    # One shared batcher: fewer batches than documents means texts of several documents
+    # travelled together.
+    batches = total(m, "chunkstream_embedding_batches_total")
+    assert 0 < batches < len(docs)
+    assert m["chunkstream_model_info"]
