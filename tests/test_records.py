@@ -62,3 +62,16 @@ def test_dead_letter_keeps_original_bytes_or_a_marked_prefix() -> None:
     assert cut.value_truncated
     assert cut.value_size == len(b"value-bytes")
     assert cut.value_sha256 == hashlib.sha256(b"value-bytes").hexdigest()
+
+
+def test_embedding_strategy_ids_change_with_the_model_rule_ones_do_not() -> None:
+    a = registry.BuildContext(model_id="aaaa")
+    b = registry.BuildContext(model_id="bbbb")
+    assert (
+        registry.build("semantic", {}, a).fingerprint
+        != registry.build("semantic", {}, b).fingerprint
+    )
+    assert (
+        registry.build("sentence", {}, a).fingerprint
+        == registry.build("sentence", {}, b).fingerprint
+    )

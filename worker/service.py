@@ -139,8 +139,8 @@ class Worker:
     async def run(self) -> int:
         s = self.settings
         self.state = State.STARTING
-        default = self._build_default_strategy()
-        context = registry.BuildContext(model_dir=s.model_dir)
+        context = registry.BuildContext(model_dir=s.model_dir, model_id=model_identity(s))
+        default = self._build_default_strategy(context)
         self._resolver = StrategyResolver(default, frozenset(s.allowed_strategies), context)
         self._needs_model = (
             default.needs_model
@@ -211,12 +211,10 @@ class Worker:
                     await other.stop()
             raise ConfigError(await diagnose_connection(self.settings)) from None
 
-    def _build_default_strategy(self) -> registry.BuiltStrategy:
+    def _build_default_strategy(self, context: registry.BuildContext) -> registry.BuiltStrategy:
         s = self.settings
         try:
-            return registry.build(
-                s.strategy, s.strategy_params, registry.BuildContext(model_dir=s.model_dir)
-            )
+            return registry.build(s.strategy, s.strategy_params, context)
         except registry.StrategyError as exc:
             field = "STRATEGY" if isinstance(exc, registry.UnknownStrategy) else "STRATEGY_PARAMS"
             raise ConfigError(f"invalid setting CHUNKSTREAM_{field}: {exc}") from None
@@ -568,6 +566,19 @@ class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
 
     async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
         self._worker.on_assigned(set(assigned))
+
+
+def model_identity(settings: Settings) -> str | None:
+    """Digest of the ONNX file the worker would load (fp32 or int8), from the manifest."""
+    from worker.embedding.manifest import ManifestError, read_manifest
+
+    model_dir = Path(settings.model_dir) if settings.model_dir else DEFAULT_MODEL_DIR
+    try:
+        manifest = read_manifest(model_dir)
+    except ManifestError:
+        return None
+    digest = manifest.files.get("model.int8.onnx" if settings.model_int8 else "model.onnx")
+    return None if digest is None else digest[:16]
 
 
 class _MeteredBackend:

@@ -37,6 +37,9 @@ class BuildContext:
     """Resources a factory may need that are not parameters (shared, built once per process)."""
 
     model_dir: str | None = None
+    # Identity of the embedding model (a digest of its ONNX file). Part of the fingerprint of
+    # strategies that need a model: another model moves boundaries, so it must mint new ids.
+    model_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -100,19 +103,24 @@ def build(
 ) -> BuiltStrategy:
     strategy = get(name)
     parsed = strategy.parse_params(params or {})
+    context = context or BuildContext()
     try:
-        chunker = strategy.factory(parsed, context or BuildContext())
+        chunker = strategy.factory(parsed, context)
     except (ValueError, TypeError) as exc:
         raise InvalidParameters(f"strategy {name!r}: {exc}") from exc
     return BuiltStrategy(
         name=name,
         chunker=chunker,
         needs_model=strategy.needs_model,
-        fingerprint=fingerprint(name, parsed),
+        fingerprint=fingerprint(name, parsed, context.model_id if strategy.needs_model else None),
     )
 
 
-def fingerprint(name: str, params: msgspec.Struct) -> str:
-    """Stable digest of a strategy and its effective parameters (defaults included)."""
-    canonical = msgspec.json.encode([name, msgspec.to_builtins(params)], order="sorted")
+def fingerprint(name: str, params: msgspec.Struct, model_id: str | None = None) -> str:
+    """Stable digest of a strategy, its effective parameters (defaults included) and, for
+    embedding strategies, the model."""
+    parts: list[object] = [name, msgspec.to_builtins(params)]
+    if model_id is not None:
+        parts.append(model_id)
+    canonical = msgspec.json.encode(parts, order="sorted")
     return hashlib.sha256(canonical).hexdigest()[:16]
