@@ -22,10 +22,13 @@ MAX_ID_CHARS = 1024
 MAX_STRATEGY_PARAMS = 32
 
 MetadataKey = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_METADATA_KEY_CHARS)]
+# JSON integers have no size limit; msgpack's do. An input integer outside int64 would decode
+# here and then fail to encode on the way out (a crash, not a dead letter): refuse it here.
+Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
 MetadataValue = (
-    Annotated[str, msgspec.Meta(max_length=MAX_METADATA_VALUE_CHARS)] | int | float | bool | None
+    Annotated[str, msgspec.Meta(max_length=MAX_METADATA_VALUE_CHARS)] | Int64 | float | bool | None
 )
-ParamValue = Annotated[str, msgspec.Meta(max_length=256)] | int | float | bool
+ParamValue = Annotated[str, msgspec.Meta(max_length=256)] | Int64 | float | bool
 ContentType = Literal["text/plain", "text/markdown"]
 
 
@@ -46,7 +49,7 @@ class DocumentEvent(msgspec.Struct, frozen=True):
     text: str
     content_type: ContentType = "text/plain"
     # Part of every chunk id: re-sending a document under a new version yields new ids.
-    version: Annotated[str, msgspec.Meta(max_length=256)] | int | None = None
+    version: Annotated[str, msgspec.Meta(max_length=256)] | Int64 | None = None
     source: Annotated[str, msgspec.Meta(max_length=4096)] | None = None
     language: Annotated[str, msgspec.Meta(max_length=35)] | None = None
     metadata: Annotated[
