@@ -25,16 +25,16 @@ from collections.abc import Iterable, Mapping
 from typing import Annotated
 
 import msgspec
+import numpy as np
+from numpy.typing import NDArray
 
 from worker.chunking.boundaries import (
-    carried_start,
+    SentenceIndex,
     fence_lines,
-    first_sentence_end,
     last_clause_end,
-    last_sentence_end,
     last_word_end,
 )
-from worker.chunking.density import density
+from worker.chunking.density import DocumentProfile, density
 from worker.chunking.types import Chunk, ContentType
 
 NAME = "adaptive"
@@ -145,8 +145,15 @@ class AdaptiveChunker:
             return []
         doc_density = density(text)
         fences = fence_lines(text)
+        sections = _Sections(text, fences) if fences else None
+        # One pass over the whole document: sentence-end candidates and every window density.
+        profile = DocumentProfile(text, p.base_size, sections.ends if sections else None)
+        sentences = SentenceIndex(text, profile.anchors)
+        last_end = sentences.last_end
+        carried_start = sentences.carried_start
+        window = profile.window
         # The loop runs once per chunk: parameters and helpers are read into locals once.
-        base_size, max_size, overlap = p.base_size, p.max_size, p.overlap
+        max_size, overlap = p.max_size, p.overlap
         spread = max_size - p.min_size
         threshold = p.technical_threshold
         extra: dict[str, object] = {}
@@ -158,20 +165,19 @@ class AdaptiveChunker:
         append = chunks.append
         floor = start  # a chunk must end after this: past any text carried over
         while start < size:
-            section_end = _section_end(text, fences, start) if fences else size
-            window_end = start + base_size
-            local = density(text, start, section_end if section_end < window_end else window_end)
+            section_end = sections.end(start) if sections is not None else size
+            local = window(start)
             target = round(max_size - local * spread)  # as target_size()
             limit = start + target
             if section_end < limit:
                 limit = section_end
-            end = last_sentence_end(text, start, floor, limit)
+            end = last_end(start, floor, limit)
             if end is None:
                 if floor > start:
                     # The carried sentences leave no room for the next one: drop them.
                     start = floor = _skip_space(text, floor)
                     continue
-                end = self._cut_long_sentence(text, start, min(size, start + max_size))
+                end = self._cut_long_sentence(sentences, start, min(size, start + max_size))
             body = text[start:end]
             metadata: dict[str, object] = {
                 "chunk_index": len(chunks),
@@ -182,20 +188,11 @@ class AdaptiveChunker:
             }
             if extra:
                 metadata.update(extra)
-            append(
-                Chunk(
-                    text=body,
-                    start_index=start,
-                    end_index=end,
-                    token_count=len(body),
-                    strategy=NAME,
-                    metadata=metadata,
-                )
-            )
+            append(Chunk(body, start, end, end - start, NAME, metadata))
             following = _skip_space(text, end)
             if following >= size:
                 break
-            carried = carried_start(text, start, end, overlap)
+            carried = carried_start(start, end, overlap)
             if carried is None:
                 start = floor = following
             else:
@@ -212,11 +209,12 @@ class AdaptiveChunker:
                 chunks.extend(self.chunk(doc["text"], doc.get("doc_id", ""), doc.get("source", "")))
         return chunks
 
-    def _cut_long_sentence(self, text: str, start: int, hard_limit: int) -> int:
+    def _cut_long_sentence(self, sentences: SentenceIndex, start: int, hard_limit: int) -> int:
         """End of a chunk whose first sentence is longer than its target."""
-        end = first_sentence_end(text, start, hard_limit)
+        end = sentences.first_end(start, hard_limit)
         if end is not None:
             return end
+        text = sentences.text
         if self.params.language != "en":
             end = last_clause_end(text, start, hard_limit)
             if end is not None:
@@ -233,18 +231,30 @@ def _skip_space(text: str, position: int) -> int:
     return _SPACE_RUN.match(text, position).end()  # type: ignore[union-attr]
 
 
-def _section_end(text: str, fences: list[int], start: int) -> int:
-    """Where the section holding ``start`` ends: at the next code fence's line.
+class _Sections:
+    """Code-fence sections: where the section holding an offset ends.
 
     Fence lines alternate opener, closer. Outside code the section ends where the next
     opener's line begins; inside, where the closer's line ends. Without a next fence it runs
     to the end of the text.
     """
-    index = bisect_right(fences, start)
-    if index == len(fences):
-        return len(text)
-    fence = fences[index]
-    if index % 2 == 0:
-        return fence
-    line_end = text.find("\n", fence)
-    return len(text) if line_end < 0 else line_end
+
+    def __init__(self, text: str, fences: list[int]) -> None:
+        size = len(text)
+        self.fences = fences
+        line_ends = [text.find("\n", fence) for fence in fences]
+        # Where the section ends for each count of fences at or before an offset.
+        self.stops = [
+            fence if i % 2 == 0 else (size if line_end < 0 else line_end)
+            for i, (fence, line_end) in enumerate(zip(fences, line_ends, strict=True))
+        ]
+        self.stops.append(size)
+        self._stops = np.array(self.stops, dtype=np.int64)
+        self._fences = np.array(fences, dtype=np.int64)
+
+    def end(self, start: int) -> int:
+        return self.stops[bisect_right(self.fences, start)]
+
+    def ends(self, starts: NDArray[np.int64]) -> NDArray[np.int64]:
+        """:meth:`end` for many offsets at once."""
+        return self._stops[np.searchsorted(self._fences, starts, side="right")]

@@ -23,7 +23,12 @@ and a fixed read keeps the cost per chunk flat however large the range is.
 from __future__ import annotations
 
 import re
-from typing import Final
+from bisect import bisect_left
+from collections.abc import Callable, Iterable
+from typing import Any, Final
+
+import numpy as np
+from numpy.typing import NDArray
 
 from worker.chunking.lexicon import (
     ARABIC_COMPLEX_MIN_LETTERS,
@@ -100,3 +105,264 @@ def density(text: str, start: int = 0, end: int | None = None) -> float:
     score = 0.4 * tech + 0.3 * unique + 0.2 * min(avg_word_length / 10, 1.0) + 0.1 * arabic
     # Rounded so that metadata and size targets never hinge on float noise.
     return round(min(max(score, 0.0), 1.0), 4)
+
+
+# -- whole-document profile ---------------------------------------------------------------------
+#
+# ``adaptive`` needs the density of many windows of one document. Instead of reading each
+# window's words again, one pass classifies every character (a lookup table on code points),
+# finds the words, the technical hits and the sentence-end candidates, and the density of any
+# window then comes from prefix sums. See :class:`DocumentProfile` for the exact definition.
+
+# Character classes, one bit each.
+_SEP = 1  # whitespace or glue punctuation: separates words
+_PUNCT = 2  # code punctuation {}<>[]()=;
+_DIGIT = 4  # ASCII digit
+_DOT = 8  # "."
+_BREAK = 16  # a line break: always ends a sentence
+_LATIN = 32  # . ! ? … : ends a sentence when whitespace (or a closer, then whitespace) follows
+_MARK = 64  # CJK 。！？ and Arabic ؟۔؛ : end a sentence with or without a following space
+_FOLLOW = 128  # whitespace or a closing quote/bracket: may follow a Latin terminator
+
+LATIN_CLOSERS: Final = "”’\"'»)]"
+"""Closing quotes and brackets that stay with a sentence ended by a Latin terminator."""
+CJK_CLOSERS: Final = "」』”’\"'）)]"
+"""Closing quotes and brackets that stay with a sentence ended by a CJK terminator."""
+CJK_MARKS: Final = "。！？"
+_LINE_BREAKS = "\r\n\u2028\u2029"
+
+
+def _class_table() -> np.ndarray[Any, np.dtype[np.uint8]]:
+    table = np.zeros(0x110000, dtype=np.uint8)
+    # Every character str.isspace() accepts lies below U+3001.
+    for code in range(0x3001):
+        if chr(code).isspace():
+            table[code] |= _SEP | _FOLLOW
+    for ch in _GLUE:
+        table[ord(ch)] |= _SEP
+    for ch in CODE_PUNCTUATION:
+        table[ord(ch)] |= _PUNCT
+    table[ord("0") : ord("9") + 1] |= _DIGIT
+    table[ord(".")] |= _DOT
+    for ch in _LINE_BREAKS:
+        table[ord(ch)] |= _BREAK
+    for ch in ".!?…":
+        table[ord(ch)] |= _LATIN
+    for ch in CJK_MARKS + "؟۔؛":
+        table[ord(ch)] |= _MARK
+    for ch in LATIN_CLOSERS:
+        table[ord(ch)] |= _FOLLOW
+    return table
+
+
+_CLASS = _class_table()
+_ASCII_CLASS = _CLASS[:256].tobytes()  # the same table for bytes.translate on ASCII text
+
+# Word identity without building word strings: a polynomial hash over code points, modulo
+# 2**32 (numpy's unsigned arithmetic wraps). H(w) = Σ ord(w[i]) · P**i. With prefix sums
+# C[k] = Σ_{i<k} ord(text[i]) · P**i, a word at [s, e) hashes to (C[e] − C[s]) · P**−s: P is
+# odd, so it has an inverse modulo 2**32. Two different words share a hash with probability
+# about 2**−32: a collision only nudges a density estimate.
+_P = 0x01000193
+_P_INV = pow(_P, -1, 1 << 32)
+_MASK = (1 << 32) - 1
+_powers: list[NDArray[np.uint32]] = []
+
+
+def _power_tables(size: int) -> tuple[NDArray[np.uint32], NDArray[np.uint32]]:
+    """P**i and P**−i modulo 2**32 for i < size (grown on demand, kept for reuse)."""
+    if not _powers or len(_powers[0]) < size:
+        length = max(size, 1 << 16, 2 * len(_powers[0]) if _powers else 0)
+        forward = np.full(length, _P, dtype=np.uint32)
+        forward[0] = 1
+        backward = np.full(length, _P_INV, dtype=np.uint32)
+        backward[0] = 1
+        _powers[:] = [np.cumprod(forward, dtype=np.uint32), np.cumprod(backward, dtype=np.uint32)]
+    return _powers[0], _powers[1]
+
+
+def word_hash(word: str) -> int:
+    """The hash :class:`DocumentProfile` gives ``word`` (for the sorted word tables)."""
+    total = 0
+    power = 1
+    for ch in word:
+        total = (total + ord(ch) * power) & _MASK
+        power = (power * _P) & _MASK
+    return total
+
+
+def _hash_table(words: Iterable[str]) -> NDArray[np.uint64]:
+    return np.array(sorted({word_hash(w) for w in words}), dtype=np.uint64)
+
+
+_TECH_HASHES = _hash_table(TECH_WORDS)
+_STOP_HASHES = _hash_table(STOP_WORDS_ANY_CASE)
+
+VOCABULARY_SPAN: Final = 50
+"""A word is new to a window when it did not occur among the previous this many words."""
+
+
+def _anchor_table() -> NDArray[np.bool_]:
+    """Indexed by ``class(mark) << 8 | class(next character)``: is the mark a candidate?"""
+    pair = np.arange(1 << 16)
+    mark, following = pair >> 8, pair & 0xFF
+    return (  # type: ignore[no-any-return]
+        ((mark & _BREAK) != 0)
+        | (((mark & _LATIN) != 0) & ((following & _FOLLOW) != 0))
+        | (((mark & _MARK) != 0) & ((following & _MARK) == 0))
+    )
+
+
+_ANCHOR = _anchor_table()
+
+
+def _member(sorted_table: NDArray[np.uint64], values: NDArray[np.uint64]) -> NDArray[np.bool_]:
+    index = sorted_table.searchsorted(values)
+    np.minimum(index, len(sorted_table) - 1, out=index)
+    return sorted_table[index] == values  # type: ignore[no-any-return]
+
+
+def _word_features(
+    codes: NDArray[Any], starts: NDArray[np.intp], ends: NDArray[np.intp], out: NDArray[np.int64]
+) -> None:
+    """Per word: ``out[:, 1]`` = is a technical word, ``out[:, 2]`` = is new to its window.
+
+    Words are told apart by :func:`word_hash`. The hashes are sorted once, each word's index
+    packed into the low 32 bits of its key, so equal words come out in document order.
+    """
+    size = int(ends[-1])
+    count = len(starts)
+    forward, backward = _power_tables(size)
+    terms = codes[:size].astype(np.uint32)
+    terms *= forward[:size]
+    prefix = np.empty(size + 1, dtype=np.uint32)
+    prefix[0] = 0
+    terms.cumsum(out=prefix[1:])
+    hashes = prefix[ends]
+    hashes -= prefix[starts]
+    hashes *= backward[starts]
+    keys = hashes.astype(np.uint64) << np.uint64(32)
+    keys |= np.arange(count, dtype=np.uint64)
+    keys.sort()
+    index = (keys & np.uint64(_MASK)).astype(np.intp)
+    ordered = keys >> np.uint64(32)
+    fresh = ~_member(_STOP_HASHES, ordered)
+    repeat = ordered[1:] == ordered[:-1]
+    repeat &= index[1:] - index[:-1] <= VOCABULARY_SPAN
+    fresh[1:] &= ~repeat
+    out[index, 1] = _member(_TECH_HASHES, ordered)
+    out[index, 2] = fresh
+
+
+class DocumentProfile:
+    """One pass over a document: sentence-end candidates and the density of any window.
+
+    ``anchors`` are the offsets of every character that may end a sentence, in order: line
+    breaks, a Latin terminator followed by whitespace, a closer or the end of the text, and
+    the last mark of a run of CJK/Arabic terminators. Exceptions (abbreviations, decimals…)
+    are *not* removed here: :class:`~worker.chunking.boundaries.SentenceIndex` checks them
+    lazily, only for the candidates a chunk boundary search reaches.
+
+    :meth:`window` gives the density of the window that starts just after the last anchor
+    before a position (at 0 when there is none) and spans ``base_size`` characters, cut at
+    ``section_end``. It is the formula of :func:`density` on window totals, with these
+    definitions (all additive, so prefix sums give every window at once):
+
+    * words are the runs between whitespace/glue, as in :func:`density`; a word belongs to the
+      window that holds its first character, and its letters count with it;
+    * ``tech_hits``: code punctuation characters in the window, "digit.digit" dots in it
+      (every such dot, so ``1.2.3`` counts two), and the window's words in ``TECH_WORDS``;
+    * ``unique_vocab_ratio``: the window's words that are not stop words and did not occur
+      among the :data:`VOCABULARY_SPAN` words before them, over all its words. On a window of
+      at most that many words this is exactly "distinct non-stop words / words"; on longer
+      ones a word repeated further back counts again, like a sliding vocabulary;
+    * Arabic complex words: counted by their first letter.
+    """
+
+    def __init__(
+        self,
+        text: str,
+        base_size: int,
+        section_end: Callable[[NDArray[np.int64]], NDArray[np.int64]] | None = None,
+    ) -> None:
+        size = len(text)
+        # A trailing space is a sentinel: every look at "the next character" stays in bounds
+        # and the last word ends before it.
+        if text.isascii():
+            raw = text.encode("ascii") + b" "
+            codes: NDArray[Any] = np.frombuffer(raw, dtype=np.uint8)
+            classes = np.frombuffer(raw.translate(_ASCII_CLASS), dtype=np.uint8)
+            arabic = False
+        else:
+            codes = np.frombuffer((text + " ").encode("utf-32-le", "surrogatepass"), np.uint32)
+            classes = _CLASS.take(codes)
+            arabic = _ARABIC_LETTER.search(text) is not None
+        # -- the sparse characters: sentence marks, code punctuation, dots (one scan)
+        sparse = ((classes & (_BREAK | _LATIN | _MARK | _PUNCT | _DOT)) != 0).nonzero()[0]
+        sparse_classes = classes[sparse]
+        marks = sparse[(sparse_classes & (_BREAK | _LATIN | _MARK)) != 0]
+        pairs = classes[marks].astype(np.uint16) << 8
+        pairs |= classes[marks + 1]
+        anchors = marks[_ANCHOR[pairs]]
+        self.anchors: list[int] = anchors.tolist()
+        # Technical marks: code punctuation, and dots between two digits (a sparse character
+        # is never the first one when it is a dot with a digit before it; index -1 is the
+        # sentinel, not a digit).
+        decimal = (sparse_classes & _DOT) != 0
+        decimal &= (classes[sparse - 1] & classes[sparse + 1] & _DIGIT) != 0
+        hit_marks = sparse[((sparse_classes & _PUNCT) != 0) | decimal]
+        # -- words: maximal runs of non-separators (the sentinel ends the last one)
+        separator = (classes & _SEP).view(bool)
+        edges = (separator[1:] != separator[:-1]).nonzero()[0]
+        edges += 1
+        if not separator[0]:
+            edges = np.concatenate(([0], edges))
+        starts, ends = edges[0::2], edges[1::2]
+        count = len(starts)
+        # Running totals by word index: letters, technical words, new words.
+        totals = np.zeros((count + 1, 3), dtype=np.int64)
+        totals[1:, 0] = ends - starts
+        if count:
+            _word_features(codes, starts, ends, totals[1:])
+        totals.cumsum(axis=0, out=totals)
+        # -- windows
+        window_start = np.empty(len(anchors) + 1, dtype=np.int64)
+        window_start[0] = 0
+        np.add(anchors, 1, out=window_start[1:])
+        window_end = np.minimum(window_start + base_size, size)
+        if section_end is not None:
+            np.minimum(window_end, section_end(window_start), out=window_end)
+        first = starts.searchsorted(window_start)
+        last = starts.searchsorted(window_end)
+        sums = totals[last] - totals[first]
+        words = np.maximum(last - first, 1)
+        chars = window_end - window_start
+        hits = hit_marks.searchsorted(window_end) - hit_marks.searchsorted(window_start)
+        hits += sums[:, 1]
+        per_100 = np.maximum(chars / 100, 1)
+        score = 0.4 * np.minimum(hits / per_100, 1.0)
+        score += 0.3 * sums[:, 2] / words
+        score += 0.2 * np.minimum(sums[:, 0] / words / 10, 1.0)
+        if arabic:
+            found = [m.start() for m in _ARABIC_COMPLEX.finditer(text)]
+            if found:
+                complex_starts = np.array(found, dtype=np.int64)
+                in_window = complex_starts.searchsorted(window_end)
+                in_window -= complex_starts.searchsorted(window_start)
+                score += 0.1 * np.minimum(in_window / np.maximum(chars / 200, 1), 1.0)
+        np.clip(score, 0.0, 1.0, out=score)
+        score[last == first] = 0.0
+        self._densities: list[float] = score.round(4).tolist()
+
+    def window(self, position: int) -> float:
+        """The local density for a chunk starting at ``position``."""
+        return self._densities[bisect_left(self.anchors, position)]
+
+
+_ARABIC_LETTER = re.compile(r"[\u0620-\u064a\u066e-\u06d3\u06fa-\u06ff]")
+
+
+def local_density(text: str, start: int = 0, end: int | None = None) -> float:
+    """The density :class:`DocumentProfile` gives the window ``text[start:end]``."""
+    piece = text[start:end]
+    return DocumentProfile(piece, max(len(piece), 1)).window(0)

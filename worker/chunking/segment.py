@@ -73,18 +73,25 @@ def _inside_open_quote(text: str, sentence_start: int, at: int) -> bool:
 
 def is_false_stop(text: str, match: re.Match[str], sentence_start: int) -> bool:
     """True when a Latin terminator at ``match`` does not end the sentence."""
-    end = match.end()
+    return false_stop_at(
+        text, match.start("latin"), match.end("latin"), match.end(), sentence_start
+    )
+
+
+def false_stop_at(text: str, mark_start: int, mark_end: int, end: int, sentence_start: int) -> bool:
+    """:func:`is_false_stop` by offsets: the terminator run is ``text[mark_start:mark_end]``,
+    the candidate (closing quotes/brackets included) ends at ``end``."""
     # Followed by a lower-case word: an abbreviation we do not know, or a quote that runs on
     # ('"Really?" she asked').
     rest = text[end : end + 8].lstrip()
     if rest and rest[0].islower():
         return True
-    mark = match.group("latin")
+    mark = text[mark_start:mark_end]
     if "…" in mark or ".." in mark:
-        return _inside_open_quote(text, sentence_start, match.start())
+        return _inside_open_quote(text, sentence_start, mark_start)
     if mark != ".":
         return False
-    word, word_start = _word_before(text, match.start())
+    word, word_start = _word_before(text, mark_start)
     if word.lower() in ABBREVIATIONS or _INITIALISM.fullmatch(word):
         return True
     # "1." at the start of a line numbers a list item, it does not end a sentence.

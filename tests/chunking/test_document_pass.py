@@ -1,0 +1,82 @@
+"""The whole-document passes of ``adaptive`` agree with the per-piece definitions."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.chunking.texts import any_text
+from worker.chunking.boundaries import FENCE, SentenceIndex, fence_lines
+from worker.chunking.density import DocumentProfile, density, local_density, word_hash
+from worker.chunking.segment import split_sentences
+
+FIB = "def fib(n): return n if n < 2 else fib(n - 1) + fib(n - 2)"
+FAIRY_TALE = "Once upon a time, a little princess lived in a castle with the king."
+
+
+def test_window_density_keeps_the_documented_examples() -> None:
+    assert local_density(FIB) >= 0.6
+    assert local_density(FAIRY_TALE) <= 0.25
+    assert local_density("") == 0.0
+    # On a window of at most VOCABULARY_SPAN words the window formula is the exact one.
+    for text in (FIB, FAIRY_TALE, "الخوارزميات والمستخدمين والتطبيقات الحاسوبية"):
+        assert local_density(text) == density(text)
+
+
+def test_prose_then_code_windows() -> None:
+    prose = "The miller walked to the village every morning to sell his flour. " * 8
+    code = "x = compute(a[i], b[j]); y = {k: v for k, v in pairs}\n" * 8
+    text = prose + code
+    profile = DocumentProfile(text, 256)
+    assert profile.window(0) < profile.window(len(prose))
+
+
+def test_words_are_hashed_like_the_tables() -> None:
+    profile = DocumentProfile("SELECT SELECT select", 100)
+    # two technical words in 20 characters saturate the technical term
+    assert profile.window(0) >= 0.4
+    assert word_hash("in") != word_hash("fn")
+
+
+def _sentence_ends(text: str) -> list[int]:
+    """Every sentence end the index finds, walking the document from the start."""
+    index = SentenceIndex(text, DocumentProfile(text, 64).anchors)
+    ends: list[int] = []
+    floor = 0
+    while True:
+        end = index.first_end(floor, len(text))
+        if end is None:
+            return ends
+        ends.append(end)
+        floor = end
+
+
+@settings(max_examples=300, deadline=None)
+@given(any_text)
+def test_sentence_index_matches_split_sentences(text: str) -> None:
+    # Ellipses inside quotes depend on where the sentence started; leave them out here.
+    text = text.replace("…", "").replace("..", "")
+    expected = [span.end for span in split_sentences(text)]
+    found = _sentence_ends(text)
+    # split_sentences also ends the text's last piece, which need not be a sentence end.
+    if expected and (not found or found[-1] != expected[-1]):
+        expected = expected[:-1]
+    assert found == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        any_text, st.lists(st.sampled_from(["```", "~~~", " ", "\t", "\n", "x", "`"])).map("".join)
+    )
+)
+def test_fence_lines_match_the_pattern(text: str) -> None:
+    assert fence_lines(text) == [m.start() for m in FENCE.finditer(text)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(any_text, st.integers(min_value=1, max_value=600))
+def test_profile_never_raises_and_stays_in_range(text: str, base: int) -> None:
+    profile = DocumentProfile(text, base)
+    for position in range(0, len(text) + 1, 7):
+        assert 0.0 <= profile.window(position) <= 1.0
