@@ -5,8 +5,8 @@ output ``sentence_embedding`` (float32, ``[batch, hidden]``), pooled over the at
 L2-normalised, so a caller never post-processes. Both axes are dynamic.
 
 The graph uses only standard opset-17 operators (LayerNormalization, Erf for exact GELU) so the
-ONNX checker validates it and onnxruntime's own fusions (Gelu, SkipLayerNorm, MatMul+Add) still
-apply at session creation.
+ONNX checker validates it, and onnxruntime applies its own fusions when a session opens (the
+Erf pattern plus its bias becomes one BiasGelu kernel).
 """
 
 from __future__ import annotations
@@ -130,8 +130,8 @@ def _embeddings(g: _Graph, w: WeightNames, config: BertConfig, ids: str, types: 
         g.const("token_type_embeddings", w.get("embeddings.token_type_embeddings.weight")),
         types,
     )
-    # Rows 0..seq-1 of the position table, sliced with the runtime length so the sequence axis
-    # stays dynamic. (A Range + Gather spelling of the same thing trips an onnxruntime fusion.)
+    # Rows 0..seq-1 of the position table, sliced with the runtime length (a 1-D tensor straight
+    # from Shape) so the sequence axis stays dynamic.
     seq_len = g.op(
         "Slice",
         g.op("Shape", ids),
