@@ -7,6 +7,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.conn import collect_hosts, create_conn
 from aiokafka.errors import KafkaError, SaslAuthenticationFailed, UnsupportedSaslMechanismError
 from aiokafka.helpers import create_ssl_context
@@ -83,6 +84,28 @@ async def create_topics(
             await admin.create_topics(new)
     finally:
         await admin.close()
+
+
+async def topic_record_limits(settings: Settings, topics: list[str]) -> dict[str, int]:
+    """``max.message.bytes`` of each topic, as far as the broker tells us."""
+    admin = AIOKafkaAdminClient(**connection_options(settings))
+    await admin.start()
+    try:
+        responses = await admin.describe_configs(
+            [
+                ConfigResource(ConfigResourceType.TOPIC, t, configs={"max.message.bytes": None})
+                for t in topics
+            ]
+        )
+    finally:
+        await admin.close()
+    limits: dict[str, int] = {}
+    for response in responses:
+        for resource in response.to_object()["resources"]:
+            for entry in resource["config_entries"] if resource["error_code"] == 0 else ():
+                if entry["config_names"] == "max.message.bytes":
+                    limits[resource["resource_name"]] = int(entry["config_value"])
+    return limits
 
 
 async def diagnose_connection(settings: Settings) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import datetime as dt
 import enum
 import logging
@@ -33,7 +34,12 @@ from worker.config import Settings, redacted
 from worker.embedding.backend import EmbeddingBackend
 from worker.errors import ChunkingFailed, ConfigError, DocumentError
 from worker.health import HealthServer
-from worker.kafka import diagnose_connection, make_consumer, make_producer
+from worker.kafka import (
+    diagnose_connection,
+    make_consumer,
+    make_producer,
+    topic_record_limits,
+)
 from worker.metrics import Metrics
 from worker.offsets import OffsetTracker
 from worker.publisher import Publisher
@@ -51,6 +57,8 @@ _THREAD_CHUNKING_CHARS = 64 * 1024
 # Resume fetching once in-flight work falls to this fraction of a high watermark.
 _LOW_WATERMARK = 0.5
 _PUBLISH_RETRY_MAX_S = 30.0
+# A dead letter's fields besides the original key, headers and value (message ≤ 2000 chars).
+_DEAD_LETTER_OVERHEAD = 8 * 1024
 _LOOP_LAG_TICK_S = 0.1
 _SAMPLE_EVERY_S = 1.0
 
@@ -312,6 +320,20 @@ class Worker:
                 "(check CHUNKSTREAM_INPUT_TOPIC/OUTPUT_TOPIC/DLQ_TOPIC, or create them with "
                 "`chunkstream topics`)"
             )
+        # The producer batches many small records up to max_record_bytes; a topic that accepts
+        # less refuses whole batches, and every document in them would be dead-lettered.
+        try:
+            limits = await topic_record_limits(s, [s.output_topic, s.dlq_topic])
+        except KafkaError as exc:  # e.g. no DescribeConfigs permission: cannot check
+            log.warning("could not read the topics' max.message.bytes", extra={"error": repr(exc)})
+            limits = {}
+        for topic, limit in sorted(limits.items()):
+            if limit < s.max_record_bytes:
+                raise ConfigError(
+                    f"invalid setting CHUNKSTREAM_MAX_RECORD_BYTES (--max-record-bytes): "
+                    f"{s.max_record_bytes} is above max.message.bytes={limit} of topic "
+                    f"{topic}; lower it to at most {limit} or raise the topic's limit"
+                )
 
     # -- the loop --------------------------------------------------------------------------
 
@@ -435,12 +457,19 @@ class Worker:
                 "dead letter",
                 extra={**where, "doc_id": doc_id, "kind": error.kind, "reason": str(error)},
             )
+            # The dead letter must fit in one record, or its publish fails forever and the
+            # partition stalls: key and headers come first, the original value gets the rest.
+            room = self._publisher.max_value_bytes - _DEAD_LETTER_OVERHEAD
+            extra = len(rec.key or b"") + sum(len(k) + len(v or b"") + 8 for k, v in rec.headers)
+            if extra > room // 2:  # oversized key or headers: keep neither (offset, digest stay)
+                rec = dataclasses.replace(rec, key=None, headers=[])
+                extra = 0
             await self._publisher.publish_dead_letter(
                 dead_letter(
                     rec,
                     error,
                     dt.datetime.now(dt.UTC),
-                    max_value_bytes=self._publisher.max_value_bytes - 64 * 1024,
+                    max_value_bytes=max(0, room - extra),
                     doc_id=doc_id,
                 )
             )
