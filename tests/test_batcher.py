@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import random
 import threading
 import time
 from collections.abc import Sequence
@@ -226,3 +227,25 @@ def test_embed_batch_packs_by_length_and_keeps_input_order() -> None:
         assert len(batch) <= 8
         assert max(lengths) * len(batch) <= 30
         assert lengths == sorted(lengths)
+
+
+async def test_random_cancellations_never_disturb_the_survivors() -> None:
+    rng = random.Random(7)
+    backend = FakeBackend(delay=0.002)
+    async with Batcher(backend, max_batch_tokens=40, max_batch_size=6, max_wait_ms=2) as b:
+        requests = [texts(1000 * r, rng.randint(1, 12)) for r in range(40)]
+        tasks = [asyncio.create_task(b.submit(r)) for r in requests]
+        doomed = set(rng.sample(range(len(tasks)), 15))
+        for index in sorted(doomed):
+            await asyncio.sleep(rng.random() * 0.01)
+            tasks[index].cancel()
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+    for index, (request, result) in enumerate(zip(requests, results, strict=True)):
+        if isinstance(result, asyncio.CancelledError):
+            assert index in doomed
+            continue
+        assert isinstance(result, np.ndarray), result
+        assert ids(result) == [int(t.split()[0]) for t in request]
+    assert b.stats.queue_texts == 0
+    assert b.stats.queue_tokens == 0
+    assert b.stats.texts + b.stats.cancelled_texts == sum(map(len, requests))
