@@ -166,19 +166,30 @@ _ASCII_CLASS = _CLASS[:256].tobytes()  # the same table for bytes.translate on A
 _P = 0x01000193
 _P_INV = pow(_P, -1, 1 << 32)
 _MASK = (1 << 32) - 1
-_powers: list[NDArray[np.uint32]] = []
+_POWER_CACHE_LIMIT = 1 << 21
+"""Power tables up to this length are kept between documents; longer ones are not."""
+_powers: tuple[NDArray[np.uint32], NDArray[np.uint32]] | None = None
 
 
 def _power_tables(size: int) -> tuple[NDArray[np.uint32], NDArray[np.uint32]]:
-    """P**i and P**−i modulo 2**32 for i < size (grown on demand, kept for reuse)."""
-    if not _powers or len(_powers[0]) < size:
-        length = max(size, 1 << 16, 2 * len(_powers[0]) if _powers else 0)
-        forward = np.full(length, _P, dtype=np.uint32)
-        forward[0] = 1
-        backward = np.full(length, _P_INV, dtype=np.uint32)
-        backward[0] = 1
-        _powers[:] = [np.cumprod(forward, dtype=np.uint32), np.cumprod(backward, dtype=np.uint32)]
-    return _powers[0], _powers[1]
+    """P**i and P**−i modulo 2**32 for i < size (at least; kept for reuse up to a limit)."""
+    global _powers
+    cached = _powers  # one read: another thread may replace the pair meanwhile
+    if cached is not None and len(cached[0]) >= size:
+        return cached
+    length = max(size, 1 << 16)
+    if size <= _POWER_CACHE_LIMIT:
+        length = min(
+            max(length, 2 * len(cached[0]) if cached is not None else 0), _POWER_CACHE_LIMIT
+        )
+    forward = np.full(length, _P, dtype=np.uint32)
+    forward[0] = 1
+    backward = np.full(length, _P_INV, dtype=np.uint32)
+    backward[0] = 1
+    tables = (np.cumprod(forward, dtype=np.uint32), np.cumprod(backward, dtype=np.uint32))
+    if length <= _POWER_CACHE_LIMIT:
+        _powers = tables
+    return tables
 
 
 def word_hash(word: str) -> int:
@@ -288,7 +299,8 @@ class DocumentProfile:
         size = len(text)
         # A trailing space is a sentinel: every look at "the next character" stays in bounds
         # and the last word ends before it.
-        if text.isascii():
+        ascii_text = text.isascii()
+        if ascii_text:
             raw = text.encode("ascii") + b" "
             codes: NDArray[Any] = np.frombuffer(raw, dtype=np.uint8)
             classes = np.frombuffer(raw.translate(_ASCII_CLASS), dtype=np.uint8)
@@ -301,9 +313,18 @@ class DocumentProfile:
         sparse = ((classes & (_BREAK | _LATIN | _MARK | _PUNCT | _DOT)) != 0).nonzero()[0]
         sparse_classes = classes[sparse]
         marks = sparse[(sparse_classes & (_BREAK | _LATIN | _MARK)) != 0]
-        pairs = classes[marks].astype(np.uint16) << 8
-        pairs |= classes[marks + 1]
-        anchors = marks[_ANCHOR[pairs]]
+        kind = classes[marks]
+        following = classes[marks + 1]
+        pairs = kind.astype(np.uint16) << 8
+        pairs |= following
+        keep = _ANCHOR[pairs]
+        if not ascii_text:
+            # A CJK run followed by an Arabic one (or the reverse) ends twice.
+            both = (kind & following & _MARK) != 0
+            if both.any():
+                cjk = codes[marks] >= 0x3000
+                keep |= both & (cjk != (codes[marks + 1] >= 0x3000))
+        anchors = marks[keep]
         self.anchors: list[int] = anchors.tolist()
         # Technical marks: code punctuation, and dots between two digits (a sparse character
         # is never the first one when it is a dot with a digit before it; index -1 is the
