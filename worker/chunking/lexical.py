@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from itertools import compress
 
 from worker.chunking import lexicon
 from worker.chunking.lexicon import LEXICAL_MAX_CHARS
@@ -84,27 +85,51 @@ _LEAD_WINDOW = 120
 _LEAD_MARKERS = re.compile(r"(?:[\s>*+\-_#]|\d{1,9}[.)])*")
 # Runs of at least KEYWORD_MIN_LETTERS letters.
 _KEYWORD = re.compile(rf"[^\W\d_]{{{lexicon.KEYWORD_MIN_LETTERS},}}")
-# The same count for ASCII text without the regex engine: letters lower-cased and every other
-# byte a space, then each run of KEYWORD_MIN_LETTERS or more letters is one " aaaa" (or a
-# leading "aaaa") once its letters are all written "a".
+# The same runs without the regex engine: ASCII letters lower-cased and every other byte a
+# space (see _letter_runs), then split.
 _ASCII_LETTERS = bytes(
     c | 0x20 if chr(c).isascii() and chr(c).isalpha() else 0x20 for c in range(256)
 )
-_ASCII_RUN_MARKS = bytes(
-    0x61 if chr(c).isascii() and chr(c).isalpha() else 0x20 for c in range(256)
-)
+_ASCII_RUN_MARKS = bytes(0x61 if c != 0x20 else 0x20 for c in range(256))  # on _ASCII_LETTERS
 _RUN = b"a" * lexicon.KEYWORD_MIN_LETTERS
-_STOP_KEYWORDS = frozenset(w for w in lexicon.STOP_WORDS if len(w) >= lexicon.KEYWORD_MIN_LETTERS)
+_SPACED_RUN = b" " + _RUN
+_LONG_ENOUGH = (lexicon.KEYWORD_MIN_LETTERS - 1).__lt__
+_STOP_KEYWORDS = frozenset(
+    w.encode("ascii") for w in lexicon.STOP_WORDS if len(w) >= lexicon.KEYWORD_MIN_LETTERS
+)
+
+
+_ASCII_BYTES = bytes(range(128))
+# A non-ASCII character that is part of a keyword run: what [^\W\d_] accepts.
+_KEYWORD_CHAR = re.compile(r"[^\W\d_]")
+
+
+def _letter_runs(body: str) -> bytes | None:
+    """``body`` with ASCII letters lower-cased and every other character a space, or None
+    when a non-ASCII character could belong to a keyword (then only the regex is exact).
+
+    Most non-ASCII text in READMEs is punctuation and symbols (dashes, quotes, emoji): those
+    separate words exactly like ASCII punctuation, so the byte-level path still applies. The
+    non-ASCII characters are found by deleting every ASCII byte (a C-level pass).
+    """
+    raw = body.encode("utf-8", "surrogatepass")
+    if len(raw) != len(body):
+        rest = raw.translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass")
+        if _KEYWORD_CHAR.search(rest) is not None:
+            return None
+    # UTF-8 lead and continuation bytes are all >= 0x80: they become spaces.
+    return raw.translate(_ASCII_LETTERS)
 
 
 def _keyword_count(body: str) -> int:
     """Keyword occurrences in ``body`` (stop words left out)."""
-    if body.isascii():
-        letters = body.encode("ascii").translate(_ASCII_LETTERS)
+    letters = _letter_runs(body)
+    if letters is not None:
+        # Each run of KEYWORD_MIN_LETTERS or more letters is one " aaaa" (or a leading
+        # "aaaa") once its letters are all written "a": counted without a Python-level step.
         marks = letters.translate(_ASCII_RUN_MARKS)
-        runs = marks.count(b" " + _RUN) + marks.startswith(_RUN)
-        stop = sum(map(_STOP_KEYWORDS.__contains__, letters.decode("ascii").split()))
-        return runs - stop
+        runs = marks.count(_SPACED_RUN) + marks.startswith(_RUN)
+        return runs - sum(map(_STOP_KEYWORDS.__contains__, letters.split()))
     found = _KEYWORD.findall(body.lower())
     return len(found) - sum(map(lexicon.STOP_WORDS.__contains__, found))
 
@@ -157,9 +182,11 @@ def _opening(text: str, unit: _Unit) -> str:
 
 def _keyword_set(body: str) -> frozenset[str]:
     """The distinct keywords of ``body`` (stop words left out)."""
-    if body.isascii():
-        runs = set(body.encode("ascii").translate(_ASCII_LETTERS).decode("ascii").split())
-        found = frozenset(run for run in runs if len(run) >= lexicon.KEYWORD_MIN_LETTERS)
+    letters = _letter_runs(body)
+    if letters is not None:
+        runs = list(set(letters.decode("ascii").split()))
+        # Runs of at least KEYWORD_MIN_LETTERS letters, filtered without a Python-level loop.
+        found = frozenset(compress(runs, map(_LONG_ENOUGH, map(len, runs))))
     else:
         found = frozenset(_KEYWORD.findall(body.lower()))
     return found.difference(lexicon.STOP_WORDS)
@@ -180,7 +207,9 @@ def _chunk_keywords(text: str, chunk: _Open) -> set[str]:
 
 
 def _merge_reason(text: str, chunk: _Open, unit: _Unit) -> str | None:
-    opening = _opening(text, unit)
+    opening = unit.opening
+    if opening is None:
+        opening = _opening(text, unit)
     if opening:
         return opening
     previous = chunk.units[-1]
@@ -244,6 +273,9 @@ class _Builder:
         self.source = source
         self.chunks: list[Chunk] = []
         self.headings: list[tuple[int, str]] = []
+        self.path: list[str] = []
+        """The titles of ``headings`` (copied into each chunk's metadata)."""
+        self.section: tuple[int, str] = (0, "")
         self.open: _Open | None = None
 
     def add(self, block: Block) -> None:
@@ -255,6 +287,8 @@ class _Builder:
             while self.headings and self.headings[-1][0] >= block.level:
                 self.headings.pop()
             self.headings.append((block.level, title))
+            self.path = [title for _, title in self.headings]
+            self.section = (block.level, title)
             for span in _capped(text, block):
                 self._emit([_Unit("heading", span.start, span.end)], [], "heading")
             return
@@ -292,47 +326,37 @@ class _Builder:
         self, units: list[_Unit], reasons: list[str], content_type: str, primary: str = ""
     ) -> None:
         start, end = units[0].start, units[-1].end
-        text = self.text
-        body = text[start:end]
+        body = self.text[start:end]
         # Counted over the whole chunk at once: units are separated by whitespace, so its
         # words and keyword occurrences are exactly those of its units together.
         words = len(body.split())
-        keywords = _keyword_count(body)
-        heading = self.headings[-1] if self.headings else (0, "")
+        level, title = self.section
         if len(units) == 1:
-            unit = units[0]
-            kinds = [unit.kind]
-            paragraphs = int(unit.kind == "paragraph")
-            average = round(float(end - start), 1)
+            kind = units[0].kind
+            kinds = [kind]
+            paragraphs = int(kind == "paragraph")
+            average = float(end - start)
         else:
-            kinds = list(dict.fromkeys(u.kind for u in units))
-            paragraphs = sum(u.kind == "paragraph" for u in units)
-            average = round(sum(u.end - u.start for u in units) / len(units), 1)
+            all_kinds = [u.kind for u in units]
+            kinds = list(dict.fromkeys(all_kinds))
+            paragraphs = all_kinds.count("paragraph")
+            average = round(sum([u.end - u.start for u in units]) / len(units), 1)
         metadata: dict[str, object] = {
             "chunk_index": len(self.chunks),
             "content_type": content_type,
-            "heading_path": [title for _, title in self.headings],
-            "section_heading": heading[1],
-            "section_level": heading[0],
+            "heading_path": self.path.copy(),
+            "section_heading": title,
+            "section_level": level,
             "primary_merge_reason": primary or primary_reason(reasons),
-            "merge_reasons": list(dict.fromkeys(reasons)),
+            "merge_reasons": list(dict.fromkeys(reasons)) if reasons else [],
             "block_types": kinds,
             "paragraph_count": paragraphs,
             "has_list": "list" in kinds,
-            "keyword_density": round(keywords / words, 4) if words else 0.0,
+            "keyword_density": round(_keyword_count(body) / words, 4) if words else 0.0,
             "avg_block_length": average,
         }
         if self.doc_id:
             metadata["doc_id"] = self.doc_id
         if self.source:
             metadata["source"] = self.source
-        self.chunks.append(
-            Chunk(
-                text=body,
-                start_index=start,
-                end_index=end,
-                token_count=len(body),
-                strategy=NAME,
-                metadata=metadata,
-            )
-        )
+        self.chunks.append(Chunk(body, start, end, end - start, NAME, metadata))

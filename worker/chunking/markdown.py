@@ -10,7 +10,8 @@ order, disjoint, and cover every non-whitespace character of the document.
 from __future__ import annotations
 
 import re
-from itertools import accumulate
+from itertools import accumulate, repeat
+from operator import not_
 from typing import Final, Literal
 
 import msgspec
@@ -57,6 +58,7 @@ _HTML_START = re.compile(
 )
 _HTML_RAW = re.compile(r" {0,3}<(script|pre|style|textarea)[\s>]", re.IGNORECASE)
 _FRONT_MATTER_OPEN = ("---", "+++")
+_LINE_END = "\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # what splitlines() cuts at
 
 # First characters after indentation that may open a block other than a paragraph. A line
 # starting with anything else (a letter, most punctuation) is plain paragraph text, which
@@ -83,9 +85,10 @@ class _Lines:
     def __init__(self, text: str) -> None:
         self.text = text
         self.raw = text.splitlines(keepends=True)
-        self.body = [line.rstrip("\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029") for line in self.raw]
-        self.starts = [0, *accumulate(len(line) for line in self.raw)]
-        self.blank = [not line.strip() for line in self.body]
+        # Built with C-level maps: no Python step per line.
+        self.body = list(map(str.rstrip, self.raw, repeat(_LINE_END, len(self.raw))))
+        self.starts = [0, *accumulate(map(len, self.raw))]
+        self.blank = list(map(not_, map(str.strip, self.body)))
         self.count = len(self.raw)
 
 
