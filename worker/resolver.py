@@ -13,6 +13,10 @@ from worker.events import DocumentEvent
 # Overrides are built once per distinct (name, params) and kept in a small LRU: building can
 # be costly (tokenizer load) and documents of one source tend to share their override.
 _OVERRIDE_CACHE_SIZE = 64
+# Parameters whose value is a file path. A document may only name the values the operator
+# configured (and "character"): otherwise anyone who can write to the input topic could make
+# the worker open any file on its disk, and probe which exist through the dead letters.
+PATH_PARAMS = frozenset({"tokenizer", "embedding_model"})
 
 
 class StrategyResolver:
@@ -21,10 +25,12 @@ class StrategyResolver:
         default: registry.BuiltStrategy,
         allowed: frozenset[str],
         context: registry.BuildContext,
+        trusted_paths: frozenset[str] = frozenset(),
     ) -> None:
         self.default = default
         self.allowed = allowed
         self.context = context
+        self.trusted_paths = trusted_paths | {"character"}
         self._cache: OrderedDict[bytes, registry.BuiltStrategy] = OrderedDict()
 
     def allows(self, name: str) -> bool:
@@ -45,6 +51,12 @@ class StrategyResolver:
                 f"document asks for strategy {override.name!r}; allowed overrides: "
                 f"{', '.join(sorted(self.allowed)) or 'none'}"
             )
+        for name in sorted(PATH_PARAMS & override.params.keys()):
+            if override.params[name] not in self.trusted_paths:
+                raise StrategyNotAllowed(
+                    f"a document may not set {name!r} to a path the worker was not configured "
+                    "with (CHUNKSTREAM_STRATEGY_PARAMS or CHUNKSTREAM_MODEL_DIR)"
+                )
         key = msgspec.msgpack.encode([override.name, sorted(override.params.items())])
         cached = self._cache.get(key)
         if cached is not None:

@@ -44,7 +44,7 @@ from worker.metrics import Metrics
 from worker.offsets import OffsetTracker
 from worker.publisher import Publisher
 from worker.records import InputRecord, chunk_events, dead_letter
-from worker.resolver import StrategyResolver
+from worker.resolver import PATH_PARAMS, StrategyResolver
 
 log = logging.getLogger("chunkstream.worker")
 
@@ -149,7 +149,12 @@ class Worker:
         self.state = State.STARTING
         context = registry.BuildContext(model_dir=s.model_dir, model_id=model_identity(s))
         default = self._build_default_strategy(context)
-        self._resolver = StrategyResolver(default, frozenset(s.allowed_strategies), context)
+        trusted = {v for k, v in s.strategy_params.items() if k in PATH_PARAMS} | (
+            {s.model_dir} if s.model_dir else set()
+        )
+        self._resolver = StrategyResolver(
+            default, frozenset(s.allowed_strategies), context, frozenset(trusted)
+        )
         self._needs_model = (
             default.needs_model
             or s.include_embeddings

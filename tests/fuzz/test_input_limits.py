@@ -4,13 +4,14 @@ work is done, and whatever the decoder accepts can be encoded again on the way o
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 
 import msgspec
 import pytest
 
 from worker.chunking import registry
 from worker.codec import EventEncoder, decode_document
-from worker.errors import SchemaViolation
+from worker.errors import DocumentError, SchemaViolation
 from worker.records import InputRecord, chunk_events
 
 JSON = [("content-type", b"application/json")]
@@ -46,3 +47,46 @@ def test_int64_extremes_round_trip_through_chunk_events(value: int) -> None:
     for encoding in ("msgpack", "json"):
         encoder = EventEncoder(encoding)  # type: ignore[arg-type]
         assert all(encoder.encode(e) for e in events)
+
+
+def _override(params: dict[str, object]) -> bytes:
+    return msgspec.json.encode(
+        {"id": "a", "text": "One. Two.", "strategy": {"name": "sentence", "params": params}}
+    )
+
+
+def test_documents_cannot_point_the_worker_at_files(tmp_path: Path) -> None:
+    from worker.errors import StrategyNotAllowed
+    from worker.resolver import StrategyResolver
+
+    configured = tmp_path / "tokenizer.json"
+    default = registry.build("sentence", {})
+    resolver = StrategyResolver(
+        default, frozenset({"*"}), registry.BuildContext(), frozenset({str(configured)})
+    )
+    for path in ("/etc/passwd", "/dev/zero", "../../secrets/tokenizer.json"):
+        doc = decode_document(_override({"tokenizer": path}), JSON, max_bytes=10_000)
+        with pytest.raises(StrategyNotAllowed, match="tokenizer"):
+            resolver.resolve(doc)
+    doc = decode_document(
+        msgspec.json.encode(
+            {
+                "id": "a",
+                "text": "t",
+                "strategy": {"name": "context", "params": {"embedding_model": "/"}},
+            }
+        ),
+        JSON,
+        max_bytes=10_000,
+    )
+    with pytest.raises(StrategyNotAllowed, match="embedding_model"):
+        resolver.resolve(doc)
+    # "character" and the operator's own value stay allowed.
+    ok = decode_document(
+        _override({"tokenizer": "character", "chunk_size": 5}), JSON, max_bytes=10_000
+    )
+    assert resolver.resolve(ok).name == "sentence"
+    with pytest.raises(DocumentError, match="not found"):  # allowed, then fails on its own
+        resolver.resolve(
+            decode_document(_override({"tokenizer": str(configured)}), JSON, max_bytes=10_000)
+        )
