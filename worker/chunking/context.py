@@ -65,8 +65,9 @@ class ContextParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     similarity_threshold: Annotated[float, msgspec.Meta(ge=-1.0, le=1.0)] = 0.75
     tokenizer: Annotated[str, msgspec.Meta(min_length=1)] = CHARACTER
     core_size: Annotated[int, msgspec.Meta(ge=1)] | None = None
-    """Primary groups are packed up to this size; unset means ``chunk_size``. Context only joins
-    a chunk within the cap, so a smaller core leaves it room."""
+    """Primary groups are packed up to this size; unset means three quarters of ``chunk_size``
+    (384 of 512). Context only joins a chunk within the hard cap, so a core filled to the cap
+    would leave no room for any: a quarter of the budget is kept for it by default."""
 
     def __post_init__(self) -> None:
         if self.language not in LANGUAGES:
@@ -78,7 +79,7 @@ class ContextParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
     @property
     def core_cap(self) -> int:
-        return self.chunk_size if self.core_size is None else self.core_size
+        return max(1, self.chunk_size * 3 // 4) if self.core_size is None else self.core_size
 
 
 def _runs(indices: list[int]) -> list[tuple[int, int]]:
