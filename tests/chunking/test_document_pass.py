@@ -74,6 +74,24 @@ def test_fence_lines_match_the_pattern(text: str) -> None:
     assert fence_lines(text) == [m.start() for m in FENCE.finditer(text)]
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        any_text,
+        st.lists(
+            st.sampled_from(
+                ["1.2.3.4", "3.14 ", "x = f(a);", "\x1c", "\xa0", "SELECT", "the", "The"]
+            ),
+            max_size=30,
+        ).map(" ".join),
+    )
+)
+def test_document_density_is_the_formula_on_the_whole_text(text: str) -> None:
+    # density() reads up to 1,024 characters whole: on those it is the same computation.
+    text = text[:1024]
+    assert DocumentProfile(text, 64).document_density == density(text)
+
+
 @settings(max_examples=200, deadline=None)
 @given(any_text, st.integers(min_value=1, max_value=600))
 def test_profile_never_raises_and_stays_in_range(text: str, base: int) -> None:

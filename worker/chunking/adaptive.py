@@ -34,7 +34,7 @@ from worker.chunking.boundaries import (
     last_clause_end,
     last_word_end,
 )
-from worker.chunking.density import DocumentProfile, density
+from worker.chunking.density import DocumentProfile
 from worker.chunking.types import Chunk, ContentType
 
 NAME = "adaptive"
@@ -143,11 +143,12 @@ class AdaptiveChunker:
         start = _skip_space(text, 0)
         if start == size:
             return []
-        doc_density = density(text)
         fences = fence_lines(text)
         sections = _Sections(text, fences) if fences else None
-        # One pass over the whole document: sentence-end candidates and every window density.
+        # One pass over the whole document: sentence-end candidates, the document's density
+        # and every window's.
         profile = DocumentProfile(text, p.base_size, sections.ends if sections else None)
+        doc_density = profile.document_density
         sentences = SentenceIndex(text, profile.anchors)
         last_end = sentences.last_end
         carried_start = sentences.carried_start

@@ -235,8 +235,9 @@ def _member(sorted_table: NDArray[np.uint64], values: NDArray[np.uint64]) -> NDA
 
 def _word_features(
     codes: NDArray[Any], starts: NDArray[np.intp], ends: NDArray[np.intp], out: NDArray[np.int64]
-) -> None:
+) -> int:
     """Per word: ``out[:, 1]`` = is a technical word, ``out[:, 2]`` = is new to its window.
+    Returns the number of distinct words that are not stop words.
 
     Words are told apart by :func:`word_hash`. The hashes are sorted once, each word's index
     packed into the low 32 bits of its key, so equal words come out in document order.
@@ -259,10 +260,12 @@ def _word_features(
     ordered = keys >> np.uint64(32)
     fresh = ~_member(_STOP_HASHES, ordered)
     repeat = ordered[1:] == ordered[:-1]
+    distinct = int(fresh[0]) + int(np.count_nonzero(fresh[1:] & ~repeat))
     repeat &= index[1:] - index[:-1] <= VOCABULARY_SPAN
     fresh[1:] &= ~repeat
     out[index, 1] = _member(_TECH_HASHES, ordered)
     out[index, 2] = fresh
+    return distinct
 
 
 class DocumentProfile:
@@ -343,9 +346,18 @@ class DocumentProfile:
         # Running totals by word index: letters, technical words, new words.
         totals = np.zeros((count + 1, 3), dtype=np.int64)
         totals[1:, 0] = ends - starts
-        if count:
-            _word_features(codes, starts, ends, totals[1:])
+        distinct = _word_features(codes, starts, ends, totals[1:]) if count else 0
         totals.cumsum(axis=0, out=totals)
+        complex_words = [m.start() for m in _ARABIC_COMPLEX.finditer(text)] if arabic else []
+        self.document_density = _document_density(
+            text if not ascii_text else raw,
+            size,
+            count,
+            distinct,
+            int(np.count_nonzero(sparse_classes & _PUNCT)) + int(totals[-1, 1]),
+            int(totals[-1, 0]),
+            len(complex_words),
+        )
         # -- windows
         window_start = np.empty(len(anchors) + 1, dtype=np.int64)
         window_start[0] = 0
@@ -364,13 +376,11 @@ class DocumentProfile:
         score = 0.4 * np.minimum(hits / per_100, 1.0)
         score += 0.3 * sums[:, 2] / words
         score += 0.2 * np.minimum(sums[:, 0] / words / 10, 1.0)
-        if arabic:
-            found = [m.start() for m in _ARABIC_COMPLEX.finditer(text)]
-            if found:
-                complex_starts = np.array(found, dtype=np.int64)
-                in_window = complex_starts.searchsorted(window_end)
-                in_window -= complex_starts.searchsorted(window_start)
-                score += 0.1 * np.minimum(in_window / np.maximum(chars / 200, 1), 1.0)
+        if complex_words:
+            complex_starts = np.array(complex_words, dtype=np.int64)
+            in_window = complex_starts.searchsorted(window_end)
+            in_window -= complex_starts.searchsorted(window_start)
+            score += 0.1 * np.minimum(in_window / np.maximum(chars / 200, 1), 1.0)
         np.clip(score, 0.0, 1.0, out=score)
         score[last == first] = 0.0
         self._densities: list[float] = score.round(4).tolist()
@@ -378,6 +388,32 @@ class DocumentProfile:
     def window(self, position: int) -> float:
         """The local density for a chunk starting at ``position``."""
         return self._densities[bisect_left(self.anchors, position)]
+
+
+def _document_density(
+    text: str | bytes,
+    chars: int,
+    words: int,
+    distinct: int,
+    tech_hits: int,
+    letters: int,
+    arabic: int,
+) -> float:
+    """The formula of :func:`density` on whole-document totals (no sample). ``text`` (or its
+    bytes) is read once more for the decimals, counted exactly as :func:`density` does."""
+    if not words:
+        return 0.0
+    raw = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
+    if b"." in raw:
+        tech_hits += raw.translate(_DIGITS_AS_ZERO).count(b"0.0")
+    tech = min(tech_hits / max(chars / 100, 1), 1.0)
+    score = (
+        0.4 * tech
+        + 0.3 * distinct / words
+        + 0.2 * min(letters / words / 10, 1.0)
+        + 0.1 * min(arabic / max(chars / 200, 1), 1.0)
+    )
+    return round(min(max(score, 0.0), 1.0), 4)
 
 
 _ARABIC_LETTER = re.compile(r"[\u0620-\u064a\u066e-\u06d3\u06fa-\u06ff]")
