@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from tests.chunking.texts import any_text
 from worker.chunking import lexicon
 from worker.chunking.density import density
-from worker.chunking.lexical import _keyword_count, _keyword_set
+from worker.chunking.lexical import _keyword_count, _keyword_set, _word_count
 
 _GLUE = ",;:!?\"'`()[]{}<>=*|\\/+-%&^~@#$"
 _UNGLUE = str.maketrans(_GLUE, " " * len(_GLUE))
@@ -65,3 +65,9 @@ def test_keyword_count_matches_the_regex(text: str) -> None:
 def test_keyword_set_matches_the_regex(text: str) -> None:
     found = re.findall(rf"[^\W\d_]{{{lexicon.KEYWORD_MIN_LETTERS},}}", text.lower())
     assert _keyword_set(text) == frozenset(found) - lexicon.STOP_WORDS
+
+
+@settings(max_examples=400, deadline=None)
+@given(texts)
+def test_word_count_matches_split(text: str) -> None:
+    assert _word_count(text) == len(text.split())

@@ -121,6 +121,18 @@ def _letter_runs(body: str) -> bytes | None:
     return raw.translate(_ASCII_LETTERS)
 
 
+# ASCII whitespace (what str.split() cuts at) as " ", every other byte as "a".
+_ASCII_WORD_MARKS = bytes(0x20 if chr(c).isspace() else 0x61 for c in range(128)) + b"a" * 128
+
+
+def _word_count(body: str) -> int:
+    """``len(body.split())``, without building the words on ASCII text."""
+    if body.isascii():
+        marks = body.encode("ascii").translate(_ASCII_WORD_MARKS)
+        return marks.count(b" a") + marks.startswith(b"a")
+    return len(body.split())
+
+
 def _keyword_count(body: str) -> int:
     """Keyword occurrences in ``body`` (stop words left out)."""
     letters = _letter_runs(body)
@@ -329,7 +341,7 @@ class _Builder:
         body = self.text[start:end]
         # Counted over the whole chunk at once: units are separated by whitespace, so its
         # words and keyword occurrences are exactly those of its units together.
-        words = len(body.split())
+        words = _word_count(body)
         level, title = self.section
         if len(units) == 1:
             kind = units[0].kind
