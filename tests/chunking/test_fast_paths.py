@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.chunking.texts import any_text
-from worker.chunking import lexicon
+from worker.chunking import lexical, lexicon
 from worker.chunking.density import density
-from worker.chunking.lexical import _keyword_count, _keyword_set, _word_count
+from worker.chunking.lexical import LexicalChunker, _keyword_count, _keyword_set, _word_count
 
 _GLUE = ",;:!?\"'`()[]{}<>=*|\\/+-%&^~@#$"
 _UNGLUE = str.maketrans(_GLUE, " " * len(_GLUE))
@@ -71,3 +71,29 @@ def test_keyword_set_matches_the_regex(text: str) -> None:
 @given(texts)
 def test_word_count_matches_split(text: str) -> None:
     assert _word_count(text) == len(text.split())
+
+
+_prose_words = st.sampled_from(
+    ["garden", "Gardens", "tomatoes", "this", "These", "about", "ABOUT", "water", "é", "—", "🙂"]
+)
+_documents = st.one_of(
+    any_text,
+    st.lists(st.one_of(_prose_words, st.sampled_from([" ", "\n\n", ". ", "\n- ", "# "]))).map(
+        "".join
+    ),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_documents, st.sampled_from(["text/plain", "text/markdown"]))
+def test_document_words_match_the_block_reading(text: str, content_type: str) -> None:
+    """The whole-document keyword path gives the chunks the per-block path gives."""
+    chunker = LexicalChunker()
+    fast = chunker.chunk(text, content_type=content_type)  # type: ignore[arg-type]
+    original = lexical._DocumentWords.of
+    try:
+        lexical._DocumentWords.of = classmethod(lambda cls, text: None)  # type: ignore[assignment,method-assign]
+        plain = chunker.chunk(text, content_type=content_type)  # type: ignore[arg-type]
+    finally:
+        lexical._DocumentWords.of = original  # type: ignore[method-assign]
+    assert fast == plain

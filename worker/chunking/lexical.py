@@ -10,9 +10,14 @@ The word lists and limits live in :mod:`worker.chunking.lexicon`.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections import Counter
 from dataclasses import dataclass, field
 from itertools import compress
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
 
 from worker.chunking import lexicon
 from worker.chunking.lexicon import LEXICAL_MAX_CHARS
@@ -146,6 +151,122 @@ def _keyword_count(body: str) -> int:
     return len(found) - sum(map(lexicon.STOP_WORDS.__contains__, found))
 
 
+# -- whole-document words and keywords ------------------------------------------------------------
+#
+# When no non-ASCII character of a document can belong to a keyword (see _letter_runs), its
+# whitespace-separated words and its keyword runs are found once, with numpy, and a block's
+# keyword set or a chunk's counts become bisections. Keywords are then told apart by a 64-bit
+# polynomial hash of their lower-cased letters (a collision needs two different keywords of
+# one document to share 64 bits).
+
+_SPACE_TABLE = np.array([chr(c).isspace() for c in range(0x3002)], dtype=bool)  # last: False
+_LETTER_TABLE = np.array([chr(c).isascii() and chr(c).isalpha() for c in range(128)])
+_HASH_P = 0x100000001B3
+_HASH_P_INV = pow(_HASH_P, -1, 1 << 64)
+_HASH_CACHE_LIMIT = 1 << 20
+_hash_powers: tuple[NDArray[np.uint64], NDArray[np.uint64]] | None = None
+
+
+def _powers64(size: int) -> tuple[NDArray[np.uint64], NDArray[np.uint64]]:
+    """P**i and P**-i modulo 2**64 for i < size (kept for reuse up to a limit)."""
+    global _hash_powers
+    cached = _hash_powers
+    if cached is not None and len(cached[0]) >= size:
+        return cached
+    length = max(size, 1 << 14)
+    if size <= _HASH_CACHE_LIMIT:
+        grown = 2 * len(cached[0]) if cached is not None else 0
+        length = min(max(length, grown), _HASH_CACHE_LIMIT)
+    forward = np.full(length, _HASH_P, dtype=np.uint64)
+    backward = np.full(length, _HASH_P_INV, dtype=np.uint64)
+    forward[0] = backward[0] = 1
+    tables = (np.cumprod(forward), np.cumprod(backward))
+    if length <= _HASH_CACHE_LIMIT:
+        _hash_powers = tables
+    return tables
+
+
+def keyword_hash(word: str) -> int:
+    """The id :class:`_DocumentWords` gives the keyword ``word`` (lower-case ASCII)."""
+    total, power, mask = 0, 1, (1 << 64) - 1
+    for ch in word:
+        total = (total + ord(ch) * power) & mask
+        power = (power * _HASH_P) & mask
+    return total
+
+
+_STOP_KEYWORD_IDS = np.array(
+    sorted({keyword_hash(w.decode("ascii")) for w in _STOP_KEYWORDS}), dtype=np.uint64
+)
+
+
+def _edges(inside: NDArray[np.bool_]) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+    """Starts and ends of the runs of True in ``inside[1:-1]`` (both ends padded False)."""
+    edges = (inside[1:] != inside[:-1]).nonzero()[0]
+    return edges[0::2], edges[1::2]
+
+
+class _DocumentWords:
+    """The word starts and keyword runs (start offsets and ids) of one document."""
+
+    __slots__ = ("_longest", "keyword_ids", "keyword_starts", "word_starts")
+
+    def __init__(self, text: str) -> None:
+        size = len(text)
+        if text.isascii():
+            codes: NDArray[Any] = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
+            spaces, letters = _SPACE_TABLE.take(codes), _LETTER_TABLE.take(codes)
+        else:
+            codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+            spaces = _SPACE_TABLE.take(np.minimum(codes, len(_SPACE_TABLE) - 1))
+            letters = _LETTER_TABLE.take(np.minimum(codes, 127))  # U+007F is not a letter
+        inside = np.zeros(size + 2, dtype=bool)
+        np.logical_not(spaces, out=inside[1:-1])
+        starts, ends = _edges(inside)
+        self.word_starts: list[int] = starts.tolist()
+        self._longest = int((ends - starts).max()) if len(starts) else 0
+        inside[1:-1] = letters
+        starts, ends = _edges(inside)
+        long = (ends - starts) >= lexicon.KEYWORD_MIN_LETTERS
+        starts, ends = starts[long], ends[long]
+        forward, backward = _powers64(size)
+        terms = codes.astype(np.uint64)
+        terms |= np.uint64(0x20)  # lower case (only letters are read)
+        terms *= forward[:size]
+        prefix = np.zeros(size + 1, dtype=np.uint64)
+        terms.cumsum(out=prefix[1:])
+        ids = prefix[ends]
+        ids -= prefix[starts]
+        ids *= backward[starts]
+        index = _STOP_KEYWORD_IDS.searchsorted(ids)
+        np.minimum(index, len(_STOP_KEYWORD_IDS) - 1, out=index)
+        keep = _STOP_KEYWORD_IDS[index] != ids
+        self.keyword_starts: list[int] = starts[keep].tolist()
+        self.keyword_ids: list[int] = ids[keep].tolist()
+
+    @classmethod
+    def of(cls, text: str) -> _DocumentWords | None:
+        """The document's words, or None when only the per-block reading is exact: a
+        non-ASCII character could be part of a keyword, or a whitespace-free run is longer
+        than the cap (then a block may be cut inside a word)."""
+        if not text or _letter_runs(text) is None:
+            return None
+        words = cls(text)
+        return None if words._longest > LEXICAL_MAX_CHARS else words
+
+    def keywords(self, start: int, end: int) -> frozenset[int]:
+        starts = self.keyword_starts
+        return frozenset(self.keyword_ids[bisect_left(starts, start) : bisect_left(starts, end)])
+
+    def counts(self, start: int, end: int) -> tuple[int, int]:
+        """Words and keyword occurrences in ``text[start:end]`` (a chunk's span)."""
+        words, keywords = self.word_starts, self.keyword_starts
+        return (
+            bisect_left(words, end) - bisect_left(words, start),
+            bisect_left(keywords, end) - bisect_left(keywords, start),
+        )
+
+
 @dataclass(slots=True)
 class _Unit:
     """A block as the ladder sees it. Its opening rule and keywords are read on demand."""
@@ -155,7 +276,7 @@ class _Unit:
     end: int
     opening: str | None = None
     """The first prefix rule its opening matches ("" for none), once read."""
-    keywords: frozenset[str] | None = None
+    keywords: frozenset[Any] | None = None
     """Its keywords, once read (only the keyword rules need them)."""
 
 
@@ -165,7 +286,7 @@ class _Open:
 
     units: list[_Unit]
     reasons: list[str] = field(default_factory=list)
-    keywords: set[str] = field(default_factory=set)
+    keywords: set[Any] = field(default_factory=set)
     keyed: int = 0
     """How many of ``units`` have their keywords in ``keywords``."""
 
@@ -204,21 +325,24 @@ def _keyword_set(body: str) -> frozenset[str]:
     return found.difference(lexicon.STOP_WORDS)
 
 
-def _unit_keywords(text: str, unit: _Unit) -> frozenset[str]:
+def _unit_keywords(text: str, unit: _Unit, words: _DocumentWords | None) -> frozenset[Any]:
     if unit.keywords is None:
-        unit.keywords = _keyword_set(text[unit.start : unit.end])
+        if words is not None:
+            unit.keywords = words.keywords(unit.start, unit.end)
+        else:
+            unit.keywords = _keyword_set(text[unit.start : unit.end])
     return unit.keywords
 
 
-def _chunk_keywords(text: str, chunk: _Open) -> set[str]:
+def _chunk_keywords(text: str, chunk: _Open, words: _DocumentWords | None) -> set[Any]:
     units = chunk.units
     for unit in units[chunk.keyed :]:
-        chunk.keywords.update(_unit_keywords(text, unit))
+        chunk.keywords.update(_unit_keywords(text, unit, words))
     chunk.keyed = len(units)
     return chunk.keywords
 
 
-def _merge_reason(text: str, chunk: _Open, unit: _Unit) -> str | None:
+def _merge_reason(text: str, chunk: _Open, unit: _Unit, words: _DocumentWords | None) -> str | None:
     opening = unit.opening
     if opening is None:
         opening = _opening(text, unit)
@@ -236,7 +360,7 @@ def _merge_reason(text: str, chunk: _Open, unit: _Unit) -> str | None:
         return "definition_expansion"
     if unit.kind == "paragraph" and unit.end - unit.start <= lexicon.SHORT_PARAGRAPH_CHARS:
         return "short_paragraph"
-    shared = len(_unit_keywords(text, unit) & _chunk_keywords(text, chunk))
+    shared = len(_unit_keywords(text, unit, words) & _chunk_keywords(text, chunk, words))
     if unit.kind == "list" and shared >= lexicon.LIST_KEYWORD_OVERLAP_MIN:
         return "list_continuation"
     if shared >= lexicon.KEYWORD_OVERLAP_MIN:
@@ -289,6 +413,7 @@ class _Builder:
         """The titles of ``headings`` (copied into each chunk's metadata)."""
         self.section: tuple[int, str] = (0, "")
         self.open: _Open | None = None
+        self.words = _DocumentWords.of(text)
 
     def add(self, block: Block) -> None:
         text = self.text
@@ -321,7 +446,7 @@ class _Builder:
         if chunk is not None:
             reason: str | None = None
             if unit.end - chunk.units[0].start <= LEXICAL_MAX_CHARS:
-                reason = _merge_reason(self.text, chunk, unit)
+                reason = _merge_reason(self.text, chunk, unit, self.words)
             if reason is not None and reason != _TRANSITION_BREAK:
                 chunk.units.append(unit)
                 chunk.reasons.append(reason)
@@ -341,7 +466,11 @@ class _Builder:
         body = self.text[start:end]
         # Counted over the whole chunk at once: units are separated by whitespace, so its
         # words and keyword occurrences are exactly those of its units together.
-        words = _word_count(body)
+        if self.words is not None:
+            words, keywords = self.words.counts(start, end)
+        else:
+            words = _word_count(body)
+            keywords = _keyword_count(body) if words else 0
         level, title = self.section
         if len(units) == 1:
             kind = units[0].kind
@@ -364,7 +493,7 @@ class _Builder:
             "block_types": kinds,
             "paragraph_count": paragraphs,
             "has_list": "list" in kinds,
-            "keyword_density": round(_keyword_count(body) / words, 4) if words else 0.0,
+            "keyword_density": round(keywords / words, 4) if words else 0.0,
             "avg_block_length": average,
         }
         if self.doc_id:
