@@ -15,7 +15,9 @@ import enum
 import logging
 import os
 import signal
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -616,11 +618,18 @@ def model_identity(settings: Settings) -> str | None:
 
 
 class _MeteredBackend:
-    """Wraps the model so every batch is measured where it runs (the inference thread)."""
+    """Wraps the model so every batch is measured where it runs (the inference thread).
+
+    Lengths measured when texts are queued are remembered until their batch runs, so the
+    batch's padded size is known without tokenising a second time."""
+
+    _REMEMBERED = 65536
 
     def __init__(self, inner: EmbeddingBackend, metrics: Metrics) -> None:
         self._inner = inner
         self._metrics = metrics
+        self._lengths: OrderedDict[str, int] = OrderedDict()
+        self._lock = threading.Lock()  # token_lengths: event loop; embed: inference thread
         self._real = 0
         self._padded = 0
 
@@ -629,10 +638,19 @@ class _MeteredBackend:
         return self._inner.dimension
 
     def token_lengths(self, texts: Sequence[str]) -> list[int]:
-        return self._inner.token_lengths(texts)
+        lengths = self._inner.token_lengths(texts)
+        with self._lock:
+            self._lengths.update(zip(texts, lengths, strict=True))
+            while len(self._lengths) > self._REMEMBERED:
+                self._lengths.popitem(last=False)
+        return lengths
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
-        lengths = self._inner.token_lengths(texts)
+        with self._lock:
+            known = [self._lengths.pop(t, None) for t in texts]
+        lengths = [n if n is not None else 0 for n in known]
+        if any(n is None for n in known):  # evicted meanwhile: measure again
+            lengths = self._inner.token_lengths(texts)
         padded = max(lengths, default=0) * len(texts)
         started = time.perf_counter()
         vectors = self._inner.embed(texts)
@@ -641,10 +659,12 @@ class _MeteredBackend:
         m.embedding_batches.inc()
         m.batch_texts.observe(len(texts))
         m.batch_tokens.observe(padded)
-        self._real += sum(lengths)
-        self._padded += padded
-        m.embedding_real_tokens.inc(sum(lengths))
+        real = sum(lengths)
+        with self._lock:
+            self._real += real
+            self._padded += padded
+            ratio = 1 - self._real / self._padded if self._padded else 0.0
+        m.embedding_real_tokens.inc(real)
         m.embedding_padded_tokens.inc(padded)
-        if self._padded:
-            m.padding_ratio.set(1 - self._real / self._padded)
+        m.padding_ratio.set(ratio)
         return vectors
