@@ -209,7 +209,7 @@ def _edges(inside: NDArray[np.bool_]) -> tuple[NDArray[np.intp], NDArray[np.intp
 class _DocumentWords:
     """The word starts and keyword runs (start offsets and ids) of one document."""
 
-    __slots__ = ("_longest", "keyword_ids", "keyword_starts", "word_starts")
+    __slots__ = ("_keyword_starts", "_longest", "keyword_ids", "keyword_starts", "word_starts")
 
     def __init__(self, text: str) -> None:
         size = len(text)
@@ -223,7 +223,7 @@ class _DocumentWords:
         inside = np.zeros(size + 2, dtype=bool)
         np.logical_not(spaces, out=inside[1:-1])
         starts, ends = _edges(inside)
-        self.word_starts: list[int] = starts.tolist()
+        self.word_starts = starts
         self._longest = int((ends - starts).max()) if len(starts) else 0
         inside[1:-1] = letters
         starts, ends = _edges(inside)
@@ -241,7 +241,8 @@ class _DocumentWords:
         index = _STOP_KEYWORD_IDS.searchsorted(ids)
         np.minimum(index, len(_STOP_KEYWORD_IDS) - 1, out=index)
         keep = _STOP_KEYWORD_IDS[index] != ids
-        self.keyword_starts: list[int] = starts[keep].tolist()
+        self._keyword_starts = starts[keep]
+        self.keyword_starts: list[int] = self._keyword_starts.tolist()
         self.keyword_ids: list[int] = ids[keep].tolist()
 
     @classmethod
@@ -258,13 +259,17 @@ class _DocumentWords:
         starts = self.keyword_starts
         return frozenset(self.keyword_ids[bisect_left(starts, start) : bisect_left(starts, end)])
 
-    def counts(self, start: int, end: int) -> tuple[int, int]:
-        """Words and keyword occurrences in ``text[start:end]`` (a chunk's span)."""
-        words, keywords = self.word_starts, self.keyword_starts
-        return (
-            bisect_left(words, end) - bisect_left(words, start),
-            bisect_left(keywords, end) - bisect_left(keywords, start),
-        )
+    def densities(self, chunks: list[Chunk]) -> list[float]:
+        """``keyword_density`` of every chunk (keyword occurrences over words in its span),
+        counted for all chunks at once."""
+        starts = np.array([c.start_index for c in chunks], dtype=np.int64)
+        ends = np.array([c.end_index for c in chunks], dtype=np.int64)
+        words = self.word_starts.searchsorted(ends) - self.word_starts.searchsorted(starts)
+        found = self._keyword_starts.searchsorted(ends) - self._keyword_starts.searchsorted(starts)
+        return [
+            round(k / w, 4) if w else 0.0
+            for k, w in zip(found.tolist(), words.tolist(), strict=True)
+        ]
 
 
 @dataclass(slots=True)
@@ -397,7 +402,11 @@ class LexicalChunker:
         for block in blocks:
             builder.add(block)
         builder.close()
-        return builder.chunks
+        chunks = builder.chunks
+        if builder.words is not None and chunks:
+            for chunk, value in zip(chunks, builder.words.densities(chunks), strict=True):
+                chunk.metadata["keyword_density"] = value
+        return chunks
 
 
 class _Builder:
@@ -466,11 +475,11 @@ class _Builder:
         body = self.text[start:end]
         # Counted over the whole chunk at once: units are separated by whitespace, so its
         # words and keyword occurrences are exactly those of its units together.
-        if self.words is not None:
-            words, keywords = self.words.counts(start, end)
-        else:
+        # With the document's words at hand, all chunks are counted at the end (chunk()).
+        density = 0.0
+        if self.words is None:
             words = _word_count(body)
-            keywords = _keyword_count(body) if words else 0
+            density = round(_keyword_count(body) / words, 4) if words else 0.0
         level, title = self.section
         if len(units) == 1:
             kind = units[0].kind
@@ -493,7 +502,7 @@ class _Builder:
             "block_types": kinds,
             "paragraph_count": paragraphs,
             "has_list": "list" in kinds,
-            "keyword_density": round(keywords / words, 4) if words else 0.0,
+            "keyword_density": density,
             "avg_block_length": average,
         }
         if self.doc_id:
