@@ -38,6 +38,7 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     encoding: Literal["msgpack", "json"] = "msgpack"
     max_document_bytes: Positive = 10 * MiB
     max_record_bytes: Annotated[int, msgspec.Meta(ge=64 * 1024)] = 1 * MiB
+    max_chunks_per_document: Positive = 20_000
     max_in_flight_documents: Positive = 256
     max_in_flight_bytes: Positive = 256 * MiB
     commit_interval_ms: Positive = 1000
@@ -83,6 +84,8 @@ SETTING_HELP: dict[str, str] = {
     "encoding": "encoding of produced events: `msgpack` or `json`",
     "max_document_bytes": "larger input records are dead-lettered unparsed",
     "max_record_bytes": "largest record the producer sends (keep ≤ the topics' max.message.bytes)",
+    "max_chunks_per_document": "a document cutting into more chunks is dead-lettered "
+    "(`too_many_chunks`): bounds the output one input can cause",
     "max_in_flight_documents": "high watermark: partitions pause above it",
     "max_in_flight_bytes": "high watermark on input bytes being processed",
     "commit_interval_ms": "how often finished offsets are committed",

@@ -60,6 +60,13 @@ class OutputRecordTooLarge(DocumentError):
     kind = "output_record_too_large"
 
 
+class TooManyChunks(DocumentError):
+    """The document would fan out into more chunk events than the configured limit: every
+    chunk carries the document's metadata, so output could otherwise dwarf the input."""
+
+    kind = "too_many_chunks"
+
+
 ERROR_KINDS: tuple[str, ...] = tuple(
     sorted(
         cls.kind
@@ -75,6 +82,7 @@ ERROR_KINDS: tuple[str, ...] = tuple(
             InvalidStrategyParams,
             ChunkingFailed,
             OutputRecordTooLarge,
+            TooManyChunks,
         )
     )
 )

@@ -34,7 +34,7 @@ from worker.chunking.types import Chunk, ContentType, EmbeddingChunker, RuleChun
 from worker.codec import EventEncoder, decode_document
 from worker.config import Settings, redacted
 from worker.embedding.backend import EmbeddingBackend
-from worker.errors import ChunkingFailed, ConfigError, DocumentError
+from worker.errors import ChunkingFailed, ConfigError, DocumentError, TooManyChunks
 from worker.health import HealthServer
 from worker.kafka import (
     diagnose_connection,
@@ -442,6 +442,11 @@ class Worker:
             doc_id = doc.id
             built = self._resolver.resolve(doc)
             chunks = await self._chunk(built, doc.text, doc.content_type)
+            if len(chunks) > s.max_chunks_per_document:
+                raise TooManyChunks(
+                    f"{len(chunks)} chunks, above CHUNKSTREAM_MAX_CHUNKS_PER_DOCUMENT="
+                    f"{s.max_chunks_per_document}"
+                )
             vectors = await self._chunk_vectors(chunks) if s.include_embeddings else None
             events = chunk_events(
                 doc,

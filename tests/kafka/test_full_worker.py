@@ -370,3 +370,33 @@ async def test_embedding_strategies_through_the_worker(
     batches = total(m, "chunkstream_embedding_batches_total")
     assert 0 < batches < len(docs)
     assert m["chunkstream_model_info"]
+
+
+async def test_a_document_fanning_out_past_the_chunk_limit_is_a_dead_letter(
+    kafka_bootstrap: str, topic_names: dict[str, str]
+) -> None:
+    settings = helpers.make_settings(
+        kafka_bootstrap,
+        topic_names,
+        strategy_params="chunk_size=10",
+        max_chunks_per_document=5,
+    )
+    await helpers.create(settings, partitions=1)
+    fine = DocumentEvent(id="fine", text="One. Two. Three.")
+    fan_out = DocumentEvent(id="fan-out", text=" ".join(f"Item {i}." for i in range(50)))
+    await helpers.produce_raw(
+        kafka_bootstrap, settings.input_topic, helpers.encode_documents([fan_out, fine])
+    )
+    worker = Worker(settings)
+    task = asyncio.create_task(worker.run())
+    try:
+        await helpers.wait_committed_to_end(
+            kafka_bootstrap, settings.group_id, settings.input_topic
+        )
+    finally:
+        worker.request_stop()
+        assert await task == 0
+    letters = await helpers.dead_letters(kafka_bootstrap, settings.dlq_topic)
+    assert [(d.doc_id, d.error_kind) for d in letters] == [("fan-out", "too_many_chunks")]
+    events = await helpers.chunk_events(kafka_bootstrap, settings.output_topic)
+    assert {e.doc_id for e in events} == {"fine"}
