@@ -263,25 +263,26 @@ async def test_chunk_embeddings_from_the_real_model(
 async def test_large_documents_do_not_block_the_event_loop(
     kafka_bootstrap: str, topic_names: dict[str, str]
 ) -> None:
-    """Chunking multi-megabyte documents runs off the loop: heartbeats, commits and probes
-    keep their timing. Bound: 0.5 s of loop lag, far under the 3 s heartbeat interval."""
+    """Chunking multi-megabyte documents on the real stack keeps the loop on time: every
+    100 ms tick within 0.5 s, far under the 3 s heartbeat interval. (That the offload is what
+    makes this true, independent of machine speed, is shown in tests/test_loop_offload.py.)"""
+    paragraph = (
+        "Kafka keeps an ordered log per partition. Consumers track offsets and commit them. "
+        "def handler(event): return process(event.value) if event else None\n\n"
+    )
+    text = paragraph * (6_000_000 // len(paragraph))
+
     port = free_port()
     settings = helpers.make_settings(
         kafka_bootstrap,
         topic_names,
         metrics_port=port,
         strategy="adaptive",
-        max_document_bytes=8 * 1024 * 1024,
+        max_document_bytes=14 * 1024 * 1024,
+        max_chunks_per_document=1_000_000,
     )
     await helpers.create(settings, partitions=1)
-    paragraph = (
-        "Kafka keeps an ordered log per partition. Consumers track offsets and commit them. "
-        "def handler(event): return process(event.value) if event else None\n\n"
-    )
-    docs = [
-        DocumentEvent(id=f"big-{i}", text=paragraph * (3_000_000 // len(paragraph)))
-        for i in range(3)
-    ]
+    docs = [DocumentEvent(id=f"big-{i}", text=text) for i in range(2)]
     await helpers.produce_raw(kafka_bootstrap, settings.input_topic, helpers.encode_documents(docs))
     worker = Worker(settings)
     task = asyncio.create_task(worker.run())
@@ -296,11 +297,11 @@ async def test_large_documents_do_not_block_the_event_loop(
     finally:
         worker.request_stop()
         assert await task == 0
-    assert total(m, "chunkstream_documents_completed_total") == 3
+    assert total(m, "chunkstream_documents_completed_total") == 2
     lag_count = total(m, "chunkstream_event_loop_lag_seconds_count")
     buckets = m["chunkstream_event_loop_lag_seconds_bucket"]
     within = buckets[(("le", "0.5"),)]
-    assert lag_count > 20
+    assert lag_count >= 10  # the watcher ran throughout
     assert within == lag_count, f"{lag_count - within} loop ticks were late by more than 0.5 s"
 
 
