@@ -17,13 +17,14 @@ GOLDEN_DIR = REPO_ROOT.parent / "shared" / "golden"
 
 @pytest.fixture(scope="session")
 def source_dir() -> Path:
-    pytest.importorskip("safetensors", reason="the `model` extra is not installed")
+    # scripts/bootstrap installs the `model` extra: a missing source is a broken setup, so it
+    # fails loudly instead of letting the accuracy tests vanish from the run.
     from worker.embedding.source import SourceError, default_source_dir
 
     try:
         return default_source_dir()
     except SourceError as exc:
-        pytest.skip(str(exc))
+        pytest.fail(str(exc))
 
 
 @pytest.fixture(scope="session")
@@ -38,7 +39,9 @@ def model_dir(source_dir: Path) -> Path:
 @pytest.fixture(scope="session")
 def golden_dir() -> Path:
     if not (GOLDEN_DIR / "embeddings.npy").is_file():
-        pytest.skip(f"golden embeddings not found at {GOLDEN_DIR}")
+        pytest.fail(
+            f"golden embeddings not found at {GOLDEN_DIR} (shared/ must sit beside the repo)"
+        )
     return GOLDEN_DIR
 
 
