@@ -131,3 +131,13 @@ def test_arbitrary_structures_decode_or_fail_typed(obj: dict[str, object], encod
 def test_chunk_events_decode_for_readers() -> None:
     with pytest.raises(SchemaViolation):
         decode_as(b'{"chunk_id": 1}', JSON, ChunkEvent)
+
+
+@pytest.mark.parametrize("bad", [float("inf"), float("-inf"), float("nan")])
+def test_non_finite_floats_are_refused(bad: float) -> None:
+    value = msgspec.msgpack.encode({"id": "a", "text": "t", "metadata": {"score": bad}})
+    with pytest.raises(SchemaViolation):
+        decode_document(value, [], max_bytes=LIMIT)
+    params = {"id": "a", "text": "t", "strategy": {"name": "sentence", "params": {"x": bad}}}
+    with pytest.raises(SchemaViolation):
+        decode_document(msgspec.msgpack.encode(params), [], max_bytes=LIMIT)

@@ -7,6 +7,7 @@ working (unknown fields are ignored on decode) and old events still decode.
 from __future__ import annotations
 
 import datetime as dt
+import sys
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -25,10 +26,17 @@ MetadataKey = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_METADATA_
 # JSON integers have no size limit; msgpack's do. An input integer outside int64 would decode
 # here and then fail to encode on the way out (a crash, not a dead letter): refuse it here.
 Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+# Finite floats only: JSON cannot carry inf/nan (they would come back as null), and
+# downstream stores choke on them.
+FiniteFloat = Annotated[float, msgspec.Meta(ge=-sys.float_info.max, le=sys.float_info.max)]
 MetadataValue = (
-    Annotated[str, msgspec.Meta(max_length=MAX_METADATA_VALUE_CHARS)] | Int64 | float | bool | None
+    Annotated[str, msgspec.Meta(max_length=MAX_METADATA_VALUE_CHARS)]
+    | Int64
+    | FiniteFloat
+    | bool
+    | None
 )
-ParamValue = Annotated[str, msgspec.Meta(max_length=256)] | Int64 | float | bool
+ParamValue = Annotated[str, msgspec.Meta(max_length=256)] | Int64 | FiniteFloat | bool
 ContentType = Literal["text/plain", "text/markdown"]
 
 

@@ -31,7 +31,11 @@ from worker.resolver import StrategyResolver
 LIMIT = 64 * 1024
 INT64 = st.integers(-(2**63), 2**63 - 1)
 scalars = st.one_of(
-    st.none(), st.booleans(), INT64, st.floats(allow_nan=False), st.text(max_size=40)
+    st.none(),
+    st.booleans(),
+    INT64,
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=40),
 )
 documents = st.builds(
     DocumentEvent,
@@ -50,7 +54,11 @@ documents = st.builds(
             name=st.sampled_from([*registry.names(), "nope"]),
             params=st.dictionaries(
                 st.sampled_from(["chunk_size", "max_size", "min_size", "overlap", "x"]),
-                st.one_of(st.integers(-5, 5000), st.floats(allow_nan=False), st.text(max_size=8)),
+                st.one_of(
+                    st.integers(-5, 5000),
+                    st.floats(allow_nan=False, allow_infinity=False),
+                    st.text(max_size=8),
+                ),
                 max_size=3,
             ),
         ),

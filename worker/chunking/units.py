@@ -52,7 +52,7 @@ def sentence_units(
     before) unless the joined span would pass the cap; then it stays alone, never dropped.
     """
     pieces: list[Span] = []
-    for sentence in split_sentences(text):
+    for sentence in join_soft_wraps(text, split_sentences(text)):
         if clauses and _size(text, sentence, counter) > cap:
             offset = sentence.start
             parts = split_sentences(text[sentence.start : sentence.end], clauses=True)
@@ -82,6 +82,36 @@ def sentence_units(
         else:
             units.append(pending)
     return units
+
+
+# A line that ends on one of these closes its sentence; a wrap after anything else may not.
+_CLOSERS = frozenset(".!?…。！？؟۔؛:;")
+
+
+def join_soft_wraps(text: str, sentences: list[Span]) -> list[Span]:
+    """Rejoin sentences that a hard-wrapped line break cut in two.
+
+    The segmenter ends a sentence at every line break, which is right for lists, headings and
+    code, but hard-wrapped prose ("... instead of\nadding new ones.") then yields fragments, and
+    an embedding of half a sentence makes a poor boundary signal. A break is taken back when it
+    is a single line break (no blank line), the text before it does not close a sentence, and
+    the next line goes on in lower case.
+    """
+    joined: list[Span] = []
+    for span in sentences:
+        if joined:
+            previous = joined[-1]
+            gap = text[previous.end : span.start]
+            if (
+                gap.count("\n") == 1
+                and not gap.strip()
+                and text[previous.end - 1] not in _CLOSERS
+                and text[span.start].islower()
+            ):
+                joined[-1] = Span(previous.start, span.end)
+                continue
+        joined.append(span)
+    return joined
 
 
 def _size(text: str, span: Span, counter: TokenCounter) -> int:
