@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from worker.batcher import Batcher, embed_batch
+from worker.batcher import MEASURE_IN_THREAD_OVER, Batcher, embed_batch
 from worker.embedding.backend import EmbeddingBackend
 
 DIM = 3
@@ -162,6 +162,71 @@ async def test_event_loop_keeps_running_during_inference() -> None:
         await b.submit(["1 a"])
     task.cancel()
     assert ticks >= 10  # a blocked loop would have ticked at most once or twice
+
+
+class SlowMeasuringBackend(FakeBackend):
+    """Tokenising takes ``measure_seconds`` of blocking work, as a big document really does."""
+
+    def __init__(self, measure_seconds: float) -> None:
+        super().__init__()
+        self.measure_seconds = measure_seconds
+        self.measuring = threading.Event()
+        self.measured = threading.Event()
+
+    def token_lengths(self, texts: Sequence[str]) -> list[int]:
+        self.measuring.set()
+        time.sleep(self.measure_seconds)
+        self.measured.set()
+        return super().token_lengths(texts)
+
+
+async def loop_lateness_while(work: asyncio.Task[object], period: float = 0.01) -> float:
+    """The worst delay of a ``period`` tick beyond its due time while ``work`` runs."""
+    worst = 0.0
+    while not work.done():
+        due = time.perf_counter() + period
+        await asyncio.sleep(period)
+        worst = max(worst, time.perf_counter() - due)
+    return worst
+
+
+async def test_a_large_request_is_measured_off_the_event_loop() -> None:
+    backend = SlowMeasuringBackend(measure_seconds=0.5)
+    large = texts(0, MEASURE_IN_THREAD_OVER + 1)
+    async with Batcher(backend, max_wait_ms=1) as b:
+        work = asyncio.create_task(b.submit(large))
+        lateness = await loop_lateness_while(work)
+        result = await work
+    assert ids(result) == list(range(len(large)))
+    # Measured inline, the loop would have stalled for the whole 0.5 s.
+    assert lateness < 0.25
+
+
+async def test_cancelling_a_request_being_measured_queues_nothing() -> None:
+    backend = SlowMeasuringBackend(measure_seconds=0.2)
+    async with Batcher(backend, max_wait_ms=1) as b:
+        doomed = asyncio.create_task(b.submit(texts(0, MEASURE_IN_THREAD_OVER + 1)))
+        await asyncio.to_thread(backend.measuring.wait, 5)
+        doomed.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await doomed
+        await asyncio.to_thread(backend.measured.wait, 5)
+        await asyncio.sleep(0.01)
+        assert b.stats.queue_texts == 0
+        backend.measure_seconds = 0.0
+        survivor = await b.submit(["7 fine"])
+    assert ids(survivor) == [7]
+    assert backend.batches == [["7 fine"]]
+
+
+async def test_exit_waits_for_a_request_still_being_measured() -> None:
+    backend = SlowMeasuringBackend(measure_seconds=0.2)
+    large = texts(0, MEASURE_IN_THREAD_OVER + 1)
+    async with Batcher(backend, max_wait_ms=1) as b:
+        work = asyncio.create_task(b.submit(large))
+        await asyncio.to_thread(backend.measuring.wait, 5)
+    # The context exited (drained) while the request was on the measuring thread.
+    assert ids(await work) == list(range(len(large)))
 
 
 async def test_watermark_signals_over_and_back_under() -> None:

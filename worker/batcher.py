@@ -40,6 +40,10 @@ DEFAULT_MAX_BATCH_SIZE = 64
 DEFAULT_MAX_WAIT_MS = 5.0
 DEFAULT_QUEUE_HIGH_TOKENS = 32768
 DEFAULT_QUEUE_LOW_TOKENS = 16384
+# Requests with more texts than this are measured (tokenised) on a thread: a 1,000-sentence
+# document takes ~60 ms to tokenise, too long to hold the event loop. Smaller ones stay inline,
+# where a thread hop would cost more than the tokenising.
+MEASURE_IN_THREAD_OVER = 64
 
 
 @dataclass
@@ -99,6 +103,8 @@ class Batcher:
         self._has_capacity = asyncio.Event()
         self._has_capacity.set()
         self._closing = False
+        # Submissions being measured on a thread, not yet queued: a drain waits for them.
+        self._measuring = 0
         # Requests not yet answered, so that a crash of the loop can still answer them.
         self._open: set[_Request] = set()
 
@@ -156,7 +162,19 @@ class Batcher:
             raise RuntimeError("Batcher is not running (use `async with batcher:`)")
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        lengths = self._backend.token_lengths(texts)
+        if len(texts) > MEASURE_IN_THREAD_OVER:
+            # Cancelled here, nothing is queued yet; the thread finishes and its answer is dropped.
+            # A drain started meanwhile waits for this request (see _run).
+            self._measuring += 1
+            try:
+                lengths = await asyncio.to_thread(self._backend.token_lengths, texts)
+            finally:
+                self._measuring -= 1
+                self._wakeup.set()
+            if self._runner.done():  # the loop crashed while this was measured
+                raise RuntimeError("Batcher stopped while the request was being measured")
+        else:
+            lengths = self._backend.token_lengths(texts)
         if len(lengths) != len(texts):
             raise RuntimeError("backend.token_lengths returned a wrong number of lengths")
         loop = asyncio.get_running_loop()
@@ -190,7 +208,7 @@ class Batcher:
             while True:
                 batch = self._policy.next_batch(loop.time(), flush=self._closing)
                 if batch is None:
-                    if self._closing:
+                    if self._closing and not self._measuring:
                         return
                     await self._sleep_until(self._policy.next_deadline())
                     continue
