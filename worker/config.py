@@ -62,7 +62,7 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     model_int8: bool = False
     inference_threads: Annotated[int, msgspec.Meta(ge=0)] = 0
     max_batch_tokens: Annotated[int, msgspec.Meta(ge=256)] = 4096
-    max_batch_size: Positive = 128
+    max_batch_size: Positive = 64
     max_wait_ms: Annotated[float, msgspec.Meta(ge=0)] = 5.0
     max_queued_tokens: Annotated[int, msgspec.Meta(ge=1024)] = 65536
     include_embeddings: bool = False
