@@ -84,13 +84,7 @@ def build_graph(
 
     hidden = _embeddings(g, w, config, ids, types)
     mask_f = g.op("Cast", mask, to=TensorProto.FLOAT)
-    # [batch, 1, 1, seq]: 0 for real tokens, a large negative number for padding.
-    inverted = g.op("Sub", g.const("one", np.array(1.0, np.float32)), mask_f)
-    score_bias = g.op(
-        "Mul",
-        g.op("Unsqueeze", inverted, g.const("axes_1_2", np.array([1, 2], np.int64))),
-        g.const("masked_score", np.array(_MASKED_SCORE, np.float32)),
-    )
+    score_bias = _score_bias(g, mask)
     for layer in range(config.num_layers):
         hidden = _encoder_layer(g, w, config, layer, hidden, score_bias)
 
@@ -179,13 +173,14 @@ def _encoder_layer(
     g: _Graph, w: WeightNames, config: BertConfig, layer: int, x: str, score_bias: str
 ) -> str:
     p = f"encoder.layer.{layer}"
-    # Scaling queries before the product costs [seq, head] multiplies instead of [seq, seq].
-    scale = np.array(1.0 / math.sqrt(config.head_size), np.float32)
-    query = g.op("Mul", _dense(g, w, x, f"{p}.attention.self.query"), g.const(f"{p}.scale", scale))
-    q = _split_heads(g, query, config, [0, 2, 1, 3])  # [batch, heads, seq, head]
+    scale = np.array(math.sqrt(config.head_size), np.float32)
+    q = _split_heads(g, _dense(g, w, x, f"{p}.attention.self.query"), config, [0, 2, 1, 3])
     k = _split_heads(g, _dense(g, w, x, f"{p}.attention.self.key"), config, [0, 2, 3, 1])
     v = _split_heads(g, _dense(g, w, x, f"{p}.attention.self.value"), config, [0, 2, 1, 3])
-    scores = g.op("Add", g.op("MatMul", q, k), score_bias)  # [batch, heads, seq, seq]
+    # Divided by √head after the product, then masked: the order (MatMul → Div → Add → Softmax)
+    # that onnxruntime's attention fusion recognises (a Mul here would be mistaken for the mask's).
+    products = g.op("Div", g.op("MatMul", q, k), g.const(f"{p}.scale", scale))
+    scores = g.op("Add", products, score_bias)  # [batch, heads, seq, seq]
     context = g.op("MatMul", g.op("Softmax", scores, axis=-1), v)
     merged = g.op(
         "Reshape",
@@ -198,6 +193,25 @@ def _encoder_layer(
     inner = _gelu(g, _dense(g, w, x, f"{p}.intermediate.dense"), p)
     out = g.op("Add", _dense(g, w, inner, f"{p}.output.dense"), x)
     return _layer_norm(g, w, config, out, f"{p}.output.LayerNorm")
+
+
+def _score_bias(g: _Graph, mask: str) -> str:
+    """``[batch, 1, 1, seq]``: 0 for real keys, a large negative number for padding keys.
+
+    Written as Unsqueeze → Unsqueeze → Cast → Sub(1, ·) → Mul, the shape of the mask that
+    onnxruntime's attention fusion matches (one two-axis Unsqueeze would not be recognised).
+    """
+    expanded = g.op(
+        "Unsqueeze",
+        g.op("Unsqueeze", mask, g.const("axes_1", np.array([1], np.int64))),
+        g.const("axes_2", np.array([2], np.int64)),
+    )
+    inverted = g.op(
+        "Sub",
+        g.const("one", np.array(1.0, np.float32)),
+        g.op("Cast", expanded, to=TensorProto.FLOAT),
+    )
+    return g.op("Mul", inverted, g.const("masked_score", np.array(_MASKED_SCORE, np.float32)))
 
 
 def _gelu(g: _Graph, x: str, prefix: str) -> str:

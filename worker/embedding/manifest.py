@@ -26,7 +26,7 @@ OUTPUT_NAME = "sentence_embedding"
 
 # Bump whenever the graph or the quantisation recipe changes: a cached build made by an older
 # builder then no longer matches and is rebuilt.
-BUILDER_VERSION = 1
+BUILDER_VERSION = 2
 
 
 class BuildOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
