@@ -35,6 +35,8 @@ from worker.embedding.backend import EmbeddingBackend
 # limit is also the sorting window: replaying the benchmark's arrivals through the policy, a
 # 32k-token window with batches of up to 64 texts pads 1.07× the real tokens, a 16k window with
 # 128-text batches 1.17×. 32k tokens is ~5 s of work on two cores: a paused partition's wait.
+# On the bench, batches of 128 or 256 texts (budgets up to 16k) were 4-29 % slower than these
+# (more padding), 32-48 texts level with 64 (docs/embedding.md, "Batcher defaults").
 DEFAULT_MAX_BATCH_TOKENS = 4096
 DEFAULT_MAX_BATCH_SIZE = 64
 DEFAULT_MAX_WAIT_MS = 5.0
