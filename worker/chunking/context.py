@@ -43,7 +43,13 @@ from worker.chunking.types import (
     Span,
     join_spans,
 )
-from worker.chunking.units import SentencePlan, plan_units, sentence_units, unit_vectors
+from worker.chunking.units import (
+    SentencePlan,
+    merge_params,
+    plan_units,
+    sentence_units,
+    unit_vectors,
+)
 
 NAME = "context"
 LANGUAGES = ("auto", "ar", "en")
@@ -104,11 +110,7 @@ class ContextChunker:
         model_window: ModelWindow | None = None,
         **overrides: Any,
     ) -> None:
-        base = msgspec.to_builtins(params or ContextParams())
-        try:
-            self.params = msgspec.convert({**base, **overrides}, ContextParams)
-        except msgspec.ValidationError as exc:
-            raise ValueError(str(exc)) from exc
+        self.params = merge_params(ContextParams, params, overrides)
         self.embed_batch = embed_batch
         self.window = model_window or character_window()
         self.counter: TokenCounter = make_counter(self.params.tokenizer)

@@ -40,7 +40,7 @@ from worker.chunking.semantic import (
 from worker.chunking.similarity import cosine
 from worker.chunking.tokens import CHARACTER
 from worker.chunking.types import Chunk, ContentType, EmbeddingPlan, Metadata, Span
-from worker.chunking.units import SentencePlan, unit_vectors
+from worker.chunking.units import SentencePlan, merge_params, unit_vectors
 
 NAME = "sdpm"
 
@@ -93,11 +93,7 @@ class SDPMChunker:
         model_window: ModelWindow | None = None,
         **overrides: Any,
     ) -> None:
-        base = msgspec.to_builtins(params or SDPMParams())
-        try:
-            self.params = msgspec.convert({**base, **overrides}, SDPMParams)
-        except msgspec.ValidationError as exc:
-            raise ValueError(str(exc)) from exc
+        self.params = merge_params(SDPMParams, params, overrides)
         self.embed_batch = embed_batch
         self._semantic = SemanticChunker(params=self.params.semantic(), model_window=model_window)
         self.window = self._semantic.window

@@ -40,7 +40,13 @@ from worker.chunking.similarity import (
 )
 from worker.chunking.tokens import CHARACTER, CharacterCounter, TokenCounter, make_counter
 from worker.chunking.types import Chunk, ContentType, EmbeddingPlan, Metadata, Span
-from worker.chunking.units import SentencePlan, plan_units, sentence_units, unit_vectors
+from worker.chunking.units import (
+    SentencePlan,
+    merge_params,
+    plan_units,
+    sentence_units,
+    unit_vectors,
+)
 
 NAME = "semantic"
 
@@ -177,11 +183,7 @@ class SemanticChunker:
         model_window: ModelWindow | None = None,
         **overrides: Any,
     ) -> None:
-        base = msgspec.to_builtins(params or SemanticParams())
-        try:
-            self.params = msgspec.convert({**base, **overrides}, SemanticParams)
-        except msgspec.ValidationError as exc:
-            raise ValueError(str(exc)) from exc
+        self.params = merge_params(SemanticParams, params, overrides)
         self.embed_batch = embed_batch
         self.window = model_window or character_window()
         self.counter: TokenCounter = make_counter(self.params.tokenizer)

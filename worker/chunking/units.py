@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
+import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
@@ -185,3 +187,16 @@ def normalise(matrix: NDArray[np.float64]) -> NDArray[np.float64]:
         matrix, norms, out=np.zeros_like(matrix), where=norms > 0
     )
     return scaled
+
+
+P = TypeVar("P", bound=msgspec.Struct)
+
+
+def merge_params(params_type: type[P], params: P | None, overrides: dict[str, Any]) -> P:
+    """``params`` (or the defaults) with keyword overrides applied and validated; a bad value
+    is a ``ValueError`` naming the field, as the registry expects of factories."""
+    base = msgspec.to_builtins(params or params_type())
+    try:
+        return msgspec.convert({**base, **overrides}, params_type)
+    except msgspec.ValidationError as exc:
+        raise ValueError(str(exc)) from exc
