@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from tests.chunking.invariants import assert_all
 from tests.chunking.texts import any_text
-from worker.chunking import registry
+from worker.chunking import lexical, registry
 from worker.chunking.lexical import LADDER, LexicalChunker, primary_reason
 from worker.chunking.lexicon import LEXICAL_MAX_CHARS
 from worker.chunking.tokens import make_counter
@@ -34,8 +34,20 @@ OPENER = (
 )
 
 
+CHUNKER = LexicalChunker()
+
+
+@pytest.fixture(scope="module", params=["native", "reference"], autouse=True)
+def _path(request: pytest.FixtureRequest) -> None:
+    """Every test here runs on the compiled core and on the Python reference."""
+    global CHUNKER
+    if request.param == "native" and not lexical.NATIVE:
+        pytest.skip("the compiled lexical core is not built")
+    CHUNKER = LexicalChunker(native=request.param == "native")
+
+
 def chunks_of(text: str, content_type: str = "text/plain") -> list[Chunk]:
-    chunks = LexicalChunker().chunk(text, content_type=content_type)  # type: ignore[arg-type]
+    chunks = CHUNKER.chunk(text, content_type=content_type)  # type: ignore[arg-type]
     assert_all(text, chunks, CHARS, LEXICAL_MAX_CHARS)
     for chunk in chunks:
         assert chunk.metadata["primary_merge_reason"] in VOCABULARY
@@ -206,4 +218,4 @@ def test_registered() -> None:
 @given(any_text, st.sampled_from(["text/plain", "text/markdown"]))
 def test_lexical_invariants(text: str, content_type: str) -> None:
     chunks = chunks_of(text, content_type)
-    assert LexicalChunker().chunk(text, content_type=content_type) == chunks  # type: ignore[arg-type]
+    assert CHUNKER.chunk(text, content_type=content_type) == chunks  # type: ignore[arg-type]

@@ -9,9 +9,11 @@ The word lists and limits live in :mod:`worker.chunking.lexicon`.
 
 from __future__ import annotations
 
+import os
 import re
 from bisect import bisect_left
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import compress
 from typing import Any
@@ -22,7 +24,13 @@ from numpy.typing import NDArray
 from worker.chunking import lexicon
 from worker.chunking.lexicon import LEXICAL_MAX_CHARS
 from worker.chunking.markdown import Block, BlockKind, heading_text, split_blocks
-from worker.chunking.segment import cap_spans, pack_spans, split_paragraphs, split_sentences
+from worker.chunking.segment import (
+    ABBREVIATIONS,
+    cap_spans,
+    pack_spans,
+    split_paragraphs,
+    split_sentences,
+)
 from worker.chunking.tokens import CharacterCounter
 from worker.chunking.types import Chunk, ContentType, Span
 
@@ -44,6 +52,9 @@ LADDER = (
 
 INITIAL = "initial"
 STRUCTURAL = "structural_boundary"
+_HEADING_TYPE = "heading"
+_PROSE_TYPE = "semantic"
+"""content_type of heading chunks and of merged prose chunks."""
 
 # Blocks that never merge, and the content_type of their chunk.
 _STANDALONE: dict[str, str] = {
@@ -383,8 +394,39 @@ def primary_reason(reasons: list[str]) -> str:
     return sorted(counts, key=lambda reason: (-counts[reason], reason))[0]
 
 
+def chunk_reference(
+    text: str,
+    doc_id: str = "",
+    source: str = "",
+    *,
+    content_type: ContentType = "text/plain",
+) -> list[Chunk]:
+    """The strategy in Python: the reference that defines what ``_lexical_core`` returns."""
+    if content_type == "text/markdown":
+        blocks = split_blocks(text)
+    else:
+        blocks = [Block("paragraph", s.start, s.end) for s in split_paragraphs(text)]
+    builder = _Builder(text, doc_id, source)
+    for block in blocks:
+        builder.add(block)
+    builder.close()
+    chunks = builder.chunks
+    if builder.words is not None and chunks:
+        for chunk, value in zip(chunks, builder.words.densities(chunks), strict=True):
+            chunk.metadata["keyword_density"] = value
+    return chunks
+
+
 class LexicalChunker:
-    """Block-by-block merging by lexical cues; markdown or plain text by content type."""
+    """Block-by-block merging by lexical cues; markdown or plain text by content type.
+
+    ``native=False`` always runs the Python reference; otherwise the compiled core runs when
+    it is built and allowed (:data:`NATIVE`), with the reference for the documents it hands
+    back (None).
+    """
+
+    def __init__(self, *, native: bool = True) -> None:
+        self._native = _native_chunk if native else None
 
     def chunk(
         self,
@@ -394,19 +436,11 @@ class LexicalChunker:
         *,
         content_type: ContentType = "text/plain",
     ) -> list[Chunk]:
-        if content_type == "text/markdown":
-            blocks = split_blocks(text)
-        else:
-            blocks = [Block("paragraph", s.start, s.end) for s in split_paragraphs(text)]
-        builder = _Builder(text, doc_id, source)
-        for block in blocks:
-            builder.add(block)
-        builder.close()
-        chunks = builder.chunks
-        if builder.words is not None and chunks:
-            for chunk, value in zip(chunks, builder.words.densities(chunks), strict=True):
-                chunk.metadata["keyword_density"] = value
-        return chunks
+        if self._native is not None:
+            chunks = self._native(text, doc_id, source, content_type == "text/markdown")
+            if chunks is not None:
+                return chunks
+        return chunk_reference(text, doc_id, source, content_type=content_type)
 
 
 class _Builder:
@@ -436,7 +470,7 @@ class _Builder:
             self.path = [title for _, title in self.headings]
             self.section = (block.level, title)
             for span in _capped(text, block):
-                self._emit([_Unit("heading", span.start, span.end)], [], "heading")
+                self._emit([_Unit("heading", span.start, span.end)], [], _HEADING_TYPE)
             return
         if kind in _STANDALONE:
             self.close()
@@ -465,7 +499,7 @@ class _Builder:
 
     def close(self) -> None:
         if self.open is not None:
-            self._emit(self.open.units, self.open.reasons, "semantic")
+            self._emit(self.open.units, self.open.reasons, _PROSE_TYPE)
             self.open = None
 
     def _emit(
@@ -510,3 +544,43 @@ class _Builder:
         if self.source:
             metadata["source"] = self.source
         self.chunks.append(Chunk(body, start, end, end - start, NAME, metadata))
+
+
+# -- the compiled core ----------------------------------------------------------------------------
+
+
+def _load_native() -> Callable[[str, str, str, bool], list[Chunk] | None] | None:
+    """``_lexical_core.chunk`` configured with this module's tables, or None when the core
+    is not built or CHUNKSTREAM_PURE_PYTHON=1 asks for the reference."""
+    if os.environ.get("CHUNKSTREAM_PURE_PYTHON") == "1":
+        return None
+    try:
+        from worker.chunking import _lexical_core
+    except ImportError:
+        return None
+    if tuple(lexicon.LADDER_PHRASES) != LADDER[:5]:
+        raise RuntimeError("lexicon.LADDER_PHRASES must list the prefix rules in LADDER order")
+    _lexical_core.configure(
+        chunk_type=Chunk,
+        strategy=NAME,
+        reasons=(_TRANSITION_BREAK, *LADDER, INITIAL, STRUCTURAL),
+        openings=(lexicon.TRANSITION_PHRASES, *lexicon.LADDER_PHRASES.values()),
+        standalone=_STANDALONE,
+        heading_type=_HEADING_TYPE,
+        prose_type=_PROSE_TYPE,
+        stop_words=sorted(lexicon.STOP_WORDS),
+        abbreviations=sorted(ABBREVIATIONS),
+        max_chars=LEXICAL_MAX_CHARS,
+        short_paragraph_chars=lexicon.SHORT_PARAGRAPH_CHARS,
+        lead_in_max_chars=lexicon.LEAD_IN_MAX_CHARS,
+        keyword_min_letters=lexicon.KEYWORD_MIN_LETTERS,
+        keyword_overlap_min=lexicon.KEYWORD_OVERLAP_MIN,
+        list_keyword_overlap_min=lexicon.LIST_KEYWORD_OVERLAP_MIN,
+        lead_window=_LEAD_WINDOW,
+    )
+    return _lexical_core.chunk
+
+
+_native_chunk = _load_native()
+NATIVE = _native_chunk is not None
+"""Whether :class:`LexicalChunker` runs the compiled core by default."""

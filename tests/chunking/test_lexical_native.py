@@ -1,0 +1,132 @@
+"""The compiled `lexical` core returns exactly what the Python reference returns.
+
+Exactly: the same chunks, offsets and text, and metadata with the same keys in the same
+order, values of the same types (1 is not 1.0 is not True) and the same floats. Compared on
+generated documents of both content types and on every document of the benchmark corpus.
+
+Without the compiled core these tests skip, unless CHUNKSTREAM_REQUIRE_NATIVE=1 (CI), where
+a missing core is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bench.corpus import gather
+from tests.chunking.texts import FRAGMENTS, any_text
+from worker.chunking import lexical
+from worker.chunking.lexical import LexicalChunker, chunk_reference
+from worker.chunking.types import Chunk, ContentType
+
+if not lexical.NATIVE:
+    if os.environ.get("CHUNKSTREAM_REQUIRE_NATIVE") == "1":
+        pytest.fail("the compiled lexical core is required but not built", pytrace=False)
+    pytest.skip("the compiled lexical core is not built", allow_module_level=True)
+
+from worker.chunking import _lexical_core
+
+NATIVE = LexicalChunker(native=True)
+CONTENT_TYPES: list[ContentType] = ["text/plain", "text/markdown"]
+DIFFERENTIAL = settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+def exact(value: Any) -> Any:
+    """``value`` with the type of every part made explicit (== alone says 1 == 1.0 == True)."""
+    if isinstance(value, dict):
+        return ("dict", [(key, exact(item)) for key, item in value.items()])
+    if isinstance(value, list | tuple):
+        return (type(value).__name__, [exact(item) for item in value])
+    if isinstance(value, float):
+        return ("float", value.hex())
+    return (type(value).__name__, value)
+
+
+def fields(chunk: Chunk) -> Any:
+    return exact(
+        [
+            chunk.text,
+            chunk.start_index,
+            chunk.end_index,
+            chunk.token_count,
+            chunk.strategy,
+            chunk.metadata,
+            chunk.spans,
+        ]
+    )
+
+
+def assert_same(text: str, content_type: ContentType, doc_id: str = "", source: str = "") -> bool:
+    """Compares the two paths; True when the core handled the document itself."""
+    reference = chunk_reference(text, doc_id, source, content_type=content_type)
+    native = NATIVE.chunk(text, doc_id, source, content_type=content_type)
+    assert native == reference
+    assert [fields(c) for c in native] == [fields(c) for c in reference]
+    return _lexical_core.chunk(text, doc_id, source, content_type == "text/markdown") is not None
+
+
+# Long blocks (past the 1,500-character cap), sentence marks, markdown at line starts and
+# the characters the core hands back to the reference (İ, K, Σ, ı, ſ).
+_PIECES = [
+    *FRAGMENTS,
+    "garden", "Gardens", "tomatoes", "watering", "THESE", "about", "Thistles", "so", "So,",
+    "however", "for example", "e.g.", "This", "Finally,", "Next", "1. ", "12) ", "> ",
+    "?", ":", "? ", ": ", "\n\n", "\n", " ", "  ", "word " * 40, "x" * 1600, "a.b.c. ",
+    "No. 5 ", "1.\n", "Über", "Ünïcödé", "naïve", "ΟΔΟΣ", "σ", "İstanbul", "\u212a", "ı", "ſ",
+    "\u2160", "²", "١٢٣. ", "\ud800", "\udfff", "\u2028", "\x85", "\x0c", "\x1c", "\u3000",
+    "“quoted… ", "”", "» ", "‘", "(", "[", "« ", "<script>\n", "</SCRIPT>\n", "<pre x>\n",
+    "<!--\n", "-->\n", "~~~\n", "```\n", "```js `x`\n", "    ", "\t", "   ---\n", "- - -\n",
+    "## Title ##\n", "#hashtag\n===\n", "Title\n---\n", "Title\r---\n", "|---|:-:|\n",
+    "| a |\n", "+++\n", "...\n", "<div/>\n", "<?x?>\n", "<!DOCTYPE>\n", "</a>\n",
+]  # fmt: skip
+pieces = st.sampled_from(_PIECES)
+long_documents = st.lists(st.one_of(pieces, pieces, st.text(max_size=8)), max_size=400).map("".join)
+texts = st.one_of(any_text, long_documents, st.text(max_size=400))
+
+
+@DIFFERENTIAL
+@given(texts, st.sampled_from(CONTENT_TYPES))
+def test_same_chunks_as_the_reference(text: str, content_type: ContentType) -> None:
+    assert_same(text, content_type)
+
+
+@settings(DIFFERENTIAL, max_examples=60)
+@given(
+    long_documents,
+    st.sampled_from(CONTENT_TYPES),
+    st.sampled_from(["", "doc-1"]),
+    st.sampled_from(["", "s3://x"]),
+)
+def test_doc_id_and_source(text: str, content_type: ContentType, doc_id: str, source: str) -> None:
+    assert_same(text, content_type, doc_id, source)
+
+
+@pytest.mark.parametrize("text", ["", " ", "\n\n", "x", "\ud800", "# ", "#", "```", "İ"])
+@pytest.mark.parametrize("content_type", CONTENT_TYPES)
+def test_edge_documents(text: str, content_type: ContentType) -> None:
+    assert_same(text, content_type)
+
+
+def test_hands_rare_case_mappings_to_the_reference() -> None:
+    for char in ["İ", "\u212a", "Σ", "ı", "ſ"]:
+        assert _lexical_core.chunk(f"text {char} text", "", "", False) is None
+    assert _lexical_core.chunk("Ünïcödé 中文 مرحبا ΟΔΟ σ", "", "", False) is not None
+
+
+def test_every_corpus_document() -> None:
+    docs = gather()
+    assert docs, "the benchmark corpus is empty: nothing would be compared"
+    fast = sum(
+        assert_same(doc.text, doc.content_type, doc.name, "corpus")  # type: ignore[arg-type]
+        for doc in docs
+    )
+    # The documents the core hands back must stay rare (all 175 ran native when written).
+    assert fast >= 0.9 * len(docs), f"only {fast} of {len(docs)} documents on the compiled path"
