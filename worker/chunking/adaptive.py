@@ -20,20 +20,23 @@ and ``max_size`` is a hard cap. Chunks are contiguous slices of the document.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Annotated
 
 import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
+from worker.chunking import native
 from worker.chunking.boundaries import (
     SentenceIndex,
     fence_lines,
     last_clause_end,
     last_word_end,
 )
-from worker.chunking.density import DocumentProfile
+from worker.chunking.density import DocumentProfile, density_from_totals, native_tables
+from worker.chunking.lexicon import ARABIC_COMPLEX_MIN_LETTERS
+from worker.chunking.segment import ABBREVIATIONS, false_stop_at
 from worker.chunking.types import Chunk, ContentType
 
 NAME = "adaptive"
@@ -83,6 +86,31 @@ class Document(msgspec.Struct, frozen=True):
 
 def _pick(override: object, value: object) -> object:
     return value if override is None else override
+
+
+# The compiled core (``_adaptive_core.c``): the whole of chunk_reference() for a document in
+# one call, with the same rules and the same output.
+_NativeChunk = Callable[[str, int, int, int, int, bool, int, float, dict[str, object]], list[Chunk]]
+
+
+def _load_core() -> _NativeChunk | None:
+    if not native.allowed():
+        return None
+    try:
+        from worker.chunking import _adaptive_core
+    except ImportError:
+        return None
+    classes, tech, stop = native_tables()
+    _adaptive_core.configure(
+        classes, tech, stop, ABBREVIATIONS, false_stop_at, Chunk, NAME, density_from_totals
+    )
+    return _adaptive_core.chunk
+
+
+NATIVE_CHUNK = _load_core()
+NATIVE_MAX_CHARS = 1 << 29
+"""Longer texts take the Python path (the core packs word indices into 30 bits)."""
+"""The compiled core's entry point, or None when it is not built (or not allowed)."""
 
 
 class AdaptiveChunker:
@@ -136,7 +164,32 @@ class AdaptiveChunker:
         *,
         content_type: ContentType = "text/plain",
     ) -> list[Chunk]:
-        """Chunks of ``text``; ``content_type`` is accepted for the registry's contract."""
+        """Chunks of ``text``; ``content_type`` is accepted for the registry's contract.
+
+        Runs the compiled core when it is built, else :meth:`chunk_reference`; both return
+        the same chunks."""
+        if NATIVE_CHUNK is None or len(text) >= NATIVE_MAX_CHARS:
+            return self.chunk_reference(text, doc_id, source)
+        p = self.params
+        extra: dict[str, object] = {}
+        if doc_id:
+            extra["doc_id"] = doc_id
+        if source:
+            extra["source"] = source
+        return NATIVE_CHUNK(
+            text,
+            p.base_size,
+            p.min_size,
+            p.max_size,
+            p.overlap,
+            p.language != "en",
+            ARABIC_COMPLEX_MIN_LETTERS,
+            p.technical_threshold,
+            extra,
+        )
+
+    def chunk_reference(self, text: str, doc_id: str = "", source: str = "") -> list[Chunk]:
+        """The pure-Python definition of :meth:`chunk` (the compiled core's twin)."""
         p = self.params
         size = len(text)
         start = _skip_space(text, 0)

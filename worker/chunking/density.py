@@ -406,6 +406,15 @@ def _document_density(
     raw = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
     if b"." in raw:
         tech_hits += raw.translate(_DIGITS_AS_ZERO).count(b"0.0")
+    return density_from_totals(chars, words, distinct, tech_hits, letters, arabic)
+
+
+def density_from_totals(
+    chars: int, words: int, distinct: int, tech_hits: int, letters: int, arabic: int
+) -> float:
+    """The formula of :func:`density` on a document's totals (``tech_hits`` with decimals)."""
+    if not words:
+        return 0.0
     tech = min(tech_hits / max(chars / 100, 1), 1.0)
     score = (
         0.4 * tech
@@ -417,6 +426,12 @@ def _document_density(
 
 
 _ARABIC_LETTER = re.compile(r"[\u0620-\u064a\u066e-\u06d3\u06fa-\u06ff]")
+
+
+def native_tables() -> tuple[bytes, list[int], list[int]]:
+    """What the compiled core of ``adaptive`` reads from this module: the class of every code
+    point, and the hashes of the technical and the stop words."""
+    return _CLASS.tobytes(), _TECH_HASHES.tolist(), _STOP_HASHES.tolist()
 
 
 def local_density(text: str, start: int = 0, end: int | None = None) -> float:

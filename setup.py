@@ -1,0 +1,28 @@
+"""Compiled cores of the rule-based chunkers (C, CPython API, no third-party headers).
+
+Each core has a pure-Python twin in ``worker/chunking`` that defines its behaviour and that
+tests compare it with. ``optional=True``: where no C compiler is available the install still
+succeeds and the worker runs on the Python twins (slower, same output); ``scripts/test`` sets
+``CHUNKSTREAM_REQUIRE_NATIVE=1`` so that CI cannot pass on the fallback unnoticed.
+"""
+
+from setuptools import Extension, setup
+
+_FLAGS = ["-O2", "-std=c11", "-ffp-contract=off", "-Wall", "-Wextra", "-Wno-unused-parameter"]
+
+setup(
+    ext_modules=[
+        Extension(
+            "worker.chunking._adaptive_core",
+            ["worker/chunking/_adaptive_core.c"],
+            extra_compile_args=_FLAGS,
+            optional=True,
+        ),
+        Extension(
+            "worker.chunking._lexical_core",
+            ["worker/chunking/_lexical_core.c"],
+            extra_compile_args=_FLAGS,
+            optional=True,
+        ),
+    ]
+)

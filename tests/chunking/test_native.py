@@ -1,0 +1,35 @@
+"""The compiled cores are present where they must be.
+
+``scripts/test`` (and so CI) sets ``CHUNKSTREAM_REQUIRE_NATIVE=1``: there the cores must have
+been built and loaded, or the suite would compare the Python twins with themselves and the
+throughput would silently fall back.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from worker.chunking import adaptive, lexical
+from worker.chunking.native import PURE_PYTHON_ENV, REQUIRE_NATIVE_ENV
+
+
+@pytest.mark.skipif(os.environ.get(REQUIRE_NATIVE_ENV) != "1", reason="cores not required here")
+def test_cores_are_loaded() -> None:
+    assert adaptive.NATIVE_CHUNK is not None, "worker/chunking/_adaptive_core was not built"
+    assert lexical.NATIVE, "worker/chunking/_lexical_core was not built"
+
+
+def test_pure_python_switch_turns_the_cores_off() -> None:
+    code = (
+        "from worker.chunking import adaptive, lexical;"
+        "print(adaptive.NATIVE_CHUNK is None and not lexical.NATIVE)"
+    )
+    env = {**os.environ, PURE_PYTHON_ENV: "1"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "True"

@@ -1,0 +1,875 @@
+/* The compiled core of the `adaptive` strategy: one call per document.
+ *
+ * It computes exactly what the pure-Python twin computes (density.DocumentProfile,
+ * boundaries.SentenceIndex, adaptive.AdaptiveChunker.chunk) and returns the chunk boundaries
+ * with their window densities; Python builds the Chunk objects. Every rule lives in those
+ * Python modules, documented there; this file only restates them in C, and
+ * tests/chunking/test_adaptive_native.py compares the two on generated and real documents.
+ *
+ * The data (character classes, technical and stop word hashes, abbreviations) is handed over
+ * once by configure() from the Python modules that own it, so no word list is written twice.
+ * Floating point follows the Python code operation by operation (numpy's round(4) is
+ * rint(x * 1e4) / 1e4; -ffp-contract=off keeps the compiler from fusing multiply-adds).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Character classes, one bit each: the values of density._CLASS. */
+enum {
+    C_SEP = 1,     /* whitespace or glue punctuation: separates words */
+    C_PUNCT = 2,   /* code punctuation {}<>[]()=; */
+    C_DIGIT = 4,   /* ASCII digit */
+    C_DOT = 8,     /* "." */
+    C_BREAK = 16,  /* line break: always ends a sentence */
+    C_LATIN = 32,  /* . ! ? ... : ends a sentence when whitespace or a closer follows */
+    C_MARK = 64,   /* CJK and Arabic terminators */
+    C_FOLLOW = 128 /* whitespace or a closing quote/bracket */
+};
+
+#define HASH_P 0x01000193u
+/* Classes that need a look beyond the word scan: candidates, technical marks, dots. */
+#define SPARSE (C_BREAK | C_LATIN | C_MARK | C_PUNCT | C_DOT)
+#define VOCABULARY_SPAN 50
+#define CODEPOINTS 0x110000
+
+/* -- configuration (set once from Python) ------------------------------------------------ */
+
+typedef struct {
+    PyObject *class_bytes;   /* bytes of length CODEPOINTS: the class of every code point */
+    const uint8_t *classes;
+    PyObject *abbreviations; /* frozenset of lower-case abbreviations (segment.ABBREVIATIONS) */
+    PyObject *false_stop_at; /* segment.false_stop_at: the exact rule for non-ASCII words */
+    uint32_t *word_keys;     /* open-addressing set of technical/stop word hashes */
+    uint8_t *word_flags;     /* 1 = technical, 2 = stop word, 0 = empty slot */
+    uint32_t word_mask;
+    int word_shift;
+    /* Output: the Chunk type, the strategy name, the metadata keys, and
+     * density.density_from_totals (the document density, computed by the Python formula). */
+    PyObject *chunk_type, *name, *density_from_totals;
+    PyObject *key_index, *key_density, *key_local, *key_target, *key_technical;
+} Config;
+
+static Config config;
+
+enum { W_TECH = 1, W_STOP = 2 };
+
+/* Fibonacci hashing: the top bits of the product spread polynomial word hashes evenly. */
+static inline uint32_t spread(uint32_t hash, int shift) { return (hash * 0x9E3779B1u) >> shift; }
+
+static uint8_t word_kind(uint32_t hash) {
+    uint32_t slot = spread(hash, config.word_shift);
+    while (config.word_flags[slot]) {
+        if (config.word_keys[slot] == hash) return config.word_flags[slot];
+        slot = (slot + 1) & config.word_mask;
+    }
+    return 0;
+}
+
+static int add_word_hashes(PyObject *hashes, uint8_t flag) {
+    PyObject *seq = PySequence_Fast(hashes, "word hashes must be a sequence");
+    if (seq == NULL) return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned long value = PyLong_AsUnsignedLong(PySequence_Fast_GET_ITEM(seq, i));
+        if (value == (unsigned long)-1 && PyErr_Occurred()) {
+            Py_DECREF(seq);
+            return -1;
+        }
+        uint32_t hash = (uint32_t)value;
+        uint32_t slot = spread(hash, config.word_shift);
+        while (config.word_flags[slot] && config.word_keys[slot] != hash)
+            slot = (slot + 1) & config.word_mask;
+        config.word_keys[slot] = hash;
+        config.word_flags[slot] |= flag;
+    }
+    Py_DECREF(seq);
+    return 0;
+}
+
+static int keep(PyObject **slot, PyObject *value) {
+    Py_INCREF(value);
+    Py_XSETREF(*slot, value);
+    return 0;
+}
+
+static int intern_key(PyObject **slot, const char *key) {
+    PyObject *value = PyUnicode_InternFromString(key);
+    if (value == NULL) return -1;
+    Py_XSETREF(*slot, value);
+    return 0;
+}
+
+static PyObject *configure(PyObject *self, PyObject *args) {
+    PyObject *classes, *tech, *stop, *abbreviations, *false_stop_at, *chunk_type, *name,
+        *density_from_totals;
+    if (!PyArg_ParseTuple(args, "SOOOOOUO", &classes, &tech, &stop, &abbreviations,
+                          &false_stop_at, &chunk_type, &name, &density_from_totals))
+        return NULL;
+    if (PyBytes_GET_SIZE(classes) != CODEPOINTS) {
+        PyErr_SetString(PyExc_ValueError, "the class table must cover every code point");
+        return NULL;
+    }
+    if (!PyAnySet_Check(abbreviations) || !PyCallable_Check(false_stop_at) ||
+        !PyCallable_Check(chunk_type) || !PyCallable_Check(density_from_totals)) {
+        PyErr_SetString(PyExc_TypeError, "abbreviations must be a set; false_stop_at, "
+                                         "chunk_type and density_from_totals callables");
+        return NULL;
+    }
+    Py_ssize_t total = PyObject_Length(tech) + PyObject_Length(stop);
+    if (total < 0) return NULL;
+    int bits = 6;
+    while ((1u << bits) < 4 * (uint32_t)total) bits++;
+    uint32_t size = 1u << bits;
+    uint32_t *keys = PyMem_Calloc(size, sizeof(uint32_t));
+    uint8_t *flags = PyMem_Calloc(size, 1);
+    if (keys == NULL || flags == NULL) {
+        PyMem_Free(keys);
+        PyMem_Free(flags);
+        return PyErr_NoMemory();
+    }
+    PyMem_Free(config.word_keys);
+    PyMem_Free(config.word_flags);
+    config.word_keys = keys;
+    config.word_flags = flags;
+    config.word_mask = size - 1;
+    config.word_shift = 32 - bits;
+    if (add_word_hashes(tech, W_TECH) < 0 || add_word_hashes(stop, W_STOP) < 0) return NULL;
+    if (intern_key(&config.key_index, "chunk_index") < 0 ||
+        intern_key(&config.key_density, "density") < 0 ||
+        intern_key(&config.key_local, "local_density") < 0 ||
+        intern_key(&config.key_target, "target_size") < 0 ||
+        intern_key(&config.key_technical, "technical") < 0)
+        return NULL;
+    keep(&config.class_bytes, classes);
+    config.classes = (const uint8_t *)PyBytes_AS_STRING(classes);
+    keep(&config.abbreviations, abbreviations);
+    keep(&config.false_stop_at, false_stop_at);
+    keep(&config.chunk_type, chunk_type);
+    keep(&config.name, name);
+    keep(&config.density_from_totals, density_from_totals);
+    Py_RETURN_NONE;
+}
+
+/* -- growable arrays ------------------------------------------------------------------- */
+
+typedef struct {
+    Py_ssize_t *items;
+    Py_ssize_t count;
+} Positions;
+
+/* The words seen so far in a document: hash -> last word index and kind. Open addressing,
+ * grown at half load, so it stays as small as the document's vocabulary (cache-resident). */
+typedef struct {
+    uint32_t key;
+    int32_t info; /* last word index << 2 | word kind; -1: empty slot */
+} SeenWord;
+
+typedef struct {
+    SeenWord *slots;
+    size_t mask, used;
+    int shift; /* 32 - log2(slots) */
+} Vocabulary;
+
+static int vocabulary_init(Vocabulary *v, int bits) {
+    size_t slots = (size_t)1 << bits;
+    v->slots = PyMem_Malloc(sizeof(SeenWord) * slots);
+    if (v->slots == NULL) return -1;
+    memset(v->slots, 0xff, sizeof(SeenWord) * slots);
+    v->mask = slots - 1;
+    v->used = 0;
+    v->shift = 32 - bits;
+    return 0;
+}
+
+static SeenWord *vocabulary_slot(const Vocabulary *v, uint32_t hash) {
+    size_t slot = spread(hash, v->shift);
+    while (v->slots[slot].info >= 0 && v->slots[slot].key != hash) slot = (slot + 1) & v->mask;
+    return &v->slots[slot];
+}
+
+static int vocabulary_grow(Vocabulary *v) {
+    Vocabulary bigger;
+    if (vocabulary_init(&bigger, 32 - v->shift + 1) < 0) return -1;
+    for (size_t s = 0; s <= v->mask; s++)
+        if (v->slots[s].info >= 0) *vocabulary_slot(&bigger, v->slots[s].key) = v->slots[s];
+    bigger.used = v->used;
+    PyMem_Free(v->slots);
+    *v = bigger;
+    return 0;
+}
+
+/* A word: where it starts, and the letters, technical words and words new to their window
+ * (not stop words, not among the VOCABULARY_SPAN words before them) counted before it. */
+typedef struct {
+    int32_t start, letters, tech, fresh;
+} Word;
+
+typedef struct {
+    /* The document as CPython stores it (1, 2 or 4 bytes per code point). */
+    const void *data;
+    int kind;
+    PyObject *text_object;
+    Py_ssize_t size;
+    Positions anchors;   /* sentence-end candidates */
+    Positions hit_marks; /* code punctuation and digit.digit dots */
+    Positions complex;   /* first letters of Arabic words of 7+ letters */
+    Positions fences;    /* code-fence lines (their starts) */
+    Py_ssize_t *stops;   /* where the section ends, by the count of fences at or before */
+    /* Words in order; each with the running totals before it, and one more entry after the
+     * last word with the document's totals (so a range of words sums by subtraction). */
+    Word *word;
+    Py_ssize_t words;
+    Vocabulary seen;
+    int failed; /* an allocation failed during the scan */
+    /* Document totals for the document density. */
+    Py_ssize_t distinct, punct_hits, decimals;
+    int min_arabic_letters;
+} Profile;
+
+static inline uint8_t class_of(Py_UCS4 c) { return config.classes[c < CODEPOINTS ? c : 0]; }
+
+static inline int is_space(Py_UCS4 c) { return Py_UNICODE_ISSPACE(c); }
+
+/* The code point at `i`, or the sentinel space past the end: every look at "the next
+ * character" stays in bounds, as with the trailing space of the Python twin. */
+static inline Py_UCS4 at(const Profile *p, Py_ssize_t i) {
+    return i < p->size ? PyUnicode_READ(p->kind, p->data, i) : ' ';
+}
+
+/* -- the document pass ------------------------------------------------------------------ */
+
+static int is_arabic_letter(Py_UCS4 c) {
+    return (c >= 0x0620 && c <= 0x064a) || (c >= 0x066e && c <= 0x06d3) ||
+           (c >= 0x06fa && c <= 0x06ff);
+}
+
+static int is_arabic_mark(Py_UCS4 c) { return (c >= 0x064b && c <= 0x065f) || c == 0x0670; }
+
+static inline void push(Positions *positions, Py_ssize_t value) {
+    positions->items[positions->count++] = value;
+}
+
+/* Counts one word: its letters, whether it is technical, whether it is new to its window
+ * (the vocabulary keeps the last index of every word hash), and the distinct non-stop words. */
+static inline void add_word(Profile *p, Py_ssize_t start, Py_ssize_t length, uint32_t hash) {
+    Word *totals = &p->word[p->words];
+    Word *next = totals + 1;
+    SeenWord *entry = vocabulary_slot(&p->seen, hash);
+    int32_t kind;
+    int fresh;
+    if (entry->info < 0) {
+        if (2 * (p->seen.used + 1) > p->seen.mask + 1) {
+            if (vocabulary_grow(&p->seen) < 0) {
+                p->failed = 1;
+                return;
+            }
+            entry = vocabulary_slot(&p->seen, hash);
+        }
+        p->seen.used++;
+        entry->key = hash;
+        kind = word_kind(hash);
+        fresh = !(kind & W_STOP);
+        p->distinct += fresh;
+    } else {
+        kind = entry->info & 3;
+        fresh = !(kind & W_STOP) && p->words - (entry->info >> 2) > VOCABULARY_SPAN;
+    }
+    entry->info = (int32_t)(p->words << 2) | kind;
+    totals->start = (int32_t)start;
+    next->letters = totals->letters + (int32_t)length;
+    next->tech = totals->tech + (kind & W_TECH);
+    next->fresh = totals->fresh + fresh;
+    p->words++;
+}
+
+/* One pass over the text, specialised for each storage width. It finds:
+ * - words (maximal runs of non-separators) with their polynomial hash
+ *   H(w) = sum of code[i] * P**i mod 2**32, as density.word_hash;
+ * - sentence-end candidates, as DocumentProfile.anchors;
+ * - technical marks: code punctuation, and dots with a digit on both sides;
+ * - decimals for the document density: digit.digit, non-overlapping, left to right (as
+ *   bytes.count on the digits-as-zero text);
+ * - code-fence lines: a line opening with ``` or ~~~ after spaces and tabs (fence_lines);
+ * - Arabic complex words as density._ARABIC_COMPLEX finds them (non-overlapping): a letter,
+ *   then letters and diacritics; U+0670 is in both classes, so the regex counts it as a
+ *   letter whenever that reaches the minimum. */
+#define DEFINE_SCAN(NAME, CHAR_T)                                                             \
+    static void NAME##_fence_line(Profile *p, const CHAR_T *t, Py_ssize_t line) {             \
+        Py_ssize_t n = p->size, i = line;                                                     \
+        while (i < n && (t[i] == ' ' || t[i] == '\t')) i++;                                   \
+        if (i + 3 <= n && ((t[i] == '`' && t[i + 1] == '`' && t[i + 2] == '`') ||             \
+                           (t[i] == '~' && t[i + 1] == '~' && t[i + 2] == '~')))              \
+            push(&p->fences, line);                                                           \
+    }                                                                                         \
+    static Py_ssize_t NAME##_arabic_run(Profile *p, const CHAR_T *t, Py_ssize_t i) {          \
+        Py_ssize_t j = i, n = p->size;                                                        \
+        int units = 0;                                                                        \
+        while (j < n && (is_arabic_letter(t[j]) || is_arabic_mark(t[j]))) {                   \
+            units += is_arabic_letter(t[j]);                                                  \
+            j++;                                                                              \
+        }                                                                                     \
+        if (units >= p->min_arabic_letters) push(&p->complex, i);                             \
+        return j;                                                                             \
+    }                                                                                         \
+    static inline void NAME##_sparse(Profile *p, const CHAR_T *t, Py_ssize_t i, uint8_t k,    \
+                                     Py_ssize_t *decimal_free) {                              \
+        Py_ssize_t n = p->size;                                                               \
+        Py_UCS4 c = t[i];                                                                     \
+        Py_UCS4 next_c = i + 1 < n ? t[i + 1] : ' ';                                          \
+        uint8_t next = class_of(next_c);                                                      \
+        if (k & C_PUNCT) {                                                                    \
+            push(&p->hit_marks, i);                                                           \
+            p->punct_hits++;                                                                  \
+        } else if ((k & C_DOT) && i > 0 && (class_of(t[i - 1]) & next & C_DIGIT)) {           \
+            push(&p->hit_marks, i);                                                           \
+            if (i - 1 >= *decimal_free) {                                                     \
+                p->decimals++;                                                                \
+                *decimal_free = i + 2;                                                        \
+            }                                                                                 \
+        }                                                                                     \
+        /* A CJK run followed by an Arabic one (or the reverse) ends twice. */                \
+        if ((k & C_BREAK) || ((k & C_LATIN) && (next & C_FOLLOW)) ||                          \
+            ((k & C_MARK) && !(next & C_MARK)) ||                                             \
+            ((k & next & C_MARK) && ((c >= 0x3000) != (next_c >= 0x3000))))                   \
+            push(&p->anchors, i);                                                             \
+        if (c == '\n' && i + 1 < n) NAME##_fence_line(p, t, i + 1);                           \
+    }                                                                                         \
+    static void NAME(Profile *p, const CHAR_T *t) {                                           \
+        Py_ssize_t n = p->size, i = 0;                                                        \
+        Py_ssize_t decimal_free = 0, arabic_end = 0;                                          \
+        if (n > 0) NAME##_fence_line(p, t, 0);                                                \
+        while (i < n) {                                                                       \
+            /* separators */                                                                  \
+            uint8_t k;                                                                        \
+            while (i < n && ((k = class_of(t[i])) & C_SEP)) {                                 \
+                if (k & SPARSE) NAME##_sparse(p, t, i, k, &decimal_free);                     \
+                i++;                                                                          \
+            }                                                                                 \
+            if (i >= n) break;                                                                \
+            /* a word */                                                                      \
+            Py_ssize_t word_start = i;                                                        \
+            uint32_t hash = 0, power = 1;                                                     \
+            while (i < n && !((k = class_of(t[i])) & C_SEP)) {                                \
+                Py_UCS4 c = t[i];                                                             \
+                hash += (uint32_t)c * power;                                                  \
+                power *= HASH_P;                                                              \
+                if (k & SPARSE) NAME##_sparse(p, t, i, k, &decimal_free);                     \
+                if (c >= 0x0620 && c <= 0x06ff && i >= arabic_end && is_arabic_letter(c))    \
+                    arabic_end = NAME##_arabic_run(p, t, i);                                  \
+                i++;                                                                          \
+            }                                                                                 \
+            add_word(p, word_start, i - word_start, hash);                                    \
+        }                                                                                     \
+    }
+
+DEFINE_SCAN(scan_ucs1, Py_UCS1)
+DEFINE_SCAN(scan_ucs2, Py_UCS2)
+DEFINE_SCAN(scan_ucs4, Py_UCS4)
+
+/* adaptive._Sections: outside code a section ends where the next fence line starts, inside
+ * where the closing fence's line ends (the end of the text without a line break). */
+static int section_stops(Profile *p) {
+    p->stops = PyMem_Malloc(sizeof(Py_ssize_t) * (p->fences.count + 1));
+    if (p->stops == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < p->fences.count; k++) {
+        Py_ssize_t e = p->fences.items[k];
+        if (k % 2 == 1)
+            while (e < p->size && at(p, e) != '\n') e++;
+        p->stops[k] = e;
+    }
+    p->stops[p->fences.count] = p->size;
+    return 0;
+}
+
+/* -- searches ---------------------------------------------------------------------------- */
+
+/* Index of the first item >= value (bisect_left). */
+static Py_ssize_t bisect_left(const Py_ssize_t *items, Py_ssize_t count, Py_ssize_t value) {
+    Py_ssize_t low = 0, high = count;
+    while (low < high) {
+        Py_ssize_t mid = (low + high) / 2;
+        if (items[mid] < value) low = mid + 1;
+        else high = mid;
+    }
+    return low;
+}
+
+/* Index of the first item > value (bisect_right). */
+static Py_ssize_t bisect_right(const Py_ssize_t *items, Py_ssize_t count, Py_ssize_t value) {
+    Py_ssize_t low = 0, high = count;
+    while (low < high) {
+        Py_ssize_t mid = (low + high) / 2;
+        if (items[mid] <= value) low = mid + 1;
+        else high = mid;
+    }
+    return low;
+}
+
+static Py_ssize_t section_end(const Profile *p, Py_ssize_t start) {
+    return p->stops[bisect_right(p->fences.items, p->fences.count, start)];
+}
+
+/* Index of the first word starting at or after `position` (bisect_left on the starts). */
+static Py_ssize_t first_word_at(const Profile *p, Py_ssize_t position) {
+    Py_ssize_t low = 0, high = p->words;
+    while (low < high) {
+        Py_ssize_t mid = (low + high) / 2;
+        if (p->word[mid].start < position) low = mid + 1;
+        else high = mid;
+    }
+    return low;
+}
+
+/* density.DocumentProfile.window: the density of the window that starts just after the last
+ * anchor before `position`, `base_size` characters long, cut at its section's end. */
+static double window_density(const Profile *p, Py_ssize_t position, Py_ssize_t base_size) {
+    Py_ssize_t k = bisect_left(p->anchors.items, p->anchors.count, position);
+    Py_ssize_t start = k == 0 ? 0 : p->anchors.items[k - 1] + 1;
+    Py_ssize_t end = start + base_size < p->size ? start + base_size : p->size;
+    Py_ssize_t cut = section_end(p, start);
+    if (cut < end) end = cut;
+    Py_ssize_t first = first_word_at(p, start);
+    Py_ssize_t last = first_word_at(p, end);
+    if (last == first) return 0.0;
+    double words = (double)(last - first);
+    double chars = (double)(end - start);
+    int64_t hits = bisect_left(p->hit_marks.items, p->hit_marks.count, end) -
+                   bisect_left(p->hit_marks.items, p->hit_marks.count, start);
+    hits += p->word[last].tech - p->word[first].tech;
+    double per_100 = chars / 100.0 > 1.0 ? chars / 100.0 : 1.0;
+    double score = 0.4 * fmin((double)hits / per_100, 1.0);
+    score += 0.3 * (double)(p->word[last].fresh - p->word[first].fresh) / words;
+    score += 0.2 * fmin((double)(p->word[last].letters - p->word[first].letters) / words / 10.0,
+                         1.0);
+    if (p->complex.count) {
+        Py_ssize_t found = bisect_left(p->complex.items, p->complex.count, end) -
+                           bisect_left(p->complex.items, p->complex.count, start);
+        double per_200 = chars / 200.0 > 1.0 ? chars / 200.0 : 1.0;
+        score += 0.1 * fmin((double)found / per_200, 1.0);
+    }
+    if (score > 1.0) score = 1.0;
+    if (score < 0.0) score = 0.0;
+    return rint(score * 10000.0) / 10000.0;
+}
+
+/* -- sentence ends (boundaries.SentenceIndex, segment.false_stop_at) ---------------------- */
+
+static int is_line_break(Py_UCS4 c) {
+    return c == '\r' || c == '\n' || c == 0x2028 || c == 0x2029;
+}
+static int is_latin_mark(Py_UCS4 c) {
+    return c == '.' || c == '!' || c == '?' || c == 0x2026;
+}
+static int is_latin_closer(Py_UCS4 c) {
+    return c == 0x201d || c == 0x2019 || c == '"' || c == '\'' || c == 0x00bb || c == ')' ||
+           c == ']';
+}
+static int is_cjk_mark(Py_UCS4 c) { return c == 0x3002 || c == 0xff01 || c == 0xff1f; }
+static int is_cjk_closer(Py_UCS4 c) {
+    return c == 0x300d || c == 0x300f || c == 0x201d || c == 0x2019 || c == '"' ||
+           c == '\'' || c == 0xff09 || c == ')' || c == ']';
+}
+static int is_opener(Py_UCS4 c) {
+    return c == '(' || c == '[' || c == '{' || c == '"' || c == '\'' || c == 0x201c ||
+           c == 0x2018 || c == 0x00ab;
+}
+static int is_ascii_letter(Py_UCS4 c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+
+/* _inside_open_quote: an odd number of '"' or more opening than closing curly quotes. */
+static int inside_open_quote(const Profile *p, Py_ssize_t from, Py_ssize_t until) {
+    Py_ssize_t straight = 0, open = 0, close = 0;
+    for (Py_ssize_t i = from; i < until; i++) {
+        Py_UCS4 c = at(p, i);
+        straight += c == '"';
+        open += c == 0x201c;
+        close += c == 0x201d;
+    }
+    return straight % 2 == 1 || open > close;
+}
+
+/* segment._INITIALISM.fullmatch: one ASCII letter, or letter-dot pairs then a letter. */
+static int is_initialism(const char *w, Py_ssize_t n) {
+    if (n % 2 == 0) return 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (i % 2 ? w[i] != '.' : !is_ascii_letter((Py_UCS4)w[i])) return 0;
+    return 1;
+}
+
+/* The exact rule through the Python function (for words with non-ASCII characters, whose
+ * lower-casing and digit tests only Python states exactly). */
+static int false_stop_python(const Profile *p, Py_ssize_t mark_start, Py_ssize_t mark_end,
+                             Py_ssize_t end, Py_ssize_t sentence_start) {
+    PyObject *result = PyObject_CallFunction(config.false_stop_at, "Onnnn", p->text_object,
+                                             mark_start, mark_end, end, sentence_start);
+    if (result == NULL) return -1;
+    int value = PyObject_IsTrue(result);
+    Py_DECREF(result);
+    return value;
+}
+
+/* segment.false_stop_at: 1 when the terminator run does not end the sentence, -1 on error. */
+static int false_stop_at(const Profile *p, Py_ssize_t mark_start, Py_ssize_t mark_end,
+                         Py_ssize_t end, Py_ssize_t sentence_start) {
+    Py_ssize_t n = p->size;
+    /* Followed by a lower-case word (within the next 8 characters). */
+    for (Py_ssize_t i = end; i < end + 8 && i < n; i++) {
+        if (is_space(at(p, i))) continue;
+        if (Py_UNICODE_ISLOWER(at(p, i))) return 1;
+        break;
+    }
+    int ellipsis = 0;
+    for (Py_ssize_t i = mark_start; i < mark_end; i++) {
+        if (at(p, i) == 0x2026 || (at(p, i) == '.' && i + 1 < mark_end && at(p, i + 1) == '.')) ellipsis = 1;
+    }
+    if (ellipsis) return inside_open_quote(p, sentence_start, mark_start);
+    if (mark_end - mark_start != 1 || at(p, mark_start) != '.') return 0;
+    /* The whitespace-free run before the mark (at most 40 characters), openers stripped. */
+    Py_ssize_t word_start = mark_start;
+    Py_ssize_t limit = mark_start - 40 > 0 ? mark_start - 40 : 0;
+    while (word_start > limit && !is_space(at(p, word_start - 1))) word_start--;
+    Py_ssize_t w = word_start;
+    while (w < mark_start && is_opener(at(p, w))) w++;
+    Py_ssize_t length = mark_start - w;
+    for (Py_ssize_t i = w; i < mark_start; i++)
+        if (at(p, i) >= 128) return false_stop_python(p, mark_start, mark_end, end, sentence_start);
+    char word_chars[48], lower[48];
+    for (Py_ssize_t i = 0; i < length; i++) {
+        Py_UCS4 c = at(p, w + i);
+        word_chars[i] = (char)c;
+        lower[i] = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+    }
+    PyObject *word = PyUnicode_DecodeASCII(lower, length, NULL);
+    if (word == NULL) return -1;
+    int known = PySet_Contains(config.abbreviations, word);
+    Py_DECREF(word);
+    if (known != 0) return known; /* 1, or -1 on error */
+    if (is_initialism(word_chars, length)) return 1;
+    /* "1." at the start of a line numbers a list item. */
+    int line_start = word_start == 0 || at(p, word_start - 1) == '\r' || at(p, word_start - 1) == '\n';
+    if (!line_start || length == 0 || length > 3) return 0;
+    for (Py_ssize_t i = w; i < mark_start; i++)
+        if (at(p, i) < '0' || at(p, i) > '9') return 0;
+    return 1;
+}
+
+/* SentenceIndex._resolve: the raw end of the sentence ending at candidate `position`, -1 when
+ * it does not end one, -2 on error. */
+static Py_ssize_t resolve(const Profile *p, Py_ssize_t position, Py_ssize_t sentence_start) {
+    Py_ssize_t n = p->size;
+    Py_UCS4 c = at(p, position);
+    if (is_line_break(c)) return position;
+    Py_ssize_t end = position + 1;
+    if (is_latin_mark(c)) {
+        while (end < n && is_latin_closer(at(p, end))) end++;
+        if (end < n && !is_space(at(p, end))) return -1;
+        Py_ssize_t mark_start = position;
+        while (mark_start > 0 && is_latin_mark(at(p, mark_start - 1))) mark_start--;
+        int stop = false_stop_at(p, mark_start, position + 1, end, sentence_start);
+        if (stop < 0) return -2;
+        return stop ? -1 : end;
+    }
+    if (is_cjk_mark(c))
+        while (end < n && is_cjk_closer(at(p, end))) end++;
+    return end;
+}
+
+/* SentenceIndex.last_end: the largest sentence end e, floor < e <= limit (trimmed); -1 none. */
+static Py_ssize_t last_end(const Profile *p, Py_ssize_t start, Py_ssize_t floor,
+                           Py_ssize_t limit) {
+    const Py_ssize_t *anchors = p->anchors.items;
+    for (Py_ssize_t k = bisect_right(anchors, p->anchors.count, limit) - 1; k >= 0; k--) {
+        if (anchors[k] < start) return -1;
+        Py_ssize_t raw = resolve(p, anchors[k], start);
+        if (raw == -2) return -2;
+        if (raw >= 0 && raw <= limit) {
+            Py_ssize_t end = raw;
+            while (end > start && is_space(at(p, end - 1))) end--;
+            return end > floor ? end : -1;
+        }
+    }
+    return -1;
+}
+
+/* SentenceIndex.first_end: the smallest sentence end e, floor < e <= limit (trimmed). */
+static Py_ssize_t first_end(const Profile *p, Py_ssize_t floor, Py_ssize_t limit) {
+    const Py_ssize_t *anchors = p->anchors.items;
+    Py_ssize_t count = p->anchors.count;
+    for (Py_ssize_t k = bisect_left(anchors, count, floor); k < count && anchors[k] <= limit;
+         k++) {
+        Py_ssize_t raw = resolve(p, anchors[k], floor);
+        if (raw == -2) return -2;
+        if (raw >= 0 && raw <= limit) {
+            Py_ssize_t end = raw;
+            while (end > floor && is_space(at(p, end - 1))) end--;
+            if (end > floor) return end;
+        }
+    }
+    return -1;
+}
+
+/* SentenceIndex.carried_start: where the trailing whole sentences within `overlap` begin. */
+static Py_ssize_t carried_start(const Profile *p, Py_ssize_t start, Py_ssize_t end,
+                                Py_ssize_t overlap) {
+    if (overlap <= 0) return -1;
+    const Py_ssize_t *anchors = p->anchors.items;
+    Py_ssize_t count = p->anchors.count;
+    Py_ssize_t low = end - overlap - 1;
+    for (Py_ssize_t k = bisect_left(anchors, count, low > start ? low : start);
+         k < count && anchors[k] < end; k++) {
+        Py_ssize_t raw = resolve(p, anchors[k], start);
+        if (raw == -2) return -2;
+        if (raw < 0 || raw > end) continue;
+        Py_ssize_t begin = raw;
+        while (begin < p->size && is_space(at(p, begin))) begin++;
+        if (begin >= end) return -1;
+        if (begin >= end - overlap && begin > start) return begin;
+    }
+    return -1;
+}
+
+/* boundaries.last_word_end: the end of the last whole word in (floor, limit]. */
+static Py_ssize_t last_word_end(const Profile *p, Py_ssize_t floor, Py_ssize_t limit) {
+    Py_ssize_t cut = -1;
+    for (Py_ssize_t i = (limit < p->size ? limit : p->size - 1); i >= floor + 1; i--) {
+        Py_UCS4 c = at(p, i);
+        if (c == ' ' || c == '\t' || c == 0x3000 || c == 0xa0) {
+            cut = i;
+            break;
+        }
+    }
+    if (cut <= floor) return -1;
+    Py_ssize_t end = cut;
+    while (end > floor && is_space(at(p, end - 1))) end--;
+    return end > floor ? end : -1;
+}
+
+/* boundaries.last_clause_end: just after the last Arabic comma in [floor, limit). */
+static Py_ssize_t last_clause_end(const Profile *p, Py_ssize_t floor, Py_ssize_t limit) {
+    for (Py_ssize_t i = limit - 1; i >= floor; i--)
+        if (at(p, i) == 0x060c) return i + 1;
+    return -1;
+}
+
+static Py_ssize_t skip_space(const Profile *p, Py_ssize_t position) {
+    while (position < p->size && is_space(at(p, position))) position++;
+    return position;
+}
+
+/* -- the chunk loop (AdaptiveChunker.chunk) ---------------------------------------------- */
+
+typedef struct {
+    Py_ssize_t base_size, min_size, max_size, overlap;
+    int clause_cuts;
+    double technical_threshold;
+    PyObject *extra;   /* dict merged into every chunk's metadata (doc_id, source) */
+    PyObject *density; /* the document density (a float) */
+} Params;
+
+static Py_ssize_t cut_long_sentence(const Profile *p, const Params *params, Py_ssize_t start,
+                                    Py_ssize_t hard_limit) {
+    Py_ssize_t end = first_end(p, start, hard_limit);
+    if (end != -1) return end; /* an end, or -2 */
+    if (params->clause_cuts) {
+        end = last_clause_end(p, start, hard_limit);
+        if (end >= 0) return end;
+    }
+    end = last_word_end(p, start, hard_limit);
+    return end >= 0 ? end : hard_limit;
+}
+
+/* Chunk(text[start:end], start, end, end - start, "adaptive", metadata), the metadata in
+ * the order of the Python twin. */
+static PyObject *make_chunk(const Profile *p, const Params *params, Py_ssize_t index,
+                            Py_ssize_t start, Py_ssize_t end, double local, Py_ssize_t target) {
+    PyObject *chunk = NULL;
+    PyObject *metadata = PyDict_New();
+    PyObject *index_obj = PyLong_FromSsize_t(index);
+    PyObject *local_obj = PyFloat_FromDouble(local);
+    PyObject *target_obj = PyLong_FromSsize_t(target);
+    PyObject *body = PyUnicode_Substring(p->text_object, start, end);
+    PyObject *start_obj = PyLong_FromSsize_t(start);
+    PyObject *end_obj = PyLong_FromSsize_t(end);
+    PyObject *length_obj = PyLong_FromSsize_t(end - start);
+    if (metadata == NULL || index_obj == NULL || local_obj == NULL || target_obj == NULL ||
+        body == NULL || start_obj == NULL || end_obj == NULL || length_obj == NULL)
+        goto done;
+    if (PyDict_SetItem(metadata, config.key_index, index_obj) < 0 ||
+        PyDict_SetItem(metadata, config.key_density, params->density) < 0 ||
+        PyDict_SetItem(metadata, config.key_local, local_obj) < 0 ||
+        PyDict_SetItem(metadata, config.key_target, target_obj) < 0 ||
+        PyDict_SetItem(metadata, config.key_technical,
+                       local >= params->technical_threshold ? Py_True : Py_False) < 0)
+        goto done;
+    if (PyDict_GET_SIZE(params->extra) && PyDict_Update(metadata, params->extra) < 0) goto done;
+    PyObject *args[6] = {body, start_obj, end_obj, length_obj, config.name, metadata};
+    chunk = PyObject_Vectorcall(config.chunk_type, args, 6, NULL);
+done:
+    Py_XDECREF(metadata);
+    Py_XDECREF(index_obj);
+    Py_XDECREF(local_obj);
+    Py_XDECREF(target_obj);
+    Py_XDECREF(body);
+    Py_XDECREF(start_obj);
+    Py_XDECREF(end_obj);
+    Py_XDECREF(length_obj);
+    return chunk;
+}
+
+static int append_chunk(const Profile *p, const Params *params, PyObject *chunks,
+                        Py_ssize_t start, Py_ssize_t end, double local, Py_ssize_t target) {
+    PyObject *chunk = make_chunk(p, params, PyList_GET_SIZE(chunks), start, end, local, target);
+    if (chunk == NULL) return -1;
+    int failed = PyList_Append(chunks, chunk);
+    Py_DECREF(chunk);
+    return failed;
+}
+
+static PyObject *chunk_loop(const Profile *p, const Params *params) {
+    PyObject *chunks = PyList_New(0);
+    if (chunks == NULL) return NULL;
+    Py_ssize_t size = p->size;
+    Py_ssize_t start = skip_space(p, 0);
+    Py_ssize_t floor = start;
+    double spread = (double)(params->max_size - params->min_size);
+    while (start < size) {
+        Py_ssize_t cut = section_end(p, start);
+        double local = window_density(p, start, params->base_size);
+        Py_ssize_t target = (Py_ssize_t)rint((double)params->max_size - local * spread);
+        Py_ssize_t limit = start + target;
+        if (cut < limit) limit = cut;
+        Py_ssize_t end = last_end(p, start, floor, limit);
+        if (end == -1) {
+            if (floor > start) {
+                /* The carried sentences leave no room for the next one: drop them. */
+                start = floor = skip_space(p, floor);
+                continue;
+            }
+            Py_ssize_t hard = start + params->max_size < size ? start + params->max_size : size;
+            end = cut_long_sentence(p, params, start, hard);
+        }
+        if (end == -2 || append_chunk(p, params, chunks, start, end, local, target) < 0)
+            goto error;
+        Py_ssize_t following = skip_space(p, end);
+        if (following >= size) break;
+        Py_ssize_t carried = carried_start(p, start, end, params->overlap);
+        if (carried == -2) goto error;
+        if (carried < 0) {
+            start = floor = following;
+        } else {
+            start = carried;
+            floor = end;
+        }
+    }
+    return chunks;
+error:
+    Py_DECREF(chunks);
+    return NULL;
+}
+
+/* -- entry point ------------------------------------------------------------------------- */
+
+static void release(Profile *p) {
+    PyMem_Free(p->anchors.items);
+    PyMem_Free(p->hit_marks.items);
+    PyMem_Free(p->complex.items);
+    PyMem_Free(p->fences.items);
+    PyMem_Free(p->stops);
+    PyMem_Free(p->word);
+    PyMem_Free(p->seen.slots);
+}
+
+/* Arrays sized for the worst case of the text (every character an anchor, every other one a
+ * word): malloc hands out untouched pages, so only what is written costs anything. */
+static int allocate(Profile *p) {
+    Py_ssize_t n = p->size + 1, words = p->size / 2 + 1;
+    p->anchors.items = PyMem_Malloc(sizeof(Py_ssize_t) * n);
+    p->hit_marks.items = PyMem_Malloc(sizeof(Py_ssize_t) * n);
+    p->complex.items = PyMem_Malloc(sizeof(Py_ssize_t) * n);
+    p->fences.items = PyMem_Malloc(sizeof(Py_ssize_t) * n);
+    p->word = PyMem_Malloc(sizeof(Word) * (words + 1));
+    if (p->anchors.items == NULL || p->hit_marks.items == NULL || p->complex.items == NULL ||
+        p->fences.items == NULL || p->word == NULL || vocabulary_init(&p->seen, 10) < 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    p->word[0] = (Word){0, 0, 0, 0};
+    return 0;
+}
+
+static PyObject *plan(PyObject *self, PyObject *args) {
+    PyObject *text;
+    Params params;
+    Profile p;
+    memset(&p, 0, sizeof p);
+    if (!PyArg_ParseTuple(args, "UnnnnpidO!", &text, &params.base_size, &params.min_size,
+                          &params.max_size, &params.overlap, &params.clause_cuts,
+                          &p.min_arabic_letters, &params.technical_threshold, &PyDict_Type,
+                          &params.extra))
+        return NULL;
+    if (config.classes == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "configure() was not called");
+        return NULL;
+    }
+    /* Word indices are packed with two flag bits into an int32 (SeenWord.info). */
+    if (PyUnicode_GET_LENGTH(text) >= (1 << 29)) {
+        PyErr_SetString(PyExc_ValueError, "text too long for the compiled core");
+        return NULL;
+    }
+    p.size = PyUnicode_GET_LENGTH(text);
+    p.kind = PyUnicode_KIND(text);
+    p.data = PyUnicode_DATA(text);
+    p.text_object = text;
+    params.density = NULL;
+    PyObject *chunks = NULL;
+    if (skip_space(&p, 0) == p.size) {
+        chunks = PyList_New(0);
+        goto done;
+    }
+    if (allocate(&p) < 0) goto done;
+    if (p.kind == PyUnicode_1BYTE_KIND) scan_ucs1(&p, p.data);
+    else if (p.kind == PyUnicode_2BYTE_KIND) scan_ucs2(&p, p.data);
+    else scan_ucs4(&p, p.data);
+    if (p.failed) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (section_stops(&p) < 0) goto done;
+    /* chars, words, distinct non-stop words, technical hits, letters, Arabic complex words */
+    params.density = PyObject_CallFunction(
+        config.density_from_totals, "nnnLLn", p.size, p.words, p.distinct,
+        (long long)(p.punct_hits + p.decimals + p.word[p.words].tech),
+        (long long)p.word[p.words].letters,
+        p.complex.count);
+    if (params.density == NULL) goto done;
+    chunks = chunk_loop(&p, &params);
+done:
+    Py_XDECREF(params.density);
+    release(&p);
+    return chunks;
+}
+
+static PyMethodDef methods[] = {
+    {"configure", configure, METH_VARARGS,
+     "configure(classes, tech_hashes, stop_hashes, abbreviations, false_stop_at, chunk_type, "
+     "name, density_from_totals)"},
+    {"chunk", plan, METH_VARARGS,
+     "chunk(text, base_size, min_size, max_size, overlap, clause_cuts, arabic_min_letters, "
+     "technical_threshold, extra_metadata) -> list[Chunk]"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "_adaptive_core",
+    .m_doc = "Compiled core of the adaptive strategy (see worker/chunking/adaptive.py).",
+    .m_size = -1,
+    .m_methods = methods,
+};
+
+PyMODINIT_FUNC PyInit__adaptive_core(void) { return PyModule_Create(&module); }

@@ -1,0 +1,27 @@
+from collections.abc import Callable, Iterable
+
+from worker.chunking.types import Chunk
+
+def configure(
+    classes: bytes,
+    tech_hashes: Iterable[int],
+    stop_hashes: Iterable[int],
+    abbreviations: frozenset[str],
+    false_stop_at: Callable[[str, int, int, int, int], bool],
+    chunk_type: type[Chunk],
+    name: str,
+    density_from_totals: Callable[[int, int, int, int, int, int], float],
+    /,
+) -> None: ...
+def chunk(
+    text: str,
+    base_size: int,
+    min_size: int,
+    max_size: int,
+    overlap: int,
+    clause_cuts: bool,
+    arabic_min_letters: int,
+    technical_threshold: float,
+    extra_metadata: dict[str, object],
+    /,
+) -> list[Chunk]: ...
