@@ -37,15 +37,72 @@ enum {
 
 /* -- configuration (set once from Python) ------------------------------------------------ */
 
+/* The words of a document: hash -> (when last seen, kind). Open addressing, grown at half
+ * load, so it stays as small as the document's vocabulary (cache-resident). Every table starts
+ * as a copy of the configured one, which already holds the technical and stop words (kind
+ * known, never seen): counting a word is then one lookup and no branch on "new or not".
+ * `info` = seen << 2 | kind, where seen is 0 for "not yet in this document" and else the
+ * word's index + SEEN_OFFSET (so that "more than VOCABULARY_SPAN words ago" holds for 0). */
+typedef struct {
+    uint32_t key;
+    int32_t info; /* -1: empty slot */
+} SeenWord;
+
+typedef struct {
+    SeenWord *slots;
+    size_t mask, used;
+    int shift; /* 32 - log2(slots) */
+} Vocabulary;
+
+enum { W_TECH = 1, W_STOP = 2 };
+#define SEEN_OFFSET 64 /* > VOCABULARY_SPAN + 1 */
+
+/* Fibonacci hashing: the top bits of the product spread polynomial word hashes evenly. */
+static inline uint32_t spread(uint32_t hash, int shift) { return (hash * 0x9E3779B1u) >> shift; }
+
+static int vocabulary_init(Vocabulary *v, int bits) {
+    size_t slots = (size_t)1 << bits;
+    v->slots = PyMem_Malloc(sizeof(SeenWord) * slots);
+    if (v->slots == NULL) return -1;
+    memset(v->slots, 0xff, sizeof(SeenWord) * slots);
+    v->mask = slots - 1;
+    v->used = 0;
+    v->shift = 32 - bits;
+    return 0;
+}
+
+static int vocabulary_copy(Vocabulary *v, const Vocabulary *from) {
+    size_t bytes = sizeof(SeenWord) * (from->mask + 1);
+    *v = *from;
+    v->slots = PyMem_Malloc(bytes);
+    if (v->slots == NULL) return -1;
+    memcpy(v->slots, from->slots, bytes);
+    return 0;
+}
+
+static inline SeenWord *vocabulary_slot(const Vocabulary *v, uint32_t hash) {
+    size_t slot = spread(hash, v->shift);
+    while (v->slots[slot].info >= 0 && v->slots[slot].key != hash) slot = (slot + 1) & v->mask;
+    return &v->slots[slot];
+}
+
+static int vocabulary_grow(Vocabulary *v) {
+    Vocabulary bigger;
+    if (vocabulary_init(&bigger, 32 - v->shift + 1) < 0) return -1;
+    for (size_t s = 0; s <= v->mask; s++)
+        if (v->slots[s].info >= 0) *vocabulary_slot(&bigger, v->slots[s].key) = v->slots[s];
+    bigger.used = v->used;
+    PyMem_Free(v->slots);
+    *v = bigger;
+    return 0;
+}
+
 typedef struct {
     PyObject *class_bytes;   /* bytes of length CODEPOINTS: the class of every code point */
     const uint8_t *classes;
     PyObject *abbreviations; /* frozenset of lower-case abbreviations (segment.ABBREVIATIONS) */
     PyObject *false_stop_at; /* segment.false_stop_at: the exact rule for non-ASCII words */
-    uint32_t *word_keys;     /* open-addressing set of technical/stop word hashes */
-    uint8_t *word_flags;     /* 1 = technical, 2 = stop word, 0 = empty slot */
-    uint32_t word_mask;
-    int word_shift;
+    Vocabulary known;        /* the technical and stop word hashes with their kinds */
     /* Output: the Chunk type, the strategy name, the metadata keys, and
      * density.density_from_totals (the document density, computed by the Python formula). */
     PyObject *chunk_type, *name, *density_from_totals;
@@ -54,19 +111,6 @@ typedef struct {
 
 static Config config;
 
-enum { W_TECH = 1, W_STOP = 2 };
-
-/* Fibonacci hashing: the top bits of the product spread polynomial word hashes evenly. */
-static inline uint32_t spread(uint32_t hash, int shift) { return (hash * 0x9E3779B1u) >> shift; }
-
-static uint8_t word_kind(uint32_t hash) {
-    uint32_t slot = spread(hash, config.word_shift);
-    while (config.word_flags[slot]) {
-        if (config.word_keys[slot] == hash) return config.word_flags[slot];
-        slot = (slot + 1) & config.word_mask;
-    }
-    return 0;
-}
 
 static int add_word_hashes(PyObject *hashes, uint8_t flag) {
     PyObject *seq = PySequence_Fast(hashes, "word hashes must be a sequence");
@@ -78,12 +122,13 @@ static int add_word_hashes(PyObject *hashes, uint8_t flag) {
             Py_DECREF(seq);
             return -1;
         }
-        uint32_t hash = (uint32_t)value;
-        uint32_t slot = spread(hash, config.word_shift);
-        while (config.word_flags[slot] && config.word_keys[slot] != hash)
-            slot = (slot + 1) & config.word_mask;
-        config.word_keys[slot] = hash;
-        config.word_flags[slot] |= flag;
+        SeenWord *entry = vocabulary_slot(&config.known, (uint32_t)value);
+        if (entry->info < 0) {
+            entry->key = (uint32_t)value;
+            entry->info = 0;
+            config.known.used++;
+        }
+        entry->info |= flag;
     }
     Py_DECREF(seq);
     return 0;
@@ -120,22 +165,11 @@ static PyObject *configure(PyObject *self, PyObject *args) {
     }
     Py_ssize_t total = PyObject_Length(tech) + PyObject_Length(stop);
     if (total < 0) return NULL;
+    /* At most a quarter full, so that documents rarely grow their copy. */
     int bits = 6;
     while ((1u << bits) < 4 * (uint32_t)total) bits++;
-    uint32_t size = 1u << bits;
-    uint32_t *keys = PyMem_Calloc(size, sizeof(uint32_t));
-    uint8_t *flags = PyMem_Calloc(size, 1);
-    if (keys == NULL || flags == NULL) {
-        PyMem_Free(keys);
-        PyMem_Free(flags);
-        return PyErr_NoMemory();
-    }
-    PyMem_Free(config.word_keys);
-    PyMem_Free(config.word_flags);
-    config.word_keys = keys;
-    config.word_flags = flags;
-    config.word_mask = size - 1;
-    config.word_shift = 32 - bits;
+    PyMem_Free(config.known.slots);
+    if (vocabulary_init(&config.known, bits) < 0) return PyErr_NoMemory();
     if (add_word_hashes(tech, W_TECH) < 0 || add_word_hashes(stop, W_STOP) < 0) return NULL;
     if (intern_key(&config.key_index, "chunk_index") < 0 ||
         intern_key(&config.key_density, "density") < 0 ||
@@ -160,52 +194,17 @@ typedef struct {
     Py_ssize_t count;
 } Positions;
 
-/* The words seen so far in a document: hash -> last word index and kind. Open addressing,
- * grown at half load, so it stays as small as the document's vocabulary (cache-resident). */
-typedef struct {
-    uint32_t key;
-    int32_t info; /* last word index << 2 | word kind; -1: empty slot */
-} SeenWord;
-
-typedef struct {
-    SeenWord *slots;
-    size_t mask, used;
-    int shift; /* 32 - log2(slots) */
-} Vocabulary;
-
-static int vocabulary_init(Vocabulary *v, int bits) {
-    size_t slots = (size_t)1 << bits;
-    v->slots = PyMem_Malloc(sizeof(SeenWord) * slots);
-    if (v->slots == NULL) return -1;
-    memset(v->slots, 0xff, sizeof(SeenWord) * slots);
-    v->mask = slots - 1;
-    v->used = 0;
-    v->shift = 32 - bits;
-    return 0;
-}
-
-static SeenWord *vocabulary_slot(const Vocabulary *v, uint32_t hash) {
-    size_t slot = spread(hash, v->shift);
-    while (v->slots[slot].info >= 0 && v->slots[slot].key != hash) slot = (slot + 1) & v->mask;
-    return &v->slots[slot];
-}
-
-static int vocabulary_grow(Vocabulary *v) {
-    Vocabulary bigger;
-    if (vocabulary_init(&bigger, 32 - v->shift + 1) < 0) return -1;
-    for (size_t s = 0; s <= v->mask; s++)
-        if (v->slots[s].info >= 0) *vocabulary_slot(&bigger, v->slots[s].key) = v->slots[s];
-    bigger.used = v->used;
-    PyMem_Free(v->slots);
-    *v = bigger;
-    return 0;
-}
-
 /* A word: where it starts, and the letters, technical words and words new to their window
  * (not stop words, not among the VOCABULARY_SPAN words before them) counted before it. */
 typedef struct {
     int32_t start, letters, tech, fresh;
 } Word;
+
+/* Where each kind of search landed last (see seek). */
+typedef struct {
+    Py_ssize_t fence, window, first_word, last_word, first_hit, last_hit, first_complex,
+        last_complex, last_end, first_end, carried;
+} Hints;
 
 typedef struct {
     /* The document as CPython stores it (1, 2 or 4 bytes per code point). */
@@ -224,6 +223,7 @@ typedef struct {
     Py_ssize_t words;
     Vocabulary seen;
     int failed; /* an allocation failed during the scan */
+    Hints *hints; /* mutable even where the profile is read-only */
     /* Document totals for the document density. */
     Py_ssize_t distinct, punct_hits, decimals;
     int min_arabic_letters;
@@ -258,31 +258,22 @@ static inline void add_word(Profile *p, Py_ssize_t start, Py_ssize_t length, uin
     Word *totals = &p->word[p->words];
     Word *next = totals + 1;
     SeenWord *entry = vocabulary_slot(&p->seen, hash);
-    int32_t kind;
-    int fresh;
-    if (entry->info < 0) {
-        if (2 * (p->seen.used + 1) > p->seen.mask + 1) {
-            if (vocabulary_grow(&p->seen) < 0) {
-                p->failed = 1;
-                return;
-            }
-            entry = vocabulary_slot(&p->seen, hash);
-        }
-        p->seen.used++;
-        entry->key = hash;
-        kind = word_kind(hash);
-        fresh = !(kind & W_STOP);
-        p->distinct += fresh;
-    } else {
-        kind = entry->info & 3;
-        fresh = !(kind & W_STOP) && p->words - (entry->info >> 2) > VOCABULARY_SPAN;
-    }
-    entry->info = (int32_t)(p->words << 2) | kind;
+    int32_t info = entry->info;
+    int empty = info < 0;
+    int32_t kind = empty ? 0 : info & 3;
+    int32_t seen = empty ? 0 : info >> 2;
+    int32_t now = (int32_t)p->words + SEEN_OFFSET;
+    int stop = (kind & W_STOP) != 0;
+    entry->key = hash;
+    entry->info = now << 2 | kind;
+    p->distinct += !stop && seen == 0;
     totals->start = (int32_t)start;
     next->letters = totals->letters + (int32_t)length;
     next->tech = totals->tech + (kind & W_TECH);
-    next->fresh = totals->fresh + fresh;
+    next->fresh = totals->fresh + (!stop && now - seen > VOCABULARY_SPAN);
     p->words++;
+    p->seen.used += empty;
+    if (2 * p->seen.used > p->seen.mask + 1 && vocabulary_grow(&p->seen) < 0) p->failed = 1;
 }
 
 /* One pass over the text, specialised for each storage width. It finds:
@@ -389,58 +380,84 @@ static int section_stops(Profile *p) {
 
 /* -- searches ---------------------------------------------------------------------------- */
 
-/* Index of the first item >= value (bisect_left). */
-static Py_ssize_t bisect_left(const Py_ssize_t *items, Py_ssize_t count, Py_ssize_t value) {
-    Py_ssize_t low = 0, high = count;
-    while (low < high) {
-        Py_ssize_t mid = (low + high) / 2;
-        if (items[mid] < value) low = mid + 1;
-        else high = mid;
+/* Searches from a hint. Chunks move forward through a document, so each search lands a few
+ * items from where the same search landed for the previous chunk: galloping from there
+ * touches those items instead of log2(n) items spread over a large array. `seek` returns the
+ * first index whose key is >= value (bisect_left) and leaves the answer in *hint. */
+#define DEFINE_SEEK(NAME, TYPE, KEY)                                                          \
+    static Py_ssize_t NAME(const TYPE *items, Py_ssize_t count, Py_ssize_t value,             \
+                           Py_ssize_t *hint) {                                                \
+        Py_ssize_t low, high, step = 1, h = *hint < count ? *hint : count;                    \
+        if (h < count && KEY(items[h]) < value) {                                             \
+            low = h + 1; /* the answer is after h */                                          \
+            for (;;) {                                                                        \
+                Py_ssize_t probe = low + step - 1;                                            \
+                if (probe >= count) {                                                         \
+                    high = count;                                                             \
+                    break;                                                                    \
+                }                                                                             \
+                if (KEY(items[probe]) >= value) {                                             \
+                    high = probe;                                                             \
+                    break;                                                                    \
+                }                                                                             \
+                low = probe + 1;                                                              \
+                step <<= 1;                                                                   \
+            }                                                                                 \
+        } else {                                                                              \
+            high = h; /* the answer is h or before */                                         \
+            for (;;) {                                                                        \
+                Py_ssize_t probe = high - step;                                               \
+                if (probe < 0) {                                                              \
+                    low = 0;                                                                  \
+                    break;                                                                    \
+                }                                                                             \
+                if (KEY(items[probe]) < value) {                                              \
+                    low = probe + 1;                                                          \
+                    break;                                                                    \
+                }                                                                             \
+                high = probe;                                                                 \
+                step <<= 1;                                                                   \
+            }                                                                                 \
+        }                                                                                     \
+        while (low < high) {                                                                  \
+            Py_ssize_t mid = low + (high - low) / 2;                                          \
+            if (KEY(items[mid]) < value) low = mid + 1;                                       \
+            else high = mid;                                                                  \
+        }                                                                                     \
+        *hint = low;                                                                          \
+        return low;                                                                           \
     }
-    return low;
-}
 
-/* Index of the first item > value (bisect_right). */
-static Py_ssize_t bisect_right(const Py_ssize_t *items, Py_ssize_t count, Py_ssize_t value) {
-    Py_ssize_t low = 0, high = count;
-    while (low < high) {
-        Py_ssize_t mid = (low + high) / 2;
-        if (items[mid] <= value) low = mid + 1;
-        else high = mid;
-    }
-    return low;
+#define POSITION(item) (item)
+#define WORD_START(item) ((item).start)
+DEFINE_SEEK(seek, Py_ssize_t, POSITION)
+DEFINE_SEEK(seek_word, Word, WORD_START)
+
+/* Index of the first position > value (bisect_right), from a hint. */
+static Py_ssize_t seek_right(const Positions *positions, Py_ssize_t value, Py_ssize_t *hint) {
+    return seek(positions->items, positions->count, value + 1, hint);
 }
 
 static Py_ssize_t section_end(const Profile *p, Py_ssize_t start) {
-    return p->stops[bisect_right(p->fences.items, p->fences.count, start)];
-}
-
-/* Index of the first word starting at or after `position` (bisect_left on the starts). */
-static Py_ssize_t first_word_at(const Profile *p, Py_ssize_t position) {
-    Py_ssize_t low = 0, high = p->words;
-    while (low < high) {
-        Py_ssize_t mid = (low + high) / 2;
-        if (p->word[mid].start < position) low = mid + 1;
-        else high = mid;
-    }
-    return low;
+    return p->stops[seek_right(&p->fences, start, &p->hints->fence)];
 }
 
 /* density.DocumentProfile.window: the density of the window that starts just after the last
  * anchor before `position`, `base_size` characters long, cut at its section's end. */
 static double window_density(const Profile *p, Py_ssize_t position, Py_ssize_t base_size) {
-    Py_ssize_t k = bisect_left(p->anchors.items, p->anchors.count, position);
+    Hints *hint = p->hints;
+    Py_ssize_t k = seek(p->anchors.items, p->anchors.count, position, &hint->window);
     Py_ssize_t start = k == 0 ? 0 : p->anchors.items[k - 1] + 1;
     Py_ssize_t end = start + base_size < p->size ? start + base_size : p->size;
     Py_ssize_t cut = section_end(p, start);
     if (cut < end) end = cut;
-    Py_ssize_t first = first_word_at(p, start);
-    Py_ssize_t last = first_word_at(p, end);
+    Py_ssize_t first = seek_word(p->word, p->words, start, &hint->first_word);
+    Py_ssize_t last = seek_word(p->word, p->words, end, &hint->last_word);
     if (last == first) return 0.0;
     double words = (double)(last - first);
     double chars = (double)(end - start);
-    int64_t hits = bisect_left(p->hit_marks.items, p->hit_marks.count, end) -
-                   bisect_left(p->hit_marks.items, p->hit_marks.count, start);
+    int64_t hits = seek(p->hit_marks.items, p->hit_marks.count, end, &hint->last_hit) -
+                   seek(p->hit_marks.items, p->hit_marks.count, start, &hint->first_hit);
     hits += p->word[last].tech - p->word[first].tech;
     double per_100 = chars / 100.0 > 1.0 ? chars / 100.0 : 1.0;
     double score = 0.4 * fmin((double)hits / per_100, 1.0);
@@ -448,8 +465,8 @@ static double window_density(const Profile *p, Py_ssize_t position, Py_ssize_t b
     score += 0.2 * fmin((double)(p->word[last].letters - p->word[first].letters) / words / 10.0,
                          1.0);
     if (p->complex.count) {
-        Py_ssize_t found = bisect_left(p->complex.items, p->complex.count, end) -
-                           bisect_left(p->complex.items, p->complex.count, start);
+        Py_ssize_t found = seek(p->complex.items, p->complex.count, end, &hint->last_complex) -
+                           seek(p->complex.items, p->complex.count, start, &hint->first_complex);
         double per_200 = chars / 200.0 > 1.0 ? chars / 200.0 : 1.0;
         score += 0.1 * fmin((double)found / per_200, 1.0);
     }
@@ -583,7 +600,7 @@ static Py_ssize_t resolve(const Profile *p, Py_ssize_t position, Py_ssize_t sent
 static Py_ssize_t last_end(const Profile *p, Py_ssize_t start, Py_ssize_t floor,
                            Py_ssize_t limit) {
     const Py_ssize_t *anchors = p->anchors.items;
-    for (Py_ssize_t k = bisect_right(anchors, p->anchors.count, limit) - 1; k >= 0; k--) {
+    for (Py_ssize_t k = seek_right(&p->anchors, limit, &p->hints->last_end) - 1; k >= 0; k--) {
         if (anchors[k] < start) return -1;
         Py_ssize_t raw = resolve(p, anchors[k], start);
         if (raw == -2) return -2;
@@ -600,8 +617,8 @@ static Py_ssize_t last_end(const Profile *p, Py_ssize_t start, Py_ssize_t floor,
 static Py_ssize_t first_end(const Profile *p, Py_ssize_t floor, Py_ssize_t limit) {
     const Py_ssize_t *anchors = p->anchors.items;
     Py_ssize_t count = p->anchors.count;
-    for (Py_ssize_t k = bisect_left(anchors, count, floor); k < count && anchors[k] <= limit;
-         k++) {
+    for (Py_ssize_t k = seek(anchors, count, floor, &p->hints->first_end);
+         k < count && anchors[k] <= limit; k++) {
         Py_ssize_t raw = resolve(p, anchors[k], floor);
         if (raw == -2) return -2;
         if (raw >= 0 && raw <= limit) {
@@ -620,7 +637,7 @@ static Py_ssize_t carried_start(const Profile *p, Py_ssize_t start, Py_ssize_t e
     const Py_ssize_t *anchors = p->anchors.items;
     Py_ssize_t count = p->anchors.count;
     Py_ssize_t low = end - overlap - 1;
-    for (Py_ssize_t k = bisect_left(anchors, count, low > start ? low : start);
+    for (Py_ssize_t k = seek(anchors, count, low > start ? low : start, &p->hints->carried);
          k < count && anchors[k] < end; k++) {
         Py_ssize_t raw = resolve(p, anchors[k], start);
         if (raw == -2) return -2;
@@ -794,7 +811,7 @@ static int allocate(Profile *p) {
     p->fences.items = PyMem_Malloc(sizeof(Py_ssize_t) * n);
     p->word = PyMem_Malloc(sizeof(Word) * (words + 1));
     if (p->anchors.items == NULL || p->hit_marks.items == NULL || p->complex.items == NULL ||
-        p->fences.items == NULL || p->word == NULL || vocabulary_init(&p->seen, 10) < 0) {
+        p->fences.items == NULL || p->word == NULL || vocabulary_copy(&p->seen, &config.known) < 0) {
         PyErr_NoMemory();
         return -1;
     }
@@ -816,7 +833,7 @@ static PyObject *plan(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_RuntimeError, "configure() was not called");
         return NULL;
     }
-    /* Word indices are packed with two flag bits into an int32 (SeenWord.info). */
+    /* Word indices (+ SEEN_OFFSET) are packed with two flag bits into an int32. */
     if (PyUnicode_GET_LENGTH(text) >= (1 << 29)) {
         PyErr_SetString(PyExc_ValueError, "text too long for the compiled core");
         return NULL;
@@ -825,6 +842,8 @@ static PyObject *plan(PyObject *self, PyObject *args) {
     p.kind = PyUnicode_KIND(text);
     p.data = PyUnicode_DATA(text);
     p.text_object = text;
+    Hints hints = {0};
+    p.hints = &hints;
     params.density = NULL;
     PyObject *chunks = NULL;
     if (skip_space(&p, 0) == p.size) {
