@@ -191,7 +191,7 @@ static PyObject *configure(PyObject *self, PyObject *args) {
 
 typedef struct {
     Py_ssize_t *items;
-    Py_ssize_t count;
+    Py_ssize_t count, capacity;
 } Positions;
 
 /* A word: where it starts, and the letters, technical words and words new to their window
@@ -220,7 +220,7 @@ typedef struct {
     /* Words in order; each with the running totals before it, and one more entry after the
      * last word with the document's totals (so a range of words sums by subtraction). */
     Word *word;
-    Py_ssize_t words;
+    Py_ssize_t words, word_capacity;
     Vocabulary seen;
     int failed; /* an allocation failed during the scan */
     Hints *hints; /* mutable even where the profile is read-only */
@@ -248,13 +248,35 @@ static int is_arabic_letter(Py_UCS4 c) {
 
 static int is_arabic_mark(Py_UCS4 c) { return (c >= 0x064b && c <= 0x065f) || c == 0x0670; }
 
-static inline void push(Positions *positions, Py_ssize_t value) {
+/* Arrays start at a size that fits typical text and double when full: allocating for the
+ * worst case (every character a candidate) made the allocator map and unmap fresh pages for
+ * every document, and page faults cost more than the growth. */
+static int grow(void **items, Py_ssize_t *capacity, size_t item_size) {
+    Py_ssize_t bigger = 2 * *capacity + 16;
+    void *moved = PyMem_Realloc(*items, item_size * bigger);
+    if (moved == NULL) return -1;
+    *items = moved;
+    *capacity = bigger;
+    return 0;
+}
+
+static inline void push(Profile *p, Positions *positions, Py_ssize_t value) {
+    if (positions->count == positions->capacity &&
+        grow((void **)&positions->items, &positions->capacity, sizeof(Py_ssize_t)) < 0) {
+        p->failed = 1;
+        return;
+    }
     positions->items[positions->count++] = value;
 }
 
 /* Counts one word: its letters, whether it is technical, whether it is new to its window
  * (the vocabulary keeps the last index of every word hash), and the distinct non-stop words. */
 static inline void add_word(Profile *p, Py_ssize_t start, Py_ssize_t length, uint32_t hash) {
+    if (p->words + 2 > p->word_capacity &&
+        grow((void **)&p->word, &p->word_capacity, sizeof(Word)) < 0) {
+        p->failed = 1;
+        return;
+    }
     Word *totals = &p->word[p->words];
     Word *next = totals + 1;
     SeenWord *entry = vocabulary_slot(&p->seen, hash);
@@ -293,7 +315,7 @@ static inline void add_word(Profile *p, Py_ssize_t start, Py_ssize_t length, uin
         while (i < n && (t[i] == ' ' || t[i] == '\t')) i++;                                   \
         if (i + 3 <= n && ((t[i] == '`' && t[i + 1] == '`' && t[i + 2] == '`') ||             \
                            (t[i] == '~' && t[i + 1] == '~' && t[i + 2] == '~')))              \
-            push(&p->fences, line);                                                           \
+            push(p, &p->fences, line);                                                           \
     }                                                                                         \
     static Py_ssize_t NAME##_arabic_run(Profile *p, const CHAR_T *t, Py_ssize_t i) {          \
         Py_ssize_t j = i, n = p->size;                                                        \
@@ -302,7 +324,7 @@ static inline void add_word(Profile *p, Py_ssize_t start, Py_ssize_t length, uin
             units += is_arabic_letter(t[j]);                                                  \
             j++;                                                                              \
         }                                                                                     \
-        if (units >= p->min_arabic_letters) push(&p->complex, i);                             \
+        if (units >= p->min_arabic_letters) push(p, &p->complex, i);                             \
         return j;                                                                             \
     }                                                                                         \
     static inline void NAME##_sparse(Profile *p, const CHAR_T *t, Py_ssize_t i, uint8_t k,    \
@@ -312,10 +334,10 @@ static inline void add_word(Profile *p, Py_ssize_t start, Py_ssize_t length, uin
         Py_UCS4 next_c = i + 1 < n ? t[i + 1] : ' ';                                          \
         uint8_t next = class_of(next_c);                                                      \
         if (k & C_PUNCT) {                                                                    \
-            push(&p->hit_marks, i);                                                           \
+            push(p, &p->hit_marks, i);                                                           \
             p->punct_hits++;                                                                  \
         } else if ((k & C_DOT) && i > 0 && (class_of(t[i - 1]) & next & C_DIGIT)) {           \
-            push(&p->hit_marks, i);                                                           \
+            push(p, &p->hit_marks, i);                                                           \
             if (i - 1 >= *decimal_free) {                                                     \
                 p->decimals++;                                                                \
                 *decimal_free = i + 2;                                                        \
@@ -325,7 +347,7 @@ static inline void add_word(Profile *p, Py_ssize_t start, Py_ssize_t length, uin
         if ((k & C_BREAK) || ((k & C_LATIN) && (next & C_FOLLOW)) ||                          \
             ((k & C_MARK) && !(next & C_MARK)) ||                                             \
             ((k & next & C_MARK) && ((c >= 0x3000) != (next_c >= 0x3000))))                   \
-            push(&p->anchors, i);                                                             \
+            push(p, &p->anchors, i);                                                             \
         if (c == '\n' && i + 1 < n) NAME##_fence_line(p, t, i + 1);                           \
     }                                                                                         \
     static void NAME(Profile *p, const CHAR_T *t) {                                           \
@@ -801,17 +823,20 @@ static void release(Profile *p) {
     PyMem_Free(p->seen.slots);
 }
 
-/* Arrays sized for the worst case of the text (every character an anchor, every other one a
- * word): malloc hands out untouched pages, so only what is written costs anything. */
+static int reserve(Positions *positions, Py_ssize_t capacity) {
+    positions->items = PyMem_Malloc(sizeof(Py_ssize_t) * capacity);
+    positions->capacity = capacity;
+    return positions->items == NULL ? -1 : 0;
+}
+
+/* Room for typical text (about one word in six characters, fewer candidates and marks). */
 static int allocate(Profile *p) {
-    Py_ssize_t n = p->size + 1, words = p->size / 2 + 1;
-    p->anchors.items = PyMem_Malloc(sizeof(Py_ssize_t) * n);
-    p->hit_marks.items = PyMem_Malloc(sizeof(Py_ssize_t) * n);
-    p->complex.items = PyMem_Malloc(sizeof(Py_ssize_t) * n);
-    p->fences.items = PyMem_Malloc(sizeof(Py_ssize_t) * n);
-    p->word = PyMem_Malloc(sizeof(Word) * (words + 1));
-    if (p->anchors.items == NULL || p->hit_marks.items == NULL || p->complex.items == NULL ||
-        p->fences.items == NULL || p->word == NULL || vocabulary_copy(&p->seen, &config.known) < 0) {
+    Py_ssize_t n = p->size;
+    p->word_capacity = n / 4 + 16;
+    p->word = PyMem_Malloc(sizeof(Word) * p->word_capacity);
+    if (reserve(&p->anchors, n / 32 + 16) < 0 || reserve(&p->hit_marks, n / 16 + 16) < 0 ||
+        reserve(&p->complex, 16) < 0 || reserve(&p->fences, 16) < 0 || p->word == NULL ||
+        vocabulary_copy(&p->seen, &config.known) < 0) {
         PyErr_NoMemory();
         return -1;
     }
