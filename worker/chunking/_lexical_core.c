@@ -16,6 +16,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -80,10 +81,12 @@ typedef struct {
     PyObject *prose_type;
     PyObject *empty;
     PyObject *key[N_KEYS];
+    PyObject *template; /* the metadata keys every chunk has, in order, values None */
     Py_ssize_t max_chars, short_chars, lead_in_chars, min_letters, overlap_min;
     Py_ssize_t list_overlap_min, lead_window;
     Phrase *phrases[N_OPENING];
     Py_ssize_t n_phrases[N_OPENING];
+    uint64_t first_chars[N_OPENING][2]; /* which lower-case ASCII characters start a phrase */
     uint64_t *stop; /* open-addressing table of stop-word hashes, 0 = empty */
     size_t stop_mask;
     char (*abbrev)[16];
@@ -96,16 +99,25 @@ static Config cfg;
  * Characters
  * ------------------------------------------------------------------------------------- */
 
+/* Each character's classes, read once per document (see survey) so that the hot loops
+ * test one byte instead of decoding a code point and asking the Unicode database. */
+enum { C_SPACE = 1, C_KEYWORD = 2, C_BREAK = 4, C_REFERENCE = 8, C_STOP = 16, C_WIDE_KEYWORD = 32 };
+
 typedef struct {
     int kind;
     const void *data;
     Py_ssize_t len;
+    const unsigned char *cls;
 } Text;
 
 static inline Py_UCS4 at(const Text *t, Py_ssize_t i) { return PyUnicode_READ(t->kind, t->data, i); }
 
 /* str.isspace / regex \s */
 static inline int is_space(Py_UCS4 c) { return Py_UNICODE_ISSPACE(c); }
+
+static inline int sp(const Text *t, Py_ssize_t i) { return t->cls[i] & C_SPACE; }
+
+static inline int kwc(const Text *t, Py_ssize_t i) { return t->cls[i] & C_KEYWORD; }
 
 static inline int is_blank_char(Py_UCS4 c) { return c == ' ' || c == '\t'; }
 
@@ -187,11 +199,11 @@ static int spans_push(Spans *s, Py_ssize_t start, Py_ssize_t end)
  * (segment._strip). */
 static int strip_span(const Text *t, Py_ssize_t start, Py_ssize_t end, Span *out)
 {
-    while (start < end && is_space(at(t, start)))
+    while (start < end && sp(t, (start)))
         start++;
     if (start == end)
         return 0;
-    while (is_space(at(t, end - 1)))
+    while (sp(t, (end - 1)))
         end--;
     out->start = start;
     out->end = end;
@@ -229,7 +241,14 @@ static int split_paragraphs(const Text *t, Spans *out)
 {
     Py_ssize_t start = 0, i = 0;
     while (i < t->len) {
-        if (at(t, i) != '\n') {
+        if (t->kind == PyUnicode_1BYTE_KIND) {
+            const Py_UCS1 *data = t->data;
+            const void *feed = memchr(data + i, '\n', (size_t)(t->len - i));
+            if (feed == NULL)
+                break;
+            i = (const Py_UCS1 *)feed - data;
+        }
+        else if (!(t->cls[i] & C_BREAK) || at(t, i) != '\n') {
             i++;
             continue;
         }
@@ -281,12 +300,12 @@ static int lines_read(const Text *t, Lines *l)
         int blank = 1;
         Py_UCS4 c = 0;
         while (j < t->len) {
-            c = at(t, j);
-            if (c < 128 ? (c == '\n' || c == '\r' || (c >= 0x0b && c <= 0x0c) || (c >= 0x1c && c <= 0x1e))
-                        : Py_UNICODE_ISLINEBREAK(c))
+            unsigned char k = t->cls[j];
+            if (k & C_BREAK) {
+                c = at(t, j);
                 break;
-            if (blank && !is_space(c))
-                blank = 0;
+            }
+            blank &= k & C_SPACE;
             j++;
         }
         l->start[n] = i;
@@ -634,7 +653,7 @@ static int interrupts_paragraph(const Doc *d, Py_ssize_t i)
     if (!bullet_at(t, BODY(d, i), &numbered))
         return 0;
     Py_ssize_t p = head + 1;
-    while (p < e && is_space(at(t, p)))
+    while (p < e && sp(t, (p)))
         p++;
     if (p == e)
         return 0; /* a bare marker */
@@ -697,7 +716,7 @@ static Py_ssize_t html_end(const Doc *d, Py_ssize_t i)
         return d->l.count;
     }
     Py_ssize_t p = d->l.start[i];
-    while (p < d->l.end[i] && is_space(at(t, p)))
+    while (p < d->l.end[i] && sp(t, (p)))
         p++;
     if (p + 4 <= d->l.end[i] && at(t, p) == '<' && at(t, p + 1) == '!' && at(t, p + 2) == '-' &&
         at(t, p + 3) == '-') {
@@ -780,7 +799,7 @@ static int line_is(const Doc *d, Py_ssize_t j, const char *s)
 {
     const Text *t = d->t;
     Py_ssize_t p = d->l.start[j], e = d->l.end[j], n = (Py_ssize_t)strlen(s);
-    while (e > p && is_space(at(t, e - 1)))
+    while (e > p && sp(t, (e - 1)))
         e--;
     if (e - p != n)
         return 0;
@@ -930,7 +949,7 @@ static Py_ssize_t setext_underline_start(const Text *t, Py_ssize_t s, Py_ssize_t
         return e;
     q--;
     /* The search finds the leftmost start: every whitespace character before the break. */
-    while (q > s && is_space(at(t, q - 1)))
+    while (q > s && sp(t, (q - 1)))
         q--;
     return q;
 }
@@ -964,7 +983,7 @@ static PyObject *folded(const Text *t, Py_ssize_t s, Py_ssize_t e)
 static PyObject *heading_title(const Text *t, Py_ssize_t s, Py_ssize_t e)
 {
     Py_ssize_t p = s;
-    while (p < e && is_space(at(t, p)))
+    while (p < e && sp(t, (p)))
         p++;
     if (p == e || at(t, p) != '#')
         e = setext_underline_start(t, s, e);
@@ -1090,7 +1109,7 @@ static int false_stop(const Text *t, Py_ssize_t base, Py_ssize_t limit, Py_ssize
         return 0;
     /* segment._word_before */
     Py_ssize_t word_start = mark_start, floor = mark_start - 40 > base ? mark_start - 40 : base;
-    while (word_start > floor && !is_space(at(t, word_start - 1)))
+    while (word_start > floor && !sp(t, (word_start - 1)))
         word_start--;
     Py_ssize_t w = word_start;
     while (w < mark_start && is_opener(at(t, w)))
@@ -1148,7 +1167,7 @@ static int candidate_at(const Text *t, Py_ssize_t p, Py_ssize_t limit, Py_ssize_
     while (q < limit && is_latin_closer(at(t, q)))
         q++;
     /* "(?=\s|\Z)" */
-    if (q < limit && !is_space(at(t, q)))
+    if (q < limit && !sp(t, (q)))
         return 0;
     *end = q;
     return 1;
@@ -1161,7 +1180,7 @@ static int split_sentences(const Text *t, Py_ssize_t base, Py_ssize_t limit, Spa
     while (p < limit) {
         Py_ssize_t end, mark_end;
         int line;
-        if (!candidate_at(t, p, limit, &end, &line, &mark_end)) {
+        if (!(t->cls[p] & C_STOP) || !candidate_at(t, p, limit, &end, &line, &mark_end)) {
             p++;
             continue;
         }
@@ -1200,10 +1219,10 @@ static int split_to_cap(const Text *t, Span span, Py_ssize_t cap, Spans *out)
     int rc = -1;
     Py_ssize_t p = span.start;
     while (p < span.end) {
-        while (p < span.end && is_space(at(t, p)))
+        while (p < span.end && sp(t, (p)))
             p++;
         Py_ssize_t w = p;
-        while (p < span.end && !is_space(at(t, p)))
+        while (p < span.end && !sp(t, (p)))
             p++;
         if (w == p)
             break;
@@ -1252,6 +1271,8 @@ done:
  * otherwise the range's own text is read on its own. The two differ only where a range
  * starts or ends inside a word.
  * ------------------------------------------------------------------------------------- */
+
+static PyObject *rounded_by_python(double x, int digits);
 
 #define FNV_OFFSET 0xcbf29ce484222325ULL
 #define FNV_PRIME 0x100000001b3ULL
@@ -1338,43 +1359,103 @@ static int is_stop_word(uint64_t h)
 }
 
 typedef struct {
+    Py_ssize_t start, end; /* the whole run */
+    uint64_t hash;
+    int stop;
+    Py_ssize_t keywords_before; /* runs before this one that are not stop words */
+} Run;
+
+/* A document's words and keyword runs, found in one pass (reader_read). */
+typedef struct {
     const Text *t;
     int whole_words; /* the document pass applies: ranges read whole words */
+    Run *runs;       /* runs of at least min_letters keyword characters, in order */
+    Py_ssize_t n_runs, cap_runs;
+    Py_ssize_t *words; /* where each whitespace-separated word starts */
+    Py_ssize_t n_words, cap_words;
 } Reader;
+
+static Py_UCS4 latin1_lower[256];
+
+#define HASH_RUN(TYPE)                                                                        \
+    do {                                                                                      \
+        const TYPE *data = t->data;                                                           \
+        for (Py_ssize_t p = s; p < e; p++)                                                    \
+            h = (h ^ (data[p] < 256 ? latin1_lower[data[p]] : lower_char(data[p]))) * FNV_PRIME; \
+    } while (0)
+
+static uint64_t run_hash(const Text *t, Py_ssize_t s, Py_ssize_t e)
+{
+    uint64_t h = FNV_OFFSET;
+    if (t->kind == PyUnicode_1BYTE_KIND)
+        HASH_RUN(Py_UCS1);
+    else if (t->kind == PyUnicode_2BYTE_KIND)
+        HASH_RUN(Py_UCS2);
+    else
+        HASH_RUN(Py_UCS4);
+    return nonzero(h);
+}
+
+static void reader_free(Reader *r)
+{
+    PyMem_Free(r->runs);
+    PyMem_Free(r->words);
+}
+
+/* Index of the first run starting at or after p. */
+static Py_ssize_t first_run(const Reader *r, Py_ssize_t p)
+{
+    Py_ssize_t lo = 0, hi = r->n_runs;
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) / 2;
+        if (r->runs[mid].start < p)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static Py_ssize_t first_word(const Reader *r, Py_ssize_t p)
+{
+    Py_ssize_t lo = 0, hi = r->n_words;
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) / 2;
+        if (r->words[mid] < p)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
 
 /* Calls found(h) for every keyword (stop words left out) of [s, e). Returns -1 when found
  * fails. */
 typedef int (*KeywordSink)(void *ctx, uint64_t h);
 
+/* A run cut by a range's edge, read as the range's own text reads it. */
+static int cut_run(const Reader *r, Py_ssize_t s, Py_ssize_t e, KeywordSink found, void *ctx)
+{
+    if (e - s < cfg.min_letters)
+        return 0;
+    uint64_t h = run_hash(r->t, s, e);
+    return is_stop_word(h) ? 0 : found(ctx, h);
+}
+
 static int each_keyword(const Reader *r, Py_ssize_t s, Py_ssize_t e, KeywordSink found, void *ctx)
 {
-    const Text *t = r->t;
-    Py_ssize_t stop = r->whole_words ? t->len : e;
-    Py_ssize_t p = s;
-    /* A run that started before the range belongs to the range before it. */
-    if (r->whole_words && p > 0 && is_keyword_char(at(t, p - 1)))
-        while (p < e && is_keyword_char(at(t, p)))
-            p++;
-    while (p < e) {
-        if (!is_keyword_char(at(t, p))) {
-            p++;
-            continue;
-        }
-        uint64_t h = FNV_OFFSET;
-        Py_ssize_t q = p;
-        while (q < stop) {
-            Py_UCS4 c = at(t, q);
-            if (!is_keyword_char(c))
-                break;
-            h = (h ^ lower_char(c)) * FNV_PRIME;
-            q++;
-        }
-        if (q - p >= cfg.min_letters) {
-            h = nonzero(h);
-            if (!is_stop_word(h) && found(ctx, h) < 0)
+    Py_ssize_t i = first_run(r, s);
+    if (!r->whole_words && i > 0 && r->runs[i - 1].end > s &&
+        cut_run(r, s, r->runs[i - 1].end < e ? r->runs[i - 1].end : e, found, ctx) < 0)
+        return -1;
+    for (; i < r->n_runs && r->runs[i].start < e; i++) {
+        const Run *run = &r->runs[i];
+        if (!r->whole_words && run->end > e) {
+            if (cut_run(r, run->start, e, found, ctx) < 0)
                 return -1;
         }
-        p = q;
+        else if (!run->stop && found(ctx, run->hash) < 0)
+            return -1;
     }
     return 0;
 }
@@ -1389,19 +1470,33 @@ static int count_one(void *ctx, uint64_t h)
 /* Words (whitespace-separated) of [s, e), read as the Reader says. */
 static Py_ssize_t count_words(const Reader *r, Py_ssize_t s, Py_ssize_t e)
 {
-    const Text *t = r->t;
-    Py_ssize_t words = 0;
-    int inside = r->whole_words && s > 0 && !is_space(at(t, s - 1));
-    for (Py_ssize_t p = s; p < e; p++) {
-        int word = !is_space(at(t, p));
-        words += word && !inside;
-        inside = word;
-    }
+    Py_ssize_t words = first_word(r, e) - first_word(r, s);
+    /* Read on its own, a range that starts inside a word starts with a word. */
+    if (!r->whole_words && s < e && s > 0 && !sp(r->t, s) && !sp(r->t, s - 1))
+        words++;
     return words;
 }
 
-/* round(x, digits) exactly as Python rounds it (its own correctly rounded conversions). */
+/* round(x, digits) exactly as Python rounds it: Python rounds the double's exact value to
+ * the nearest decimal (its correctly rounded dtoa), then reads that decimal back. Scaling
+ * by 10**digits in floating point errs by far less than 1e-6 for the values here (at most
+ * a few thousand), so away from a half-way point the scaled value rounds to the same
+ * integer, and integer / 10**digits is the correctly rounded reading of the decimal.
+ * Near a half-way point (or for large values) Python's own conversions decide. */
 static PyObject *rounded(double x, int digits)
+{
+    double scale = digits == 4 ? 1e4 : 10.0;
+    double scaled = x * scale;
+    if (digits <= 4 && x >= 0.0 && scaled < 1e9) {
+        double whole = floor(scaled);
+        double frac = scaled - whole;
+        if (fabs(frac - 0.5) > 1e-6)
+            return PyFloat_FromDouble((frac > 0.5 ? whole + 1.0 : whole) / scale);
+    }
+    return rounded_by_python(x, digits);
+}
+
+static PyObject *rounded_by_python(double x, int digits)
 {
     char *repr = PyOS_double_to_string(x, 'f', digits, 0, NULL);
     if (repr == NULL)
@@ -1470,9 +1565,16 @@ static int opening_rule(const Text *t, const Unit *u)
             break;
         p += r + 1;
     }
+    if (p == window)
+        return NO_OPENING;
+    Py_UCS4 first = ascii_lower(at(t, p));
+    if (first >= 128)
+        return NO_OPENING;
     /* Each phrase: ASCII case-insensitive, then "(?![A-Za-z0-9])" (the window's end counts
      * as the text's end). */
     for (int rule = 0; rule < N_OPENING; rule++) {
+        if (!(cfg.first_chars[rule][first >> 6] >> (first & 63) & 1))
+            continue;
         for (Py_ssize_t k = 0; k < cfg.n_phrases[rule]; k++) {
             const Phrase *ph = &cfg.phrases[rule][k];
             if (p + ph->len > window)
@@ -1538,7 +1640,7 @@ static int chunk_keywords(Builder *b)
 static Py_UCS4 last_char(const Text *t, const Unit *u)
 {
     for (Py_ssize_t p = u->end; p > u->start; p--)
-        if (!is_space(at(t, p - 1)))
+        if (!sp(t, (p - 1)))
             return at(t, p - 1);
     return 0;
 }
@@ -1616,19 +1718,36 @@ static PyObject *heading_path(const Builder *b)
 static PyObject *distinct_labels(const int *ids, Py_ssize_t n, PyObject *const *names, int n_names)
 {
     int seen[16] = {0};
-    PyObject *list = PyList_New(0);
-    if (list == NULL)
-        return NULL;
+    int order[16];
+    Py_ssize_t distinct = 0;
     for (Py_ssize_t k = 0; k < n; k++) {
         if (ids[k] < 0 || ids[k] >= n_names || seen[ids[k]])
             continue;
         seen[ids[k]] = 1;
-        if (PyList_Append(list, names[ids[k]]) < 0) {
-            Py_DECREF(list);
-            return NULL;
-        }
+        order[distinct++] = ids[k];
     }
+    PyObject *list = PyList_New(distinct);
+    if (list == NULL)
+        return NULL;
+    for (Py_ssize_t k = 0; k < distinct; k++)
+        PyList_SET_ITEM(list, k, new_ref(names[order[k]]));
     return list;
+}
+
+/* Keywords (stop words left out) of [s, e), counted. */
+static Py_ssize_t count_keywords(const Reader *r, Py_ssize_t s, Py_ssize_t e)
+{
+    Py_ssize_t found = 0;
+    if (!r->whole_words) {
+        each_keyword(r, s, e, count_one, &found); /* count_one cannot fail */
+        return found;
+    }
+    /* Whole words: the runs starting in [s, e), by the running count. */
+    Py_ssize_t i = first_run(r, s), j = first_run(r, e);
+    if (i == j)
+        return 0;
+    const Run *last = &r->runs[j - 1];
+    return last->keywords_before + !last->stop - r->runs[i].keywords_before;
 }
 
 static PyObject *keyword_density(const Builder *b, Py_ssize_t start, Py_ssize_t end)
@@ -1636,9 +1755,7 @@ static PyObject *keyword_density(const Builder *b, Py_ssize_t start, Py_ssize_t 
     Py_ssize_t words = count_words(&b->reader, start, end);
     if (!words)
         return PyFloat_FromDouble(0.0);
-    Py_ssize_t found = 0;
-    if (each_keyword(&b->reader, start, end, count_one, &found) < 0)
-        return NULL;
+    Py_ssize_t found = count_keywords(&b->reader, start, end);
     return rounded((double)found / (double)words, 4);
 }
 
@@ -1670,7 +1787,7 @@ static PyObject *metadata(const Builder *b, const Unit *units, Py_ssize_t n, con
             kinds[n_kinds++] = kind;
         }
     }
-    PyObject *d = PyDict_New();
+    PyObject *d = PyDict_Copy(cfg.template);
     if (d == NULL)
         return NULL;
     if (put(d, M_INDEX, PyLong_FromSsize_t(PyList_GET_SIZE(b->chunks))) < 0 ||
@@ -1840,6 +1957,7 @@ static void builder_free(Builder *b)
     PyMem_Free(b->keywords.slots);
     PyMem_Free(b->pool);
     PyMem_Free(b->scratch.slots);
+    reader_free(&b->reader);
     Py_XDECREF(b->chunks);
 }
 
@@ -1847,39 +1965,130 @@ static void builder_free(Builder *b)
  * The document
  * ------------------------------------------------------------------------------------- */
 
-/* Reads the document once: whether it needs the reference (see needs_reference_char),
- * whether the reference would take its document pass. Returns 1 for "needs the reference". */
-static int survey(const Text *t, PyObject *text, int *whole_words)
+/* Classes of the characters below 256 (the whole text of most documents). */
+static unsigned char latin1_cls[256];
+
+/* The first characters of segment.CANDIDATE's alternatives (its _CANDIDATE_FIRST). */
+static int starts_candidate(Py_UCS4 c)
 {
-    int ascii = PyUnicode_IS_ASCII(text);
-    int nonascii_keyword = 0;
-    Py_ssize_t longest = 0, run = 0;
-    for (Py_ssize_t p = 0; p < t->len; p++) {
-        Py_UCS4 c = at(t, p);
-        if (!ascii && c >= 128) {
-            if (needs_reference_char(c))
-                return 1;
-            nonascii_keyword |= is_keyword_char(c);
+    return c == '\r' || c == '\n' || c == 0x2028 || c == 0x2029 || is_cjk_stop(c) || is_arabic_stop(c) ||
+           is_latin_stop(c);
+}
+
+static unsigned char classify(Py_UCS4 c)
+{
+    unsigned char k = 0;
+    if (Py_UNICODE_ISSPACE(c))
+        k |= C_SPACE;
+    if (is_keyword_char(c))
+        k |= c < 128 ? C_KEYWORD : C_KEYWORD | C_WIDE_KEYWORD;
+    if (Py_UNICODE_ISLINEBREAK(c))
+        k |= C_BREAK;
+    if (c >= 128 && needs_reference_char(c))
+        k |= C_REFERENCE;
+    if (starts_candidate(c))
+        k |= C_STOP;
+    return k;
+}
+
+#define CLASSIFY_ALL(TYPE, CLASSIFY)                                                          \
+    do {                                                                                      \
+        const TYPE *data = t->data;                                                           \
+        for (Py_ssize_t p = 0; p < n; p++) {                                                  \
+            Py_UCS4 c = data[p];                                                              \
+            unsigned char k = CLASSIFY;                                                       \
+            cls[p] = k;                                                                       \
+            any |= k;                                                                         \
+        }                                                                                     \
+    } while (0)
+
+static inline void end_run(Reader *r, Py_ssize_t start, Py_ssize_t end)
+{
+    if (end - start < cfg.min_letters)
+        return;
+    Run *run = &r->runs[r->n_runs];
+    run->start = start;
+    run->end = end;
+    run->hash = run_hash(r->t, start, end);
+    run->stop = is_stop_word(run->hash);
+    run->keywords_before = r->n_runs ? run[-1].keywords_before + !run[-1].stop : 0;
+    r->n_runs++;
+}
+
+/* Every character's classes into cls (with a space after the last one, so that scans
+ * stop there); the union of all classes. */
+static unsigned char classify_all(const Text *t, unsigned char *cls)
+{
+    Py_ssize_t n = t->len;
+    unsigned char any = 0;
+    if (t->kind == PyUnicode_1BYTE_KIND)
+        CLASSIFY_ALL(Py_UCS1, latin1_cls[c]);
+    else if (t->kind == PyUnicode_2BYTE_KIND)
+        CLASSIFY_ALL(Py_UCS2, c < 256 ? latin1_cls[c] : classify(c));
+    else
+        CLASSIFY_ALL(Py_UCS4, c < 256 ? latin1_cls[c] : classify(c));
+    cls[n] = C_SPACE;
+    return any;
+}
+
+/* The document's words and keyword runs, scanned word by word on the classes; returns
+ * the longest word. */
+static Py_ssize_t find_words(Reader *r)
+{
+    const unsigned char *cls = r->t->cls;
+    Py_ssize_t n = r->t->len, p = 0, longest = 0;
+    while (p < n) {
+        while (cls[p] & C_SPACE)
+            if (++p == n)
+                return longest;
+        Py_ssize_t word = p;
+        r->words[r->n_words++] = p;
+        while (!(cls[p] & C_SPACE)) {
+            if (!(cls[p] & C_KEYWORD)) {
+                p++;
+                continue;
+            }
+            Py_ssize_t q = p + 1;
+            while (cls[q] & C_KEYWORD)
+                q++;
+            end_run(r, p, q);
+            p = q;
         }
-        if (is_space(c))
-            run = 0;
-        else if (++run > longest)
-            longest = run;
+        if (p - word > longest)
+            longest = p - word;
     }
-    *whole_words = t->len > 0 && !nonascii_keyword && longest <= cfg.max_chars;
+    return longest;
+}
+
+/* Reads the document once: every character's classes into cls, its words and keyword
+ * runs, whether the reference would take its document pass (whole words). Returns 1 when
+ * the document needs the reference (see needs_reference_char), -1 on error. */
+static int read_document(Reader *r, unsigned char *cls)
+{
+    Py_ssize_t n = r->t->len;
+    unsigned char any = classify_all(r->t, cls);
+    if (any & C_REFERENCE)
+        return 1;
+    /* Sized once for the most a text can hold: a word per two characters, a run per
+     * min_letters + 1. */
+    if (grow((void **)&r->words, &r->cap_words, n / 2 + 1, sizeof(Py_ssize_t)) < 0 ||
+        grow((void **)&r->runs, &r->cap_runs, n / (cfg.min_letters + 1) + 1, sizeof(Run)) < 0)
+        return -1;
+    Py_ssize_t longest = find_words(r);
+    r->whole_words = n > 0 && !(any & C_WIDE_KEYWORD) && longest <= cfg.max_chars;
     return 0;
 }
 
 static PyObject *run_document(PyObject *text, PyObject *doc_id, PyObject *source, int markdown)
 {
-    Text t = {PyUnicode_KIND(text), PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text)};
-    int whole_words;
-    if (survey(&t, text, &whole_words))
-        Py_RETURN_NONE;
+    Text t = {PyUnicode_KIND(text), PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text), NULL};
+    unsigned char *cls = PyMem_Malloc((size_t)t.len + 1);
+    if (cls == NULL)
+        return PyErr_NoMemory();
+    t.cls = cls;
     Builder b;
     memset(&b, 0, sizeof b);
     b.reader.t = &t;
-    b.reader.whole_words = whole_words;
     b.text = text;
     b.doc_id = doc_id;
     b.source = source;
@@ -1887,7 +2096,13 @@ static PyObject *run_document(PyObject *text, PyObject *doc_id, PyObject *source
     Blocks blocks = {0};
     Spans spans = {0};
     PyObject *result = NULL;
-    if ((b.chunks = PyList_New(0)) == NULL || set_init(&b.keywords, 64) < 0 || set_init(&b.scratch, 64) < 0)
+    int reading = read_document(&b.reader, cls);
+    if (reading > 0) {
+        result = new_ref(Py_None);
+        goto done;
+    }
+    if (reading < 0 || (b.chunks = PyList_New(0)) == NULL || set_init(&b.keywords, 64) < 0 ||
+        set_init(&b.scratch, 64) < 0)
         goto done;
     if (markdown) {
         if (split_blocks(&t, &blocks) < 0)
@@ -1917,6 +2132,7 @@ done:
     PyMem_Free(blocks.items);
     PyMem_Free(spans.items);
     builder_free(&b);
+    PyMem_Free(cls);
     return result;
 }
 
@@ -1931,6 +2147,7 @@ static void config_clear(void)
     Py_CLEAR(cfg.heading_type);
     Py_CLEAR(cfg.prose_type);
     Py_CLEAR(cfg.empty);
+    Py_CLEAR(cfg.template);
     for (int k = 0; k < N_REASONS; k++)
         Py_CLEAR(cfg.reason[k]);
     for (int k = 0; k < N_KINDS; k++) {
@@ -1944,6 +2161,7 @@ static void config_clear(void)
             PyMem_Free(cfg.phrases[r][k].chars);
         PyMem_Free(cfg.phrases[r]);
         cfg.phrases[r] = NULL;
+        cfg.first_chars[r][0] = cfg.first_chars[r][1] = 0;
         cfg.n_phrases[r] = 0;
     }
     PyMem_Free(cfg.stop);
@@ -2004,6 +2222,13 @@ static int read_phrases(PyObject *openings)
                 goto done;
             }
             cfg.n_phrases[r] = k + 1;
+            if (ph->len == 0) {
+                Py_DECREF(list);
+                PyErr_SetString(PyExc_ValueError, "empty phrase");
+                goto done;
+            }
+            unsigned char c0 = (unsigned char)ph->chars[0];
+            cfg.first_chars[r][c0 >> 6] |= (uint64_t)1 << (c0 & 63);
         }
         Py_DECREF(list);
     }
@@ -2139,6 +2364,13 @@ static int read_labels(PyObject *reasons, PyObject *standalone)
     for (int k = 0; k < N_KEYS; k++)
         if ((cfg.key[k] = PyUnicode_InternFromString(KEY_NAMES[k])) == NULL)
             return -1;
+    /* Copying a dict that has the keys is cheaper than inserting them one by one (the
+     * table would be resized twice on the way). */
+    if ((cfg.template = PyDict_New()) == NULL)
+        return -1;
+    for (int k = 0; k < M_DOC_ID; k++)
+        if (PyDict_SetItem(cfg.template, cfg.key[k], Py_None) < 0)
+            return -1;
     return rank_reasons();
 }
 
@@ -2224,4 +2456,11 @@ static struct PyModuleDef lexical_core = {
     -1, methods, NULL, NULL, NULL, module_free,
 };
 
-PyMODINIT_FUNC PyInit__lexical_core(void) { return PyModule_Create(&lexical_core); }
+PyMODINIT_FUNC PyInit__lexical_core(void)
+{
+    for (Py_UCS4 c = 0; c < 256; c++) {
+        latin1_cls[c] = classify(c);
+        latin1_lower[c] = lower_char(c);
+    }
+    return PyModule_Create(&lexical_core);
+}
