@@ -353,11 +353,12 @@ static inline void add_word(Profile *p, Py_ssize_t start, Py_ssize_t length, uin
     static void NAME(Profile *p, const CHAR_T *t) {                                           \
         Py_ssize_t n = p->size, i = 0;                                                        \
         Py_ssize_t decimal_free = 0, arabic_end = 0;                                          \
+        const uint8_t *classes = config.classes;                                              \
         if (n > 0) NAME##_fence_line(p, t, 0);                                                \
         while (i < n) {                                                                       \
             /* separators */                                                                  \
             uint8_t k;                                                                        \
-            while (i < n && ((k = class_of(t[i])) & C_SEP)) {                                 \
+            while (i < n && ((k = classes[t[i]]) & C_SEP)) {                                  \
                 if (k & SPARSE) NAME##_sparse(p, t, i, k, &decimal_free);                     \
                 i++;                                                                          \
             }                                                                                 \
@@ -365,7 +366,7 @@ static inline void add_word(Profile *p, Py_ssize_t start, Py_ssize_t length, uin
             /* a word */                                                                      \
             Py_ssize_t word_start = i;                                                        \
             uint32_t hash = 0, power = 1;                                                     \
-            while (i < n && !((k = class_of(t[i])) & C_SEP)) {                                \
+            while (i < n && !((k = classes[t[i]]) & C_SEP)) {                                 \
                 Py_UCS4 c = t[i];                                                             \
                 hash += (uint32_t)c * power;                                                  \
                 power *= HASH_P;                                                              \
