@@ -37,8 +37,9 @@ enum {
 
 /* -- configuration (set once from Python) ------------------------------------------------ */
 
-/* The words of a document: hash -> (when last seen, kind). Open addressing, grown at half
- * load, so it stays as small as the document's vocabulary (cache-resident). Every table starts
+/* The words of a document: hash -> (when last seen, kind). Open addressing, grown at 70 %
+ * load (measured faster than 50 %: a smaller table misses the cache less often than longer
+ * probes cost), so it stays as small as the document's vocabulary. Every table starts
  * as a copy of the configured one, which already holds the technical and stop words (kind
  * known, never seen): counting a word is then one lookup and no branch on "new or not".
  * `info` = seen << 2 | kind, where seen is 0 for "not yet in this document" and else the
@@ -295,7 +296,7 @@ static inline void add_word(Profile *p, Py_ssize_t start, Py_ssize_t length, uin
     next->fresh = totals->fresh + (!stop && now - seen > VOCABULARY_SPAN);
     p->words++;
     p->seen.used += empty;
-    if (2 * p->seen.used > p->seen.mask + 1 && vocabulary_grow(&p->seen) < 0) p->failed = 1;
+    if (10 * p->seen.used > 7 * (p->seen.mask + 1) && vocabulary_grow(&p->seen) < 0) p->failed = 1;
 }
 
 /* One pass over the text, specialised for each storage width. It finds:
