@@ -8,6 +8,7 @@
  *
  * The data (character classes, technical and stop word hashes, abbreviations) is handed over
  * once by configure() from the Python modules that own it, so no word list is written twice.
+ * The density formulas (window and document) are restated here and tested against density.py.
  * Floating point follows the Python code operation by operation (numpy's round(4) is
  * rint(x * 1e4) / 1e4; -ffp-contract=off keeps the compiler from fusing multiply-adds).
  */
@@ -104,9 +105,8 @@ typedef struct {
     PyObject *abbreviations; /* frozenset of lower-case abbreviations (segment.ABBREVIATIONS) */
     PyObject *false_stop_at; /* segment.false_stop_at: the exact rule for non-ASCII words */
     Vocabulary known;        /* the technical and stop word hashes with their kinds */
-    /* Output: the Chunk type, the strategy name, the metadata keys, and
-     * density.density_from_totals (the document density, computed by the Python formula). */
-    PyObject *chunk_type, *name, *density_from_totals;
+    /* Output: the Chunk type, the strategy name, the metadata keys. */
+    PyObject *chunk_type, *name;
     PyObject *key_index, *key_density, *key_local, *key_target, *key_technical;
 } Config;
 
@@ -149,19 +149,18 @@ static int intern_key(PyObject **slot, const char *key) {
 }
 
 static PyObject *configure(PyObject *self, PyObject *args) {
-    PyObject *classes, *tech, *stop, *abbreviations, *false_stop_at, *chunk_type, *name,
-        *density_from_totals;
-    if (!PyArg_ParseTuple(args, "SOOOOOUO", &classes, &tech, &stop, &abbreviations,
-                          &false_stop_at, &chunk_type, &name, &density_from_totals))
+    PyObject *classes, *tech, *stop, *abbreviations, *false_stop_at, *chunk_type, *name;
+    if (!PyArg_ParseTuple(args, "SOOOOOU", &classes, &tech, &stop, &abbreviations,
+                          &false_stop_at, &chunk_type, &name))
         return NULL;
     if (PyBytes_GET_SIZE(classes) != CODEPOINTS) {
         PyErr_SetString(PyExc_ValueError, "the class table must cover every code point");
         return NULL;
     }
     if (!PyAnySet_Check(abbreviations) || !PyCallable_Check(false_stop_at) ||
-        !PyCallable_Check(chunk_type) || !PyCallable_Check(density_from_totals)) {
-        PyErr_SetString(PyExc_TypeError, "abbreviations must be a set; false_stop_at, "
-                                         "chunk_type and density_from_totals callables");
+        !PyCallable_Check(chunk_type)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "abbreviations must be a set; false_stop_at and chunk_type callables");
         return NULL;
     }
     Py_ssize_t total = PyObject_Length(tech) + PyObject_Length(stop);
@@ -184,7 +183,6 @@ static PyObject *configure(PyObject *self, PyObject *args) {
     keep(&config.false_stop_at, false_stop_at);
     keep(&config.chunk_type, chunk_type);
     keep(&config.name, name);
-    keep(&config.density_from_totals, density_from_totals);
     Py_RETURN_NONE;
 }
 
@@ -846,6 +844,24 @@ static int allocate(Profile *p) {
     return 0;
 }
 
+/* density.density_from_totals, operation by operation (ints below 2**53 convert exactly, so
+ * Python's int / int equals the double division), rounded by float.__round__ itself. */
+static PyObject *document_density(Py_ssize_t chars, Py_ssize_t words, Py_ssize_t distinct,
+                                  Py_ssize_t tech_hits, Py_ssize_t letters, Py_ssize_t arabic) {
+    if (words == 0) return PyFloat_FromDouble(0.0);
+    double per_100 = (double)chars / 100.0, per_200 = (double)chars / 200.0;
+    double tech = fmin((double)tech_hits / (per_100 >= 1.0 ? per_100 : 1.0), 1.0);
+    double score = 0.4 * tech + 0.3 * (double)distinct / (double)words +
+                   0.2 * fmin((double)letters / (double)words / 10.0, 1.0) +
+                   0.1 * fmin((double)arabic / (per_200 >= 1.0 ? per_200 : 1.0), 1.0);
+    score = fmin(fmax(score, 0.0), 1.0);
+    PyObject *unrounded = PyFloat_FromDouble(score);
+    if (unrounded == NULL) return NULL;
+    PyObject *rounded = PyObject_CallMethod(unrounded, "__round__", "i", 4);
+    Py_DECREF(unrounded);
+    return rounded;
+}
+
 static PyObject *plan(PyObject *self, PyObject *args) {
     PyObject *text;
     Params params;
@@ -887,11 +903,9 @@ static PyObject *plan(PyObject *self, PyObject *args) {
     }
     if (section_stops(&p) < 0) goto done;
     /* chars, words, distinct non-stop words, technical hits, letters, Arabic complex words */
-    params.density = PyObject_CallFunction(
-        config.density_from_totals, "nnnLLn", p.size, p.words, p.distinct,
-        (long long)(p.punct_hits + p.decimals + p.word[p.words].tech),
-        (long long)p.word[p.words].letters,
-        p.complex.count);
+    params.density = document_density(p.size, p.words, p.distinct,
+                                      p.punct_hits + p.decimals + p.word[p.words].tech,
+                                      p.word[p.words].letters, p.complex.count);
     if (params.density == NULL) goto done;
     chunks = chunk_loop(&p, &params);
 done:
@@ -903,7 +917,7 @@ done:
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS,
      "configure(classes, tech_hashes, stop_hashes, abbreviations, false_stop_at, chunk_type, "
-     "name, density_from_totals)"},
+     "name)"},
     {"chunk", plan, METH_VARARGS,
      "chunk(text, base_size, min_size, max_size, overlap, clause_cuts, arabic_min_letters, "
      "technical_threshold, extra_metadata) -> list[Chunk]"},

@@ -10,7 +10,6 @@ def configure(
     false_stop_at: Callable[[str, int, int, int, int], bool],
     chunk_type: type[Chunk],
     name: str,
-    density_from_totals: Callable[[int, int, int, int, int, int], float],
     /,
 ) -> None: ...
 def chunk(

@@ -34,7 +34,7 @@ from worker.chunking.boundaries import (
     last_clause_end,
     last_word_end,
 )
-from worker.chunking.density import DocumentProfile, density_from_totals, native_tables
+from worker.chunking.density import DocumentProfile, native_tables
 from worker.chunking.lexicon import ARABIC_COMPLEX_MIN_LETTERS
 from worker.chunking.segment import ABBREVIATIONS, false_stop_at
 from worker.chunking.types import Chunk, ContentType
@@ -101,9 +101,7 @@ def _load_core() -> _NativeChunk | None:
     except ImportError:
         return None
     classes, tech, stop = native_tables()
-    _adaptive_core.configure(
-        classes, tech, stop, ABBREVIATIONS, false_stop_at, Chunk, NAME, density_from_totals
-    )
+    _adaptive_core.configure(classes, tech, stop, ABBREVIATIONS, false_stop_at, Chunk, NAME)
     return _adaptive_core.chunk
 
 
