@@ -36,6 +36,9 @@ VOCABULARY = [f"w{i}x" for i in range(700)] + [
     "e.g.", "Dr.", "U.S.", "1.", "...", "…", "?", "!", ".", "\n", "\n\n", "```\n", "~~~\n",
     "الخوارزميات", "والمستخدمين", "مرحبا", "؟", "۔", "؛", "،", "。", "！", "？", "”", '"',
     "\u0670", "\u064b", "\u3000", "\xa0", "\t", "\r\n", "\x00", "\ud800",
+    # case and digit rules outside ASCII: KELVIN SIGN lower-cases to "k" (U.K. is an
+    # abbreviation), U+0130 does not lower-case to ASCII, Arabic-Indic digits are digits
+    "U.\u212a.", "\u212ao.", "\u0130.", "\n\u0661.", "\n\u0661\u0662\u0663\u0664.", "\u00c9.",
 ]  # fmt: skip
 long_documents = st.lists(st.sampled_from(VOCABULARY + FRAGMENTS), min_size=50, max_size=1500).map(
     " ".join
@@ -115,8 +118,37 @@ def test_three_storage_widths_and_edges() -> None:
         "```\ncode = 1;\n```\nprose after the fence. More prose.",
         "x" * 200,
         "word " * 100,
+        "Visit the U.\u212a. Then go home. It is late.",
+        "Items:\n\u0661. first thing here\n\u0662. second thing here",
+        "The \u0130. Next one. And \u212ao. Done.",
     ):
         _same(chunker, text)
+
+
+# Each text hinges on one sentence-end decision (abbreviations, initials, list numbers,
+# lower-case continuations, ellipses in quotes, closers), inside and outside ASCII.
+DECISIONS = [
+    "Visit the U.\u212a. Then go home. It is late.",
+    "Visit the U.K. Then go home. It is late.",
+    "Items:\n\u0661. First thing here\n\u0662. Second thing here",
+    "Items:\n12. First thing here\n1234. Second thing here",
+    "The \u0130. Next one. And \u212ao. Done. \u00c9. End.",
+    "Dr. Who met J. R. R. Tolkien. e.g. this. Fig. 3 shows it. See p. 4.",
+    'He said "wait... and see" and left. "Really?" she asked. Yes!',
+    "\u201cWell\u2026 maybe\u201d. Then: (done.) [ok!] Next\u2019s turn.",
+    "Version 3.14 and v1.2.3 at https://x.io/a.b?c=d. Mail a@b.org. Fine.",
+    "中文。「引用！」啊？مرحبا؟ نعم۔ 한국어. Done",
+]
+
+
+@pytest.mark.parametrize("text", DECISIONS)
+def test_every_cut_position_agrees(text: str) -> None:
+    # A target equal to the cap makes every position of the text a limit in turn, so every
+    # sentence-end decision the text holds becomes a chunk boundary somewhere.
+    for cap in range(2, len(text) + 2):
+        for overlap in (0, cap // 2):
+            chunker = AdaptiveChunker(min_size=cap, max_size=cap, overlap=overlap, base_size=8)
+            _same(chunker, text)
 
 
 def test_long_texts_take_the_python_path(monkeypatch: pytest.MonkeyPatch) -> None:

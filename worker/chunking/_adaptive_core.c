@@ -100,10 +100,15 @@ static int vocabulary_grow(Vocabulary *v) {
 }
 
 typedef struct {
+    Py_ssize_t length;
+    char text[16];
+} Abbreviation;
+
+typedef struct {
     PyObject *class_bytes;   /* bytes of length CODEPOINTS: the class of every code point */
     const uint8_t *classes;
-    PyObject *abbreviations; /* frozenset of lower-case abbreviations (segment.ABBREVIATIONS) */
-    PyObject *false_stop_at; /* segment.false_stop_at: the exact rule for non-ASCII words */
+    Abbreviation *abbreviations; /* segment.ABBREVIATIONS (lower case, ASCII) */
+    Py_ssize_t abbreviation_count;
     Vocabulary known;        /* the technical and stop word hashes with their kinds */
     /* Output: the Chunk type, the strategy name, the metadata keys. */
     PyObject *chunk_type, *name;
@@ -135,6 +140,36 @@ static int add_word_hashes(PyObject *hashes, uint8_t flag) {
     return 0;
 }
 
+/* The abbreviations as short ASCII strings (the rule only ever compares ASCII words). */
+static int set_abbreviations(PyObject *abbreviations) {
+    PyObject *seq = PySequence_Fast(abbreviations, "abbreviations must be iterable");
+    if (seq == NULL) return -1;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(seq);
+    Abbreviation *table = PyMem_Calloc(count + 1, sizeof(Abbreviation));
+    if (table == NULL) {
+        Py_DECREF(seq);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < count; k++) {
+        Py_ssize_t length;
+        const char *text = PyUnicode_AsUTF8AndSize(PySequence_Fast_GET_ITEM(seq, k), &length);
+        if (text == NULL || length >= (Py_ssize_t)sizeof(table[k].text)) {
+            if (text != NULL) PyErr_SetString(PyExc_ValueError, "abbreviation too long");
+            PyMem_Free(table);
+            Py_DECREF(seq);
+            return -1;
+        }
+        table[k].length = length;
+        memcpy(table[k].text, text, (size_t)length);
+    }
+    Py_DECREF(seq);
+    PyMem_Free(config.abbreviations);
+    config.abbreviations = table;
+    config.abbreviation_count = count;
+    return 0;
+}
+
 static int keep(PyObject **slot, PyObject *value) {
     Py_INCREF(value);
     Py_XSETREF(*slot, value);
@@ -149,20 +184,19 @@ static int intern_key(PyObject **slot, const char *key) {
 }
 
 static PyObject *configure(PyObject *self, PyObject *args) {
-    PyObject *classes, *tech, *stop, *abbreviations, *false_stop_at, *chunk_type, *name;
-    if (!PyArg_ParseTuple(args, "SOOOOOU", &classes, &tech, &stop, &abbreviations,
-                          &false_stop_at, &chunk_type, &name))
+    PyObject *classes, *tech, *stop, *abbreviations, *chunk_type, *name;
+    if (!PyArg_ParseTuple(args, "SOOOOU", &classes, &tech, &stop, &abbreviations, &chunk_type,
+                          &name))
         return NULL;
     if (PyBytes_GET_SIZE(classes) != CODEPOINTS) {
         PyErr_SetString(PyExc_ValueError, "the class table must cover every code point");
         return NULL;
     }
-    if (!PyAnySet_Check(abbreviations) || !PyCallable_Check(false_stop_at) ||
-        !PyCallable_Check(chunk_type)) {
-        PyErr_SetString(PyExc_TypeError,
-                        "abbreviations must be a set; false_stop_at and chunk_type callables");
+    if (!PyCallable_Check(chunk_type)) {
+        PyErr_SetString(PyExc_TypeError, "chunk_type must be callable");
         return NULL;
     }
+    if (set_abbreviations(abbreviations) < 0) return NULL;
     Py_ssize_t total = PyObject_Length(tech) + PyObject_Length(stop);
     if (total < 0) return NULL;
     /* At most a quarter full, so that documents rarely grow their copy. */
@@ -179,8 +213,6 @@ static PyObject *configure(PyObject *self, PyObject *args) {
         return NULL;
     keep(&config.class_bytes, classes);
     config.classes = (const uint8_t *)PyBytes_AS_STRING(classes);
-    keep(&config.abbreviations, abbreviations);
-    keep(&config.false_stop_at, false_stop_at);
     keep(&config.chunk_type, chunk_type);
     keep(&config.name, name);
     Py_RETURN_NONE;
@@ -542,21 +574,21 @@ static int is_initialism(const char *w, Py_ssize_t n) {
 
 /* The exact rule through the Python function (for words with non-ASCII characters, whose
  * lower-casing and digit tests only Python states exactly). */
-static int false_stop_python(const Profile *p, Py_ssize_t mark_start, Py_ssize_t mark_end,
-                             Py_ssize_t end, Py_ssize_t sentence_start) {
-    PyObject *result = PyObject_CallFunction(config.false_stop_at, "Onnnn", p->text_object,
-                                             mark_start, mark_end, end, sentence_start);
-    if (result == NULL) return -1;
-    int value = PyObject_IsTrue(result);
-    Py_DECREF(result);
-    return value;
+/* Is the lower-cased `word` (ASCII) one of segment.ABBREVIATIONS? */
+static int is_abbreviation(const char *word, Py_ssize_t length) {
+    for (Py_ssize_t k = 0; k < config.abbreviation_count; k++) {
+        const Abbreviation *known = &config.abbreviations[k];
+        if (known->length == length && memcmp(known->text, word, (size_t)length) == 0) return 1;
+    }
+    return 0;
 }
 
-/* segment.false_stop_at: 1 when the terminator run does not end the sentence, -1 on error. */
+/* segment.false_stop_at: 1 when the terminator run does not end the sentence. */
 static int false_stop_at(const Profile *p, Py_ssize_t mark_start, Py_ssize_t mark_end,
                          Py_ssize_t end, Py_ssize_t sentence_start) {
     Py_ssize_t n = p->size;
-    /* Followed by a lower-case word (within the next 8 characters). */
+    /* Followed by a lower-case word (within the next 8 characters). str.islower() of one
+     * character is Py_UNICODE_ISLOWER. */
     for (Py_ssize_t i = end; i < end + 8 && i < n; i++) {
         if (is_space(at(p, i))) continue;
         if (Py_UNICODE_ISLOWER(at(p, i))) return 1;
@@ -564,7 +596,8 @@ static int false_stop_at(const Profile *p, Py_ssize_t mark_start, Py_ssize_t mar
     }
     int ellipsis = 0;
     for (Py_ssize_t i = mark_start; i < mark_end; i++) {
-        if (at(p, i) == 0x2026 || (at(p, i) == '.' && i + 1 < mark_end && at(p, i + 1) == '.')) ellipsis = 1;
+        Py_UCS4 c = at(p, i);
+        if (c == 0x2026 || (c == '.' && i + 1 < mark_end && at(p, i + 1) == '.')) ellipsis = 1;
     }
     if (ellipsis) return inside_open_quote(p, sentence_start, mark_start);
     if (mark_end - mark_start != 1 || at(p, mark_start) != '.') return 0;
@@ -575,30 +608,31 @@ static int false_stop_at(const Profile *p, Py_ssize_t mark_start, Py_ssize_t mar
     Py_ssize_t w = word_start;
     while (w < mark_start && is_opener(at(p, w))) w++;
     Py_ssize_t length = mark_start - w;
-    for (Py_ssize_t i = w; i < mark_start; i++)
-        if (at(p, i) >= 128) return false_stop_python(p, mark_start, mark_end, end, sentence_start);
+    /* word.lower() in ABBREVIATIONS: the abbreviations are ASCII, and the only non-ASCII
+     * character whose lower case is ASCII is U+212A KELVIN SIGN ("k"); any other non-ASCII
+     * character makes the lower-cased word non-ASCII, so not an abbreviation. */
     char word_chars[48], lower[48];
+    int ascii = 1, lower_ascii = 1;
     for (Py_ssize_t i = 0; i < length; i++) {
         Py_UCS4 c = at(p, w + i);
-        word_chars[i] = (char)c;
-        lower[i] = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+        ascii &= c < 128;
+        lower_ascii &= c < 128 || c == 0x212a;
+        word_chars[i] = (char)(c < 128 ? c : 0);
+        lower[i] = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c == 0x212a ? 'k' : c < 128 ? c : 0);
     }
-    PyObject *word = PyUnicode_DecodeASCII(lower, length, NULL);
-    if (word == NULL) return -1;
-    int known = PySet_Contains(config.abbreviations, word);
-    Py_DECREF(word);
-    if (known != 0) return known; /* 1, or -1 on error */
-    if (is_initialism(word_chars, length)) return 1;
-    /* "1." at the start of a line numbers a list item. */
-    int line_start = word_start == 0 || at(p, word_start - 1) == '\r' || at(p, word_start - 1) == '\n';
-    if (!line_start || length == 0 || length > 3) return 0;
+    if (lower_ascii && is_abbreviation(lower, length)) return 1;
+    /* segment._INITIALISM is ASCII-only. */
+    if (ascii && is_initialism(word_chars, length)) return 1;
+    /* "1." at the start of a line numbers a list item (str.isdigit: Py_UNICODE_ISDIGIT). */
+    Py_UCS4 before = word_start > 0 ? at(p, word_start - 1) : '\n';
+    if ((before != '\r' && before != '\n') || length == 0 || length > 3) return 0;
     for (Py_ssize_t i = w; i < mark_start; i++)
-        if (at(p, i) < '0' || at(p, i) > '9') return 0;
+        if (!Py_UNICODE_ISDIGIT(at(p, i))) return 0;
     return 1;
 }
 
 /* SentenceIndex._resolve: the raw end of the sentence ending at candidate `position`, -1 when
- * it does not end one, -2 on error. */
+ * it does not end one. */
 static Py_ssize_t resolve(const Profile *p, Py_ssize_t position, Py_ssize_t sentence_start) {
     Py_ssize_t n = p->size;
     Py_UCS4 c = at(p, position);
@@ -609,9 +643,7 @@ static Py_ssize_t resolve(const Profile *p, Py_ssize_t position, Py_ssize_t sent
         if (end < n && !is_space(at(p, end))) return -1;
         Py_ssize_t mark_start = position;
         while (mark_start > 0 && is_latin_mark(at(p, mark_start - 1))) mark_start--;
-        int stop = false_stop_at(p, mark_start, position + 1, end, sentence_start);
-        if (stop < 0) return -2;
-        return stop ? -1 : end;
+        return false_stop_at(p, mark_start, position + 1, end, sentence_start) ? -1 : end;
     }
     if (is_cjk_mark(c))
         while (end < n && is_cjk_closer(at(p, end))) end++;
@@ -625,7 +657,6 @@ static Py_ssize_t last_end(const Profile *p, Py_ssize_t start, Py_ssize_t floor,
     for (Py_ssize_t k = seek_right(&p->anchors, limit, &p->hints->last_end) - 1; k >= 0; k--) {
         if (anchors[k] < start) return -1;
         Py_ssize_t raw = resolve(p, anchors[k], start);
-        if (raw == -2) return -2;
         if (raw >= 0 && raw <= limit) {
             Py_ssize_t end = raw;
             while (end > start && is_space(at(p, end - 1))) end--;
@@ -642,7 +673,6 @@ static Py_ssize_t first_end(const Profile *p, Py_ssize_t floor, Py_ssize_t limit
     for (Py_ssize_t k = seek(anchors, count, floor, &p->hints->first_end);
          k < count && anchors[k] <= limit; k++) {
         Py_ssize_t raw = resolve(p, anchors[k], floor);
-        if (raw == -2) return -2;
         if (raw >= 0 && raw <= limit) {
             Py_ssize_t end = raw;
             while (end > floor && is_space(at(p, end - 1))) end--;
@@ -662,7 +692,6 @@ static Py_ssize_t carried_start(const Profile *p, Py_ssize_t start, Py_ssize_t e
     for (Py_ssize_t k = seek(anchors, count, low > start ? low : start, &p->hints->carried);
          k < count && anchors[k] < end; k++) {
         Py_ssize_t raw = resolve(p, anchors[k], start);
-        if (raw == -2) return -2;
         if (raw < 0 || raw > end) continue;
         Py_ssize_t begin = raw;
         while (begin < p->size && is_space(at(p, begin))) begin++;
@@ -713,7 +742,7 @@ typedef struct {
 static Py_ssize_t cut_long_sentence(const Profile *p, const Params *params, Py_ssize_t start,
                                     Py_ssize_t hard_limit) {
     Py_ssize_t end = first_end(p, start, hard_limit);
-    if (end != -1) return end; /* an end, or -2 */
+    if (end >= 0) return end;
     if (params->clause_cuts) {
         end = last_clause_end(p, start, hard_limit);
         if (end >= 0) return end;
@@ -792,12 +821,10 @@ static PyObject *chunk_loop(const Profile *p, const Params *params) {
             Py_ssize_t hard = start + params->max_size < size ? start + params->max_size : size;
             end = cut_long_sentence(p, params, start, hard);
         }
-        if (end == -2 || append_chunk(p, params, chunks, start, end, local, target) < 0)
-            goto error;
+        if (append_chunk(p, params, chunks, start, end, local, target) < 0) goto error;
         Py_ssize_t following = skip_space(p, end);
         if (following >= size) break;
         Py_ssize_t carried = carried_start(p, start, end, params->overlap);
-        if (carried == -2) goto error;
         if (carried < 0) {
             start = floor = following;
         } else {
@@ -916,8 +943,7 @@ done:
 
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS,
-     "configure(classes, tech_hashes, stop_hashes, abbreviations, false_stop_at, chunk_type, "
-     "name)"},
+     "configure(classes, tech_hashes, stop_hashes, abbreviations, chunk_type, name)"},
     {"chunk", plan, METH_VARARGS,
      "chunk(text, base_size, min_size, max_size, overlap, clause_cuts, arabic_min_letters, "
      "technical_threshold, extra_metadata) -> list[Chunk]"},

@@ -1,4 +1,4 @@
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 from worker.chunking.types import Chunk
 
@@ -6,8 +6,7 @@ def configure(
     classes: bytes,
     tech_hashes: Iterable[int],
     stop_hashes: Iterable[int],
-    abbreviations: frozenset[str],
-    false_stop_at: Callable[[str, int, int, int, int], bool],
+    abbreviations: Iterable[str],
     chunk_type: type[Chunk],
     name: str,
     /,

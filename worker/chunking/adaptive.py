@@ -36,7 +36,7 @@ from worker.chunking.boundaries import (
 )
 from worker.chunking.density import DocumentProfile, native_tables
 from worker.chunking.lexicon import ARABIC_COMPLEX_MIN_LETTERS
-from worker.chunking.segment import ABBREVIATIONS, false_stop_at
+from worker.chunking.segment import ABBREVIATIONS
 from worker.chunking.types import Chunk, ContentType
 
 NAME = "adaptive"
@@ -101,7 +101,7 @@ def _load_core() -> _NativeChunk | None:
     except ImportError:
         return None
     classes, tech, stop = native_tables()
-    _adaptive_core.configure(classes, tech, stop, ABBREVIATIONS, false_stop_at, Chunk, NAME)
+    _adaptive_core.configure(classes, tech, stop, sorted(ABBREVIATIONS), Chunk, NAME)
     return _adaptive_core.chunk
 
 
