@@ -169,11 +169,6 @@ class AdaptiveChunker:
         if NATIVE_CHUNK is None or len(text) >= NATIVE_MAX_CHARS:
             return self.chunk_reference(text, doc_id, source)
         p = self.params
-        extra: dict[str, object] = {}
-        if doc_id:
-            extra["doc_id"] = doc_id
-        if source:
-            extra["source"] = source
         return NATIVE_CHUNK(
             text,
             p.base_size,
@@ -183,7 +178,7 @@ class AdaptiveChunker:
             p.language != "en",
             ARABIC_COMPLEX_MIN_LETTERS,
             p.technical_threshold,
-            extra,
+            _identity(doc_id, source),
         )
 
     def chunk_reference(self, text: str, doc_id: str = "", source: str = "") -> list[Chunk]:
@@ -207,11 +202,7 @@ class AdaptiveChunker:
         max_size, overlap = p.max_size, p.overlap
         spread = max_size - p.min_size
         threshold = p.technical_threshold
-        extra: dict[str, object] = {}
-        if doc_id:
-            extra["doc_id"] = doc_id
-        if source:
-            extra["source"] = source
+        extra = _identity(doc_id, source)
         chunks: list[Chunk] = []
         append = chunks.append
         floor = start  # a chunk must end after this: past any text carried over
@@ -272,6 +263,16 @@ class AdaptiveChunker:
                 return end
         end = last_word_end(text, start, hard_limit)
         return end if end is not None else hard_limit
+
+
+def _identity(doc_id: str, source: str) -> dict[str, object]:
+    """The metadata every chunk of a document carries: its id and source, when given."""
+    extra: dict[str, object] = {}
+    if doc_id:
+        extra["doc_id"] = doc_id
+    if source:
+        extra["source"] = source
+    return extra
 
 
 def _skip_space(text: str, position: int) -> int:
