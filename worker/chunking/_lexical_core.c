@@ -68,6 +68,7 @@ typedef struct {
     char *chars; /* lower-case ASCII */
     Py_ssize_t len;
 } Phrase;
+#define MAX_PHRASE 63
 
 typedef struct {
     int ready;
@@ -108,6 +109,10 @@ typedef struct {
     const void *data;
     Py_ssize_t len;
     const unsigned char *cls;
+    /* The same classes as bitmaps (bit p % 64 of word p / 64), for the scans that jump
+     * from one class change to the next: spaces (set past the end), keyword characters
+     * and line breaks. */
+    const uint64_t *space_bits, *keyword_bits, *break_bits;
 } Text;
 
 static inline Py_UCS4 at(const Text *t, Py_ssize_t i) { return PyUnicode_READ(t->kind, t->data, i); }
@@ -118,6 +123,35 @@ static inline int is_space(Py_UCS4 c) { return Py_UNICODE_ISSPACE(c); }
 static inline int sp(const Text *t, Py_ssize_t i) { return t->cls[i] & C_SPACE; }
 
 static inline int kwc(const Text *t, Py_ssize_t i) { return t->cls[i] & C_KEYWORD; }
+
+/* The first set bit at or after from, or limit when there is none before limit. */
+static Py_ssize_t next_bit(const uint64_t *bits, Py_ssize_t from, Py_ssize_t limit)
+{
+    if (from >= limit)
+        return limit;
+    Py_ssize_t w = from >> 6;
+    uint64_t word = bits[w] & (~(uint64_t)0 << (from & 63));
+    while (!word) {
+        if ((++w << 6) >= limit)
+            return limit;
+        word = bits[w];
+    }
+    Py_ssize_t p = (w << 6) + __builtin_ctzll(word);
+    return p < limit ? p : limit;
+}
+
+/* Whether every bit of [s, e) is set. */
+static int all_bits(const uint64_t *bits, Py_ssize_t s, Py_ssize_t e)
+{
+    while (s < e) {
+        Py_ssize_t w = s >> 6, stop = ((w + 1) << 6) < e ? (w + 1) << 6 : e;
+        uint64_t want = (stop - s == 64) ? ~(uint64_t)0 : (((uint64_t)1 << (stop - s)) - 1) << (s & 63);
+        if ((bits[w] & want) != want)
+            return 0;
+        s = stop;
+    }
+    return 1;
+}
 
 static inline int is_blank_char(Py_UCS4 c) { return c == ' ' || c == '\t'; }
 
@@ -248,9 +282,14 @@ static int split_paragraphs(const Text *t, Spans *out)
                 break;
             i = (const Py_UCS1 *)feed - data;
         }
-        else if (!(t->cls[i] & C_BREAK) || at(t, i) != '\n') {
-            i++;
-            continue;
+        else {
+            i = next_bit(t->break_bits, i, t->len);
+            if (i == t->len)
+                break;
+            if (at(t, i) != '\n') {
+                i++;
+                continue;
+            }
         }
         Py_ssize_t after = paragraph_break_end(t, i);
         if (after < 0) {
@@ -296,24 +335,13 @@ static int lines_read(const Text *t, Lines *l)
                 return -1;
             cap = c1;
         }
-        Py_ssize_t j = i;
-        int blank = 1;
-        Py_UCS4 c = 0;
-        while (j < t->len) {
-            unsigned char k = t->cls[j];
-            if (k & C_BREAK) {
-                c = at(t, j);
-                break;
-            }
-            blank &= k & C_SPACE;
-            j++;
-        }
+        Py_ssize_t j = next_bit(t->break_bits, i, t->len);
         l->start[n] = i;
         l->end[n] = j;
-        l->blank[n] = (char)blank;
+        l->blank[n] = (char)all_bits(t->space_bits, i, j);
         n++;
         if (j < t->len)
-            j += (c == '\r' && j + 1 < t->len && at(t, j + 1) == '\n') ? 2 : 1;
+            j += (at(t, j) == '\r' && j + 1 < t->len && at(t, j + 1) == '\n') ? 2 : 1;
         i = j;
     }
     if (n == 0) {
@@ -1373,26 +1401,65 @@ typedef struct {
     Py_ssize_t n_runs, cap_runs;
     Py_ssize_t *words; /* where each whitespace-separated word starts */
     Py_ssize_t n_words, cap_words;
+    /* The last answers of first_run (per purpose: HINT_UNIT, HINT_CHUNK) and first_word. */
+    Py_ssize_t run_hint[2], word_hint;
 } Reader;
 
 static Py_UCS4 latin1_lower[256];
 
-#define HASH_RUN(TYPE)                                                                        \
+/* The keyword hash: a function of the lower-cased code points and their number only
+ * (stop words, hashed at configure(), must meet their runs in any text). Code points
+ * below 256 go eight to a 64-bit block, one multiply per block; any other code point is
+ * mixed on its own, tagged. */
+static inline uint64_t mix(uint64_t h, uint64_t v)
+{
+    h = (h ^ v) * 0x9E3779B97F4A7C15ULL;
+    return h ^ (h >> 29);
+}
+
+#define HASH_WIDE(TYPE)                                                                       \
     do {                                                                                      \
         const TYPE *data = t->data;                                                           \
-        for (Py_ssize_t p = s; p < e; p++)                                                    \
-            h = (h ^ (data[p] < 256 ? latin1_lower[data[p]] : lower_char(data[p]))) * FNV_PRIME; \
+        uint64_t block = 0;                                                                   \
+        int filled = 0;                                                                       \
+        for (Py_ssize_t p = s; p < e; p++) {                                                  \
+            Py_UCS4 c = data[p] < 256 ? latin1_lower[data[p]] : lower_char(data[p]);          \
+            if (c < 256) {                                                                    \
+                block |= (uint64_t)c << (8 * filled);                                         \
+                if (++filled < 8)                                                             \
+                    continue;                                                                 \
+                h = mix(h, block);                                                            \
+            }                                                                                 \
+            else {                                                                            \
+                if (filled)                                                                   \
+                    h = mix(h, block);                                                        \
+                h = mix(h, (uint64_t)c | ((uint64_t)1 << 62));                                \
+            }                                                                                 \
+            block = 0;                                                                        \
+            filled = 0;                                                                       \
+        }                                                                                     \
+        if (filled)                                                                           \
+            h = mix(h, block);                                                                \
     } while (0)
 
 static uint64_t run_hash(const Text *t, Py_ssize_t s, Py_ssize_t e)
 {
-    uint64_t h = FNV_OFFSET;
-    if (t->kind == PyUnicode_1BYTE_KIND)
-        HASH_RUN(Py_UCS1);
+    uint64_t h = FNV_OFFSET ^ (uint64_t)(e - s);
+    if (t->kind == PyUnicode_1BYTE_KIND) {
+        /* Every lower-cased Latin-1 character stays below 256: blocks without tests. */
+        const Py_UCS1 *data = t->data;
+        while (s < e) {
+            uint64_t block = 0;
+            Py_ssize_t stop = s + 8 < e ? s + 8 : e;
+            for (int i = 0; s < stop; s++, i++)
+                block |= (uint64_t)latin1_lower[data[s]] << (8 * i);
+            h = mix(h, block);
+        }
+    }
     else if (t->kind == PyUnicode_2BYTE_KIND)
-        HASH_RUN(Py_UCS2);
+        HASH_WIDE(Py_UCS2);
     else
-        HASH_RUN(Py_UCS4);
+        HASH_WIDE(Py_UCS4);
     return nonzero(h);
 }
 
@@ -1403,9 +1470,22 @@ static void reader_free(Reader *r)
 }
 
 /* Index of the first run starting at or after p. */
-static Py_ssize_t first_run(const Reader *r, Py_ssize_t p)
+enum { HINT_UNIT, HINT_CHUNK };
+
+static Py_ssize_t first_run(const Reader *r, Py_ssize_t p, int purpose)
 {
-    Py_ssize_t lo = 0, hi = r->n_runs;
+    /* Queries move forward through the document: gallop from the previous answer. */
+    Py_ssize_t lo = 0, hi = r->n_runs, hint = r->run_hint[purpose];
+    if (hint <= hi && (hint == 0 || r->runs[hint - 1].start < p)) {
+        Py_ssize_t step = 1;
+        lo = hint;
+        while (lo + step <= hi && r->runs[lo + step - 1].start < p) {
+            lo += step;
+            step *= 2;
+        }
+        if (lo + step < hi)
+            hi = lo + step;
+    }
     while (lo < hi) {
         Py_ssize_t mid = (lo + hi) / 2;
         if (r->runs[mid].start < p)
@@ -1413,12 +1493,23 @@ static Py_ssize_t first_run(const Reader *r, Py_ssize_t p)
         else
             hi = mid;
     }
+    ((Reader *)r)->run_hint[purpose] = lo;
     return lo;
 }
 
 static Py_ssize_t first_word(const Reader *r, Py_ssize_t p)
 {
-    Py_ssize_t lo = 0, hi = r->n_words;
+    Py_ssize_t lo = 0, hi = r->n_words, hint = r->word_hint;
+    if (hint <= hi && (hint == 0 || r->words[hint - 1] < p)) {
+        Py_ssize_t step = 1;
+        lo = hint;
+        while (lo + step <= hi && r->words[lo + step - 1] < p) {
+            lo += step;
+            step *= 2;
+        }
+        if (lo + step < hi)
+            hi = lo + step;
+    }
     while (lo < hi) {
         Py_ssize_t mid = (lo + hi) / 2;
         if (r->words[mid] < p)
@@ -1426,6 +1517,7 @@ static Py_ssize_t first_word(const Reader *r, Py_ssize_t p)
         else
             hi = mid;
     }
+    ((Reader *)r)->word_hint = lo;
     return lo;
 }
 
@@ -1442,9 +1534,9 @@ static int cut_run(const Reader *r, Py_ssize_t s, Py_ssize_t e, KeywordSink foun
     return is_stop_word(h) ? 0 : found(ctx, h);
 }
 
-static int each_keyword(const Reader *r, Py_ssize_t s, Py_ssize_t e, KeywordSink found, void *ctx)
+static int each_keyword(const Reader *r, Py_ssize_t s, Py_ssize_t e, KeywordSink found, void *ctx, int purpose)
 {
-    Py_ssize_t i = first_run(r, s);
+    Py_ssize_t i = first_run(r, s, purpose);
     if (!r->whole_words && i > 0 && r->runs[i - 1].end > s &&
         cut_run(r, s, r->runs[i - 1].end < e ? r->runs[i - 1].end : e, found, ctx) < 0)
         return -1;
@@ -1567,24 +1659,31 @@ static int opening_rule(const Text *t, const Unit *u)
     }
     if (p == window)
         return NO_OPENING;
-    Py_UCS4 first = ascii_lower(at(t, p));
+    /* The opening lower-cased once (ASCII case folding only; any other character becomes
+     * 0x80, which no phrase holds and which is no [A-Za-z0-9]). */
+    unsigned char lead[MAX_PHRASE + 1];
+    Py_ssize_t room = window - p, n = room < MAX_PHRASE + 1 ? room : MAX_PHRASE + 1;
+    for (Py_ssize_t q = 0; q < n; q++) {
+        Py_UCS4 c = at(t, p + q);
+        lead[q] = c < 128 ? (unsigned char)ascii_lower(c) : 0x80;
+    }
+    unsigned char first = lead[0];
     if (first >= 128)
         return NO_OPENING;
-    /* Each phrase: ASCII case-insensitive, then "(?![A-Za-z0-9])" (the window's end counts
-     * as the text's end). */
+    /* Each phrase, then "(?![A-Za-z0-9])" (the window's end counts as the text's end). */
     for (int rule = 0; rule < N_OPENING; rule++) {
         if (!(cfg.first_chars[rule][first >> 6] >> (first & 63) & 1))
             continue;
         for (Py_ssize_t k = 0; k < cfg.n_phrases[rule]; k++) {
             const Phrase *ph = &cfg.phrases[rule][k];
-            if (p + ph->len > window)
+            if ((unsigned char)ph->chars[0] != first || ph->len > room)
                 continue;
-            Py_ssize_t q = 0;
-            while (q < ph->len && ascii_lower(at(t, p + q)) == (Py_UCS4)(unsigned char)ph->chars[q])
+            Py_ssize_t q = 1;
+            while (q < ph->len && lead[q] == (unsigned char)ph->chars[q])
                 q++;
             if (q < ph->len)
                 continue;
-            if (p + q == window || !is_ascii_alnum(at(t, p + q)))
+            if (ph->len == room || !is_ascii_alnum(lead[ph->len]))
                 return rule;
         }
     }
@@ -1615,7 +1714,7 @@ static int unit_keywords(Builder *b, Unit *u)
     PoolSink sink = {b};
     Py_ssize_t first = b->n_pool;
     set_clear(&b->scratch);
-    if (each_keyword(&b->reader, u->start, u->end, pool_add, &sink) < 0)
+    if (each_keyword(&b->reader, u->start, u->end, pool_add, &sink, HINT_UNIT) < 0)
         return -1;
     u->kw_at = first;
     u->kw_n = b->n_pool - first;
@@ -1739,11 +1838,11 @@ static Py_ssize_t count_keywords(const Reader *r, Py_ssize_t s, Py_ssize_t e)
 {
     Py_ssize_t found = 0;
     if (!r->whole_words) {
-        each_keyword(r, s, e, count_one, &found); /* count_one cannot fail */
+        each_keyword(r, s, e, count_one, &found, HINT_CHUNK); /* count_one cannot fail */
         return found;
     }
     /* Whole words: the runs starting in [s, e), by the running count. */
-    Py_ssize_t i = first_run(r, s), j = first_run(r, e);
+    Py_ssize_t i = first_run(r, s, HINT_CHUNK), j = first_run(r, e, HINT_CHUNK);
     if (i == j)
         return 0;
     const Run *last = &r->runs[j - 1];
@@ -1966,7 +2065,7 @@ static void builder_free(Builder *b)
  * ------------------------------------------------------------------------------------- */
 
 /* Classes of the characters below 256 (the whole text of most documents). */
-static unsigned char latin1_cls[256];
+
 
 /* The first characters of segment.CANDIDATE's alternatives (its _CANDIDATE_FIRST). */
 static int starts_candidate(Py_UCS4 c)
@@ -1991,6 +2090,21 @@ static unsigned char classify(Py_UCS4 c)
     return k;
 }
 
+/* Classes of the Basic Multilingual Plane, filled on first use (0xFF: not yet known);
+ * the first 256 at import. */
+#define UNKNOWN_CLASS 0xFF
+static unsigned char bmp_cls[0x10000];
+
+static inline unsigned char class_of(Py_UCS4 c)
+{
+    if (c > 0xFFFF)
+        return classify(c);
+    unsigned char k = bmp_cls[c];
+    if (k == UNKNOWN_CLASS)
+        k = bmp_cls[c] = classify(c);
+    return k;
+}
+
 #define CLASSIFY_ALL(TYPE, CLASSIFY)                                                          \
     do {                                                                                      \
         const TYPE *data = t->data;                                                           \
@@ -2002,17 +2116,28 @@ static unsigned char classify(Py_UCS4 c)
         }                                                                                     \
     } while (0)
 
+/* Records the run [start, end), kept only when it is long enough: written always and
+ * counted conditionally, since whether a run is long enough is a coin toss for the
+ * branch predictor. */
 static inline void end_run(Reader *r, Py_ssize_t start, Py_ssize_t end)
 {
-    if (end - start < cfg.min_letters)
-        return;
     Run *run = &r->runs[r->n_runs];
     run->start = start;
     run->end = end;
-    run->hash = run_hash(r->t, start, end);
-    run->stop = is_stop_word(run->hash);
-    run->keywords_before = r->n_runs ? run[-1].keywords_before + !run[-1].stop : 0;
-    r->n_runs++;
+    r->n_runs += end - start >= cfg.min_letters;
+}
+
+/* Each kept run's hash, stop-word flag and running keyword count. */
+static void hash_runs(Reader *r)
+{
+    Py_ssize_t keywords = 0;
+    for (Py_ssize_t i = 0; i < r->n_runs; i++) {
+        Run *run = &r->runs[i];
+        run->hash = run_hash(r->t, run->start, run->end);
+        run->stop = is_stop_word(run->hash);
+        run->keywords_before = keywords;
+        keywords += !run->stop;
+    }
 }
 
 /* Every character's classes into cls (with a space after the last one, so that scans
@@ -2022,40 +2147,71 @@ static unsigned char classify_all(const Text *t, unsigned char *cls)
     Py_ssize_t n = t->len;
     unsigned char any = 0;
     if (t->kind == PyUnicode_1BYTE_KIND)
-        CLASSIFY_ALL(Py_UCS1, latin1_cls[c]);
+        CLASSIFY_ALL(Py_UCS1, bmp_cls[c]);
     else if (t->kind == PyUnicode_2BYTE_KIND)
-        CLASSIFY_ALL(Py_UCS2, c < 256 ? latin1_cls[c] : classify(c));
+        CLASSIFY_ALL(Py_UCS2, class_of(c));
     else
-        CLASSIFY_ALL(Py_UCS4, c < 256 ? latin1_cls[c] : classify(c));
-    cls[n] = C_SPACE;
+        CLASSIFY_ALL(Py_UCS4, class_of(c));
     return any;
 }
 
-/* The document's words and keyword runs, scanned word by word on the classes; returns
- * the longest word. */
-static Py_ssize_t find_words(Reader *r)
+/* Bit f of each of the 8 class bytes at cls, packed into 8 bits (byte i to bit i). */
+static inline uint64_t pack8(const unsigned char *cls, int f)
 {
-    const unsigned char *cls = r->t->cls;
-    Py_ssize_t n = r->t->len, p = 0, longest = 0;
-    while (p < n) {
-        while (cls[p] & C_SPACE)
-            if (++p == n)
-                return longest;
-        Py_ssize_t word = p;
-        r->words[r->n_words++] = p;
-        while (!(cls[p] & C_SPACE)) {
-            if (!(cls[p] & C_KEYWORD)) {
-                p++;
-                continue;
-            }
-            Py_ssize_t q = p + 1;
-            while (cls[q] & C_KEYWORD)
-                q++;
-            end_run(r, p, q);
-            p = q;
+    uint64_t v;
+    memcpy(&v, cls, 8);
+    return (((v >> f) & 0x0101010101010101ULL) * 0x0102040810204080ULL) >> 56;
+}
+
+/* The class bitmaps of Text, from cls padded with spaces to n_words * 64 bytes. */
+static void build_bitmaps(const unsigned char *cls, Py_ssize_t n_words, uint64_t *space, uint64_t *keyword,
+                          uint64_t *brk)
+{
+    for (Py_ssize_t w = 0; w < n_words; w++) {
+        uint64_t s = 0, k = 0, b = 0;
+        for (int i = 0; i < 8; i++) {
+            const unsigned char *at8 = cls + (w << 6) + 8 * i;
+            s |= pack8(at8, 0) << (8 * i); /* C_SPACE */
+            k |= pack8(at8, 1) << (8 * i); /* C_KEYWORD */
+            b |= pack8(at8, 2) << (8 * i); /* C_BREAK */
         }
-        if (p - word > longest)
-            longest = p - word;
+        space[w] = s;
+        keyword[w] = k;
+        brk[w] = b;
+    }
+}
+
+/* The document's words and keyword runs from the bitmaps: a word starts where a space
+ * bit drops, a run where a keyword bit rises and ends where it falls (the padding past
+ * the end is space, so everything open ends there). Returns the longest word. */
+static Py_ssize_t find_words(Reader *r, Py_ssize_t n_words)
+{
+    const Text *t = r->t;
+    Py_ssize_t longest = 0, word = 0, run = 0;
+    uint64_t space_carry = 1, keyword_carry = 0; /* the text's start reads as a space */
+    for (Py_ssize_t w = 0; w < n_words; w++) {
+        uint64_t S = t->space_bits[w], K = t->keyword_bits[w];
+        uint64_t S_before = (S << 1) | space_carry, K_before = (K << 1) | keyword_carry;
+        space_carry = S >> 63;
+        keyword_carry = K >> 63;
+        uint64_t edges = S ^ S_before; /* word starts (space before) and ends (space here) */
+        while (edges) {
+            Py_ssize_t p = (w << 6) + __builtin_ctzll(edges);
+            edges &= edges - 1;
+            if (S_before >> (p & 63) & 1)
+                r->words[r->n_words++] = word = p;
+            else if (p - word > longest)
+                longest = p - word;
+        }
+        edges = K ^ K_before;
+        while (edges) {
+            Py_ssize_t p = (w << 6) + __builtin_ctzll(edges);
+            edges &= edges - 1;
+            if (K >> (p & 63) & 1)
+                run = p;
+            else
+                end_run(r, run, p);
+        }
     }
     return longest;
 }
@@ -2063,31 +2219,94 @@ static Py_ssize_t find_words(Reader *r)
 /* Reads the document once: every character's classes into cls, its words and keyword
  * runs, whether the reference would take its document pass (whole words). Returns 1 when
  * the document needs the reference (see needs_reference_char), -1 on error. */
-static int read_document(Reader *r, unsigned char *cls)
+static int read_document(Reader *r, unsigned char *cls, uint64_t *bitmaps)
 {
-    Py_ssize_t n = r->t->len;
+    Py_ssize_t n = r->t->len, n_words = n / 64 + 1;
     unsigned char any = classify_all(r->t, cls);
     if (any & C_REFERENCE)
         return 1;
+    build_bitmaps(cls, n_words, bitmaps, bitmaps + n_words, bitmaps + 2 * n_words);
     /* Sized once for the most a text can hold: a word per two characters, a run per
      * min_letters + 1. */
     if (grow((void **)&r->words, &r->cap_words, n / 2 + 1, sizeof(Py_ssize_t)) < 0 ||
-        grow((void **)&r->runs, &r->cap_runs, n / (cfg.min_letters + 1) + 1, sizeof(Run)) < 0)
+        grow((void **)&r->runs, &r->cap_runs, n / (cfg.min_letters + 1) + 2, sizeof(Run)) < 0)
         return -1;
-    Py_ssize_t longest = find_words(r);
+    Py_ssize_t longest = find_words(r, n_words);
+    hash_runs(r);
     r->whole_words = n > 0 && !(any & C_WIDE_KEYWORD) && longest <= cfg.max_chars;
     return 0;
 }
 
+/* Buffers kept from one document to the next, sized for the largest document read so far:
+ * fresh buffers for a long document would be mapped and faulted in on every call. Nothing
+ * run_document calls runs Python code, so it is not re-entered; `busy` makes sure. */
+static struct {
+    int busy;
+    unsigned char *cls; /* classes and bitmaps */
+    Py_ssize_t cap_cls;
+    Run *runs;
+    Py_ssize_t cap_runs;
+    Py_ssize_t *words;
+    Py_ssize_t cap_words;
+} scratch;
+
+static void scratch_free(void)
+{
+    PyMem_Free(scratch.cls);
+    PyMem_Free(scratch.runs);
+    PyMem_Free(scratch.words);
+    memset(&scratch, 0, sizeof scratch);
+}
+
+/* Lends the scratch buffers to a reader (when they are free); 1 when lent. */
+static int borrow_scratch(Reader *r)
+{
+    if (scratch.busy)
+        return 0;
+    scratch.busy = 1;
+    r->runs = scratch.runs;
+    r->cap_runs = scratch.cap_runs;
+    r->words = scratch.words;
+    r->cap_words = scratch.cap_words;
+    return 1;
+}
+
+/* Takes the (possibly grown) buffers back from the reader. */
+static void return_scratch(Reader *r)
+{
+    scratch.runs = r->runs;
+    scratch.cap_runs = r->cap_runs;
+    scratch.words = r->words;
+    scratch.cap_words = r->cap_words;
+    r->runs = NULL;
+    r->words = NULL;
+    scratch.busy = 0;
+}
+
 static PyObject *run_document(PyObject *text, PyObject *doc_id, PyObject *source, int markdown)
 {
-    Text t = {PyUnicode_KIND(text), PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text), NULL};
-    unsigned char *cls = PyMem_Malloc((size_t)t.len + 1);
-    if (cls == NULL)
-        return PyErr_NoMemory();
-    t.cls = cls;
+    Text t = {PyUnicode_KIND(text), PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text), NULL, NULL, NULL, NULL};
+    /* The classes padded with spaces to whole 64-character words, then the three bitmaps. */
+    Py_ssize_t n_words = t.len / 64 + 1, size = n_words * (Py_ssize_t)(64 + 3 * sizeof(uint64_t));
     Builder b;
     memset(&b, 0, sizeof b);
+    int lent = borrow_scratch(&b.reader);
+    unsigned char *cls;
+    if (lent) {
+        if (grow((void **)&scratch.cls, &scratch.cap_cls, size, 1) < 0) {
+            return_scratch(&b.reader);
+            return NULL;
+        }
+        cls = scratch.cls;
+    }
+    else if ((cls = PyMem_Malloc((size_t)size)) == NULL)
+        return PyErr_NoMemory();
+    memset(cls + t.len, C_SPACE, (size_t)(n_words * 64 - t.len));
+    uint64_t *bitmaps = (uint64_t *)(cls + n_words * 64);
+    t.cls = cls;
+    t.space_bits = bitmaps;
+    t.keyword_bits = bitmaps + n_words;
+    t.break_bits = bitmaps + 2 * n_words;
     b.reader.t = &t;
     b.text = text;
     b.doc_id = doc_id;
@@ -2096,7 +2315,7 @@ static PyObject *run_document(PyObject *text, PyObject *doc_id, PyObject *source
     Blocks blocks = {0};
     Spans spans = {0};
     PyObject *result = NULL;
-    int reading = read_document(&b.reader, cls);
+    int reading = read_document(&b.reader, cls, bitmaps);
     if (reading > 0) {
         result = new_ref(Py_None);
         goto done;
@@ -2131,8 +2350,11 @@ static PyObject *run_document(PyObject *text, PyObject *doc_id, PyObject *source
 done:
     PyMem_Free(blocks.items);
     PyMem_Free(spans.items);
+    if (lent)
+        return_scratch(&b.reader);
+    else
+        PyMem_Free(cls);
     builder_free(&b);
-    PyMem_Free(cls);
     return result;
 }
 
@@ -2222,9 +2444,9 @@ static int read_phrases(PyObject *openings)
                 goto done;
             }
             cfg.n_phrases[r] = k + 1;
-            if (ph->len == 0) {
+            if (ph->len == 0 || ph->len > MAX_PHRASE) {
                 Py_DECREF(list);
-                PyErr_SetString(PyExc_ValueError, "empty phrase");
+                PyErr_Format(PyExc_ValueError, "phrases must have 1 to %d characters", MAX_PHRASE);
                 goto done;
             }
             unsigned char c0 = (unsigned char)ph->chars[0];
@@ -2240,12 +2462,8 @@ done:
 
 static uint64_t word_hash(PyObject *word)
 {
-    uint64_t h = FNV_OFFSET;
-    int kind = PyUnicode_KIND(word);
-    const void *data = PyUnicode_DATA(word);
-    for (Py_ssize_t k = 0; k < PyUnicode_GET_LENGTH(word); k++)
-        h = (h ^ lower_char(PyUnicode_READ(kind, data, k))) * FNV_PRIME;
-    return nonzero(h);
+    Text t = {PyUnicode_KIND(word), PyUnicode_DATA(word), PyUnicode_GET_LENGTH(word), NULL, NULL, NULL, NULL};
+    return run_hash(&t, 0, t.len);
 }
 
 static int read_stop_words(PyObject *words)
@@ -2433,7 +2651,13 @@ static PyObject *chunk(PyObject *module, PyObject *const *args, Py_ssize_t nargs
     int markdown = PyObject_IsTrue(args[3]);
     if (markdown < 0)
         return NULL;
-    return run_document(args[0], args[1], args[2], markdown);
+    /* Every object made here stays referenced by the result: a collection during the call
+     * would only walk them. Collections resume afterwards (if they were enabled). */
+    int collecting = PyGC_Disable();
+    PyObject *result = run_document(args[0], args[1], args[2], markdown);
+    if (collecting)
+        PyGC_Enable();
+    return result;
 }
 
 static PyMethodDef methods[] = {
@@ -2448,6 +2672,7 @@ static void module_free(void *module)
 {
     (void)module;
     config_clear();
+    scratch_free();
 }
 
 static struct PyModuleDef lexical_core = {
@@ -2458,8 +2683,9 @@ static struct PyModuleDef lexical_core = {
 
 PyMODINIT_FUNC PyInit__lexical_core(void)
 {
+    memset(bmp_cls, UNKNOWN_CLASS, sizeof bmp_cls);
     for (Py_UCS4 c = 0; c < 256; c++) {
-        latin1_cls[c] = classify(c);
+        bmp_cls[c] = classify(c);
         latin1_lower[c] = lower_char(c);
     }
     return PyModule_Create(&lexical_core);
