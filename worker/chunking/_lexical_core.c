@@ -88,6 +88,7 @@ typedef struct {
     Phrase *phrases[N_OPENING];
     Py_ssize_t n_phrases[N_OPENING];
     uint64_t first_chars[N_OPENING][2]; /* which lower-case ASCII characters start a phrase */
+    Py_ssize_t longest_phrase;
     uint64_t *stop; /* open-addressing table of stop-word hashes, 0 = empty */
     size_t stop_mask;
     char (*abbrev)[16];
@@ -1094,7 +1095,7 @@ static int is_abbreviation(const Text *t, Py_ssize_t s, Py_ssize_t e)
     }
     word[e - s] = '\0';
     for (Py_ssize_t k = 0; k < cfg.n_abbrev; k++)
-        if (strcmp(word, cfg.abbrev[k]) == 0)
+        if (cfg.abbrev[k][0] == word[0] && strcmp(word, cfg.abbrev[k]) == 0)
             return 1;
     return 0;
 }
@@ -1300,7 +1301,7 @@ done:
  * starts or ends inside a word.
  * ------------------------------------------------------------------------------------- */
 
-static PyObject *rounded_by_python(double x, int digits);
+static int rounded_by_python(double x, int digits, double *out);
 
 #define FNV_OFFSET 0xcbf29ce484222325ULL
 #define FNV_PRIME 0x100000001b3ULL
@@ -1311,18 +1312,30 @@ typedef struct {
     uint64_t *slots;
     size_t mask; /* capacity - 1 */
     Py_ssize_t size;
+    size_t *used; /* the slots in use, so that clearing costs what was added, not the capacity */
 } HashSet;
 
 static int set_init(HashSet *s, size_t capacity)
 {
     s->slots = PyMem_Calloc(capacity, sizeof(uint64_t));
-    if (s->slots == NULL) {
+    s->used = PyMem_Malloc((capacity / 2 + 1) * sizeof(size_t));
+    if (s->slots == NULL || s->used == NULL) {
+        PyMem_Free(s->slots);
+        PyMem_Free(s->used);
+        s->slots = NULL;
+        s->used = NULL;
         PyErr_NoMemory();
         return -1;
     }
     s->mask = capacity - 1;
     s->size = 0;
     return 0;
+}
+
+static void set_free(HashSet *s)
+{
+    PyMem_Free(s->slots);
+    PyMem_Free(s->used);
 }
 
 static int set_contains(const HashSet *s, uint64_t h)
@@ -1342,12 +1355,12 @@ static int set_grow(HashSet *s)
     HashSet bigger;
     if (set_init(&bigger, (s->mask + 1) * 2) < 0)
         return -1;
-    for (size_t i = 0; i <= s->mask; i++)
-        if (s->slots[i] && set_add(&bigger, s->slots[i]) < 0) {
-            PyMem_Free(bigger.slots);
+    for (Py_ssize_t k = 0; k < s->size; k++)
+        if (set_add(&bigger, s->slots[s->used[k]]) < 0) {
+            set_free(&bigger);
             return -1;
         }
-    PyMem_Free(s->slots);
+    set_free(s);
     *s = bigger;
     return 0;
 }
@@ -1364,16 +1377,15 @@ static int set_add(HashSet *s, uint64_t h)
         i = (i + 1) & s->mask;
     }
     s->slots[i] = h;
-    s->size++;
+    s->used[s->size++] = i;
     return 1;
 }
 
 static void set_clear(HashSet *s)
 {
-    if (s->size) {
-        memset(s->slots, 0, (s->mask + 1) * sizeof(uint64_t));
-        s->size = 0;
-    }
+    for (Py_ssize_t k = 0; k < s->size; k++)
+        s->slots[s->used[k]] = 0;
+    s->size = 0;
 }
 
 static int is_stop_word(uint64_t h)
@@ -1417,13 +1429,34 @@ static inline uint64_t mix(uint64_t h, uint64_t v)
     return h ^ (h >> 29);
 }
 
+/* Eight code points below 256, lower-cased into one block. */
+#define PACK8(data, p)                                                                        \
+    ((uint64_t)latin1_lower[(data)[(p)]] | (uint64_t)latin1_lower[(data)[(p) + 1]] << 8 |       \
+     (uint64_t)latin1_lower[(data)[(p) + 2]] << 16 | (uint64_t)latin1_lower[(data)[(p) + 3]] << 24 | \
+     (uint64_t)latin1_lower[(data)[(p) + 4]] << 32 | (uint64_t)latin1_lower[(data)[(p) + 5]] << 40 | \
+     (uint64_t)latin1_lower[(data)[(p) + 6]] << 48 | (uint64_t)latin1_lower[(data)[(p) + 7]] << 56)
+
+/* The same blocks from 2- and 4-byte text: eight characters at once when all are below
+ * 256 and a block starts there (what the character-by-character rule would do too). */
 #define HASH_WIDE(TYPE)                                                                       \
     do {                                                                                      \
         const TYPE *data = t->data;                                                           \
         uint64_t block = 0;                                                                   \
         int filled = 0;                                                                       \
-        for (Py_ssize_t p = s; p < e; p++) {                                                  \
+        Py_ssize_t p = s;                                                                     \
+        TYPE all = 0;                                                                         \
+        for (Py_ssize_t q = s; q < e; q++)                                                    \
+            all |= data[q];                                                                   \
+        if (all < 256) {                                                                      \
+            /* Latin-1 only: the blocks of the one-byte case. */                              \
+            for (; p + 8 <= e; p += 8)                                                        \
+                h = mix(h, PACK8(data, p));                                                   \
+            for (; p < e; p++)                                                                \
+                block |= (uint64_t)latin1_lower[data[p]] << (8 * filled++);                   \
+        }                                                                                     \
+        while (p < e) {                                                                       \
             Py_UCS4 c = data[p] < 256 ? latin1_lower[data[p]] : lower_char(data[p]);          \
+            p++;                                                                              \
             if (c < 256) {                                                                    \
                 block |= (uint64_t)c << (8 * filled);                                         \
                 if (++filled < 8)                                                             \
@@ -1448,10 +1481,11 @@ static uint64_t run_hash(const Text *t, Py_ssize_t s, Py_ssize_t e)
     if (t->kind == PyUnicode_1BYTE_KIND) {
         /* Every lower-cased Latin-1 character stays below 256: blocks without tests. */
         const Py_UCS1 *data = t->data;
-        while (s < e) {
+        for (; s + 8 <= e; s += 8)
+            h = mix(h, PACK8(data, s));
+        if (s < e) {
             uint64_t block = 0;
-            Py_ssize_t stop = s + 8 < e ? s + 8 : e;
-            for (int i = 0; s < stop; s++, i++)
+            for (int i = 0; s < e; s++, i++)
                 block |= (uint64_t)latin1_lower[data[s]] << (8 * i);
             h = mix(h, block);
         }
@@ -1575,29 +1609,32 @@ static Py_ssize_t count_words(const Reader *r, Py_ssize_t s, Py_ssize_t e)
  * a few thousand), so away from a half-way point the scaled value rounds to the same
  * integer, and integer / 10**digits is the correctly rounded reading of the decimal.
  * Near a half-way point (or for large values) Python's own conversions decide. */
-static PyObject *rounded(double x, int digits)
+static int rounded(double x, int digits, double *out)
 {
     double scale = digits == 4 ? 1e4 : 10.0;
     double scaled = x * scale;
     if (digits <= 4 && x >= 0.0 && scaled < 1e9) {
         double whole = floor(scaled);
         double frac = scaled - whole;
-        if (fabs(frac - 0.5) > 1e-6)
-            return PyFloat_FromDouble((frac > 0.5 ? whole + 1.0 : whole) / scale);
+        if (fabs(frac - 0.5) > 1e-6) {
+            *out = (frac > 0.5 ? whole + 1.0 : whole) / scale;
+            return 0;
+        }
     }
-    return rounded_by_python(x, digits);
+    return rounded_by_python(x, digits, out);
 }
 
-static PyObject *rounded_by_python(double x, int digits)
+static int rounded_by_python(double x, int digits, double *out)
 {
     char *repr = PyOS_double_to_string(x, 'f', digits, 0, NULL);
     if (repr == NULL)
-        return NULL;
+        return -1;
     double value = PyOS_string_to_double(repr, NULL, NULL);
     PyMem_Free(repr);
     if (value == -1.0 && PyErr_Occurred())
-        return NULL;
-    return PyFloat_FromDouble(value);
+        return -1;
+    *out = value;
+    return 0;
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -1611,8 +1648,17 @@ typedef struct {
     Py_ssize_t kw_at, kw_n;  /* its distinct keywords in Builder.pool; kw_n < 0: unread */
 } Unit;
 
+/* The previous chunk's metadata and the values it holds (borrowed from it). */
+typedef struct {
+    PyObject *meta, *type, *title, *primary;
+    int level, has_list;
+    Py_ssize_t paragraphs;
+    double density, average;
+} Last;
+
 typedef struct {
     Reader reader;
+    Last last;
     PyObject *text, *doc_id, *source;
     PyObject *chunks;
     /* the heading stack: levels and titles (owned references) */
@@ -1662,11 +1708,17 @@ static int opening_rule(const Text *t, const Unit *u)
     /* The opening lower-cased once (ASCII case folding only; any other character becomes
      * 0x80, which no phrase holds and which is no [A-Za-z0-9]). */
     unsigned char lead[MAX_PHRASE + 1];
-    Py_ssize_t room = window - p, n = room < MAX_PHRASE + 1 ? room : MAX_PHRASE + 1;
-    for (Py_ssize_t q = 0; q < n; q++) {
-        Py_UCS4 c = at(t, p + q);
-        lead[q] = c < 128 ? (unsigned char)ascii_lower(c) : 0x80;
+    Py_ssize_t room = window - p, n = room < cfg.longest_phrase + 1 ? room : cfg.longest_phrase + 1;
+    if (t->kind == PyUnicode_1BYTE_KIND) {
+        const Py_UCS1 *data = (const Py_UCS1 *)t->data + p;
+        for (Py_ssize_t q = 0; q < n; q++)
+            lead[q] = data[q] < 128 ? (unsigned char)ascii_lower(data[q]) : 0x80;
     }
+    else
+        for (Py_ssize_t q = 0; q < n; q++) {
+            Py_UCS4 c = at(t, p + q);
+            lead[q] = c < 128 ? (unsigned char)ascii_lower(c) : 0x80;
+        }
     unsigned char first = lead[0];
     if (first >= 128)
         return NO_OPENING;
@@ -1849,30 +1901,45 @@ static Py_ssize_t count_keywords(const Reader *r, Py_ssize_t s, Py_ssize_t e)
     return last->keywords_before + !last->stop - r->runs[i].keywords_before;
 }
 
-static PyObject *keyword_density(const Builder *b, Py_ssize_t start, Py_ssize_t end)
+static int keyword_density(const Builder *b, Py_ssize_t start, Py_ssize_t end, double *out)
 {
     Py_ssize_t words = count_words(&b->reader, start, end);
-    if (!words)
-        return PyFloat_FromDouble(0.0);
+    if (!words) {
+        *out = 0.0;
+        return 0;
+    }
     Py_ssize_t found = count_keywords(&b->reader, start, end);
-    return rounded((double)found / (double)words, 4);
+    return rounded((double)found / (double)words, 4, out);
 }
 
-static PyObject *average_length(const Unit *units, Py_ssize_t n)
+static int average_length(const Unit *units, Py_ssize_t n, double *out)
 {
-    if (n == 1)
-        return PyFloat_FromDouble((double)(units[0].end - units[0].start));
+    if (n == 1) {
+        *out = (double)(units[0].end - units[0].start);
+        return 0;
+    }
     Py_ssize_t total = 0;
     for (Py_ssize_t k = 0; k < n; k++)
         total += units[k].end - units[k].start;
-    return rounded((double)total / (double)n, 1);
+    return rounded((double)total / (double)n, 1, out);
 }
 
-static PyObject *metadata(const Builder *b, const Unit *units, Py_ssize_t n, const int *reasons, Py_ssize_t n_reasons,
+/* A float value for the metadata, unless it equals the previous chunk's (then the copied
+ * dict already holds an equal float: NULL with *same set). */
+static PyObject *changed_float(double value, int known, double last, int *same)
+{
+    *same = known && memcmp(&value, &last, sizeof value) == 0;
+    return *same ? NULL : PyFloat_FromDouble(value);
+}
+
+/* The chunk's metadata. Consecutive chunks share most values (content type, section,
+ * primary reason, doc_id, source), so the dict is a copy of the previous chunk's with only
+ * what differs set; the lists are always new (chunks never share a mutable value). */
+static PyObject *metadata(Builder *b, const Unit *units, Py_ssize_t n, const int *reasons, Py_ssize_t n_reasons,
                           PyObject *content_type, int primary)
 {
     Py_ssize_t start = units[0].start, end = units[n - 1].end;
-    int kinds[64];
+    int kinds[N_KINDS];
     Py_ssize_t paragraphs = 0;
     int has_list = 0;
     int kind_seen[N_KINDS] = {0};
@@ -1886,24 +1953,45 @@ static PyObject *metadata(const Builder *b, const Unit *units, Py_ssize_t n, con
             kinds[n_kinds++] = kind;
         }
     }
-    PyObject *d = PyDict_Copy(cfg.template);
+    double density, average;
+    if (keyword_density(b, start, end, &density) < 0 || average_length(units, n, &average) < 0)
+        return NULL;
+    PyObject *reason = cfg.reason[primary >= 0 ? primary : primary_reason(reasons, n_reasons)];
+    Last *last = &b->last;
+    int first = last->meta == NULL;
+    PyObject *d = PyDict_Copy(first ? cfg.template : last->meta);
     if (d == NULL)
         return NULL;
+    int same_density, same_average;
+    PyObject *density_value = changed_float(density, !first, last->density, &same_density);
+    PyObject *average_value = changed_float(average, !first, last->average, &same_average);
     if (put(d, M_INDEX, PyLong_FromSsize_t(PyList_GET_SIZE(b->chunks))) < 0 ||
-        put(d, M_TYPE, new_ref(content_type)) < 0 || put(d, M_PATH, heading_path(b)) < 0 ||
-        put(d, M_HEADING, new_ref(b->section_title)) < 0 ||
-        put(d, M_LEVEL, PyLong_FromLong(b->section_level)) < 0 ||
-        put(d, M_PRIMARY, new_ref(cfg.reason[primary >= 0 ? primary : primary_reason(reasons, n_reasons)])) < 0 ||
+        (content_type != last->type && put(d, M_TYPE, new_ref(content_type)) < 0) ||
+        put(d, M_PATH, heading_path(b)) < 0 ||
+        (b->section_title != last->title && put(d, M_HEADING, new_ref(b->section_title)) < 0) ||
+        ((first || b->section_level != last->level) && put(d, M_LEVEL, PyLong_FromLong(b->section_level)) < 0) ||
+        (reason != last->primary && put(d, M_PRIMARY, new_ref(reason)) < 0) ||
         put(d, M_REASONS, distinct_labels(reasons, n_reasons, cfg.reason, N_REASONS)) < 0 ||
         put(d, M_KINDS, distinct_labels(kinds, n_kinds, cfg.kind, N_KINDS)) < 0 ||
-        put(d, M_PARAGRAPHS, PyLong_FromSsize_t(paragraphs)) < 0 ||
-        put(d, M_HAS_LIST, PyBool_FromLong(has_list)) < 0 ||
-        put(d, M_DENSITY, keyword_density(b, start, end)) < 0 || put(d, M_AVERAGE, average_length(units, n)) < 0 ||
-        (PyUnicode_GET_LENGTH(b->doc_id) && put(d, M_DOC_ID, new_ref(b->doc_id)) < 0) ||
-        (PyUnicode_GET_LENGTH(b->source) && put(d, M_SOURCE, new_ref(b->source)) < 0)) {
+        ((first || paragraphs != last->paragraphs) && put(d, M_PARAGRAPHS, PyLong_FromSsize_t(paragraphs)) < 0) ||
+        ((first || has_list != last->has_list) && put(d, M_HAS_LIST, PyBool_FromLong(has_list)) < 0) ||
+        (!same_density && put(d, M_DENSITY, density_value) < 0) ||
+        (!same_average && put(d, M_AVERAGE, average_value) < 0) ||
+        (first && PyUnicode_GET_LENGTH(b->doc_id) && put(d, M_DOC_ID, new_ref(b->doc_id)) < 0) ||
+        (first && PyUnicode_GET_LENGTH(b->source) && put(d, M_SOURCE, new_ref(b->source)) < 0)) {
         Py_DECREF(d);
         return NULL;
     }
+    /* The values are borrowed: the previous dict holds them as long as the result does. */
+    last->meta = d;
+    last->type = content_type;
+    last->title = b->section_title;
+    last->level = b->section_level;
+    last->primary = reason;
+    last->paragraphs = paragraphs;
+    last->has_list = has_list;
+    last->density = density;
+    last->average = average;
     return d;
 }
 
@@ -2053,9 +2141,9 @@ static void builder_free(Builder *b)
     Py_XDECREF(b->section_title);
     PyMem_Free(b->units);
     PyMem_Free(b->reasons);
-    PyMem_Free(b->keywords.slots);
+    set_free(&b->keywords);
     PyMem_Free(b->pool);
-    PyMem_Free(b->scratch.slots);
+    set_free(&b->scratch);
     reader_free(&b->reader);
     Py_XDECREF(b->chunks);
 }
@@ -2384,6 +2472,7 @@ static void config_clear(void)
         PyMem_Free(cfg.phrases[r]);
         cfg.phrases[r] = NULL;
         cfg.first_chars[r][0] = cfg.first_chars[r][1] = 0;
+        cfg.longest_phrase = 0;
         cfg.n_phrases[r] = 0;
     }
     PyMem_Free(cfg.stop);
@@ -2449,6 +2538,8 @@ static int read_phrases(PyObject *openings)
                 PyErr_Format(PyExc_ValueError, "phrases must have 1 to %d characters", MAX_PHRASE);
                 goto done;
             }
+            if (ph->len > cfg.longest_phrase)
+                cfg.longest_phrase = ph->len;
             unsigned char c0 = (unsigned char)ph->chars[0];
             cfg.first_chars[r][c0 >> 6] |= (uint64_t)1 << (c0 & 63);
         }
