@@ -21,10 +21,11 @@ from bench.corpus import gather
 from tests.chunking.texts import FRAGMENTS, any_text
 from worker.chunking import lexical
 from worker.chunking.lexical import LexicalChunker, chunk_reference
+from worker.chunking.native import REQUIRE_NATIVE_ENV
 from worker.chunking.types import Chunk, ContentType
 
 if not lexical.NATIVE:
-    if os.environ.get("CHUNKSTREAM_REQUIRE_NATIVE") == "1":
+    if os.environ.get(REQUIRE_NATIVE_ENV) == "1":
         pytest.fail("the compiled lexical core is required but not built", pytrace=False)
     pytest.skip("the compiled lexical core is not built", allow_module_level=True)
 

@@ -9,7 +9,6 @@ The word lists and limits live in :mod:`worker.chunking.lexicon`.
 
 from __future__ import annotations
 
-import os
 import re
 from bisect import bisect_left
 from collections import Counter
@@ -21,7 +20,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from worker.chunking import lexicon
+from worker.chunking import lexicon, native
 from worker.chunking.lexicon import LEXICAL_MAX_CHARS
 from worker.chunking.markdown import Block, BlockKind, heading_text, split_blocks
 from worker.chunking.segment import (
@@ -552,7 +551,7 @@ class _Builder:
 def _load_native() -> Callable[[str, str, str, bool], list[Chunk] | None] | None:
     """``_lexical_core.chunk`` configured with this module's tables, or None when the core
     is not built or CHUNKSTREAM_PURE_PYTHON=1 asks for the reference."""
-    if os.environ.get("CHUNKSTREAM_PURE_PYTHON") == "1":
+    if not native.allowed():
         return None
     try:
         from worker.chunking import _lexical_core
