@@ -131,3 +131,13 @@ def test_every_corpus_document() -> None:
     )
     # The documents the core hands back must stay rare (all 175 ran native when written).
     assert fast >= 0.9 * len(docs), f"only {fast} of {len(docs)} documents on the compiled path"
+
+
+@pytest.mark.parametrize("length", [1437, 1438, 1500, 1501, 3000])
+@pytest.mark.parametrize("offset", [0, 1, 63, 64])
+@pytest.mark.parametrize("content_type", CONTENT_TYPES)
+def test_words_around_the_cap(length: int, offset: int, content_type: ContentType) -> None:
+    """A whitespace-free run past the cap changes how the reference counts keywords."""
+    word = "ab" + "x" * (length - 2)
+    assert_same(f"{' ' * offset}{word} tail words here\n\nThis one, too.", content_type)
+    assert_same(f"{'é' * offset}\n{word}.b {'word ' * 50}", content_type)

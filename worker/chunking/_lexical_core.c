@@ -114,6 +114,7 @@ typedef struct {
      * from one class change to the next: spaces (set past the end), keyword characters
      * and line breaks. */
     const uint64_t *space_bits, *keyword_bits, *break_bits;
+    const uint64_t *start_bits; /* where each whitespace-separated word starts */
 } Text;
 
 static inline Py_UCS4 at(const Text *t, Py_ssize_t i) { return PyUnicode_READ(t->kind, t->data, i); }
@@ -1411,10 +1412,8 @@ typedef struct {
     int whole_words; /* the document pass applies: ranges read whole words */
     Run *runs;       /* runs of at least min_letters keyword characters, in order */
     Py_ssize_t n_runs, cap_runs;
-    Py_ssize_t *words; /* where each whitespace-separated word starts */
-    Py_ssize_t n_words, cap_words;
-    /* The last answers of first_run (per purpose: HINT_UNIT, HINT_CHUNK) and first_word. */
-    Py_ssize_t run_hint[2], word_hint;
+    /* The last answers of first_run, per purpose (HINT_UNIT, HINT_CHUNK). */
+    Py_ssize_t run_hint[2];
 } Reader;
 
 static Py_UCS4 latin1_lower[256];
@@ -1500,7 +1499,6 @@ static uint64_t run_hash(const Text *t, Py_ssize_t s, Py_ssize_t e)
 static void reader_free(Reader *r)
 {
     PyMem_Free(r->runs);
-    PyMem_Free(r->words);
 }
 
 /* Index of the first run starting at or after p. */
@@ -1531,28 +1529,17 @@ static Py_ssize_t first_run(const Reader *r, Py_ssize_t p, int purpose)
     return lo;
 }
 
-static Py_ssize_t first_word(const Reader *r, Py_ssize_t p)
+/* Set bits of [s, e). */
+static Py_ssize_t count_bits(const uint64_t *bits, Py_ssize_t s, Py_ssize_t e)
 {
-    Py_ssize_t lo = 0, hi = r->n_words, hint = r->word_hint;
-    if (hint <= hi && (hint == 0 || r->words[hint - 1] < p)) {
-        Py_ssize_t step = 1;
-        lo = hint;
-        while (lo + step <= hi && r->words[lo + step - 1] < p) {
-            lo += step;
-            step *= 2;
-        }
-        if (lo + step < hi)
-            hi = lo + step;
+    Py_ssize_t count = 0;
+    while (s < e) {
+        Py_ssize_t w = s >> 6, stop = ((w + 1) << 6) < e ? (w + 1) << 6 : e;
+        uint64_t want = (stop - s == 64) ? ~(uint64_t)0 : (((uint64_t)1 << (stop - s)) - 1) << (s & 63);
+        count += __builtin_popcountll(bits[w] & want);
+        s = stop;
     }
-    while (lo < hi) {
-        Py_ssize_t mid = (lo + hi) / 2;
-        if (r->words[mid] < p)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    ((Reader *)r)->word_hint = lo;
-    return lo;
+    return count;
 }
 
 /* Calls found(h) for every keyword (stop words left out) of [s, e). Returns -1 when found
@@ -1596,7 +1583,7 @@ static int count_one(void *ctx, uint64_t h)
 /* Words (whitespace-separated) of [s, e), read as the Reader says. */
 static Py_ssize_t count_words(const Reader *r, Py_ssize_t s, Py_ssize_t e)
 {
-    Py_ssize_t words = first_word(r, e) - first_word(r, s);
+    Py_ssize_t words = count_bits(r->t->start_bits, s, e);
     /* Read on its own, a range that starts inside a word starts with a word. */
     if (!r->whole_words && s < e && s > 0 && !sp(r->t, s) && !sp(r->t, s - 1))
         words++;
@@ -2269,39 +2256,62 @@ static void build_bitmaps(const unsigned char *cls, Py_ssize_t n_words, uint64_t
     }
 }
 
-/* The document's words and keyword runs from the bitmaps: a word starts where a space
- * bit drops, a run where a keyword bit rises and ends where it falls (the padding past
- * the end is space, so everything open ends there). Returns the longest word. */
-static Py_ssize_t find_words(Reader *r, Py_ssize_t n_words)
+/* Where words start (a space bit drops: the text's start reads as a space) and whether
+ * some word may be longer than the cap: only if at least `full` consecutive 64-character
+ * words hold no space, since a longer word covers that many of them. */
+static int find_word_starts(const Text *t, Py_ssize_t n_words, uint64_t *starts)
 {
-    const Text *t = r->t;
-    Py_ssize_t longest = 0, word = 0, run = 0;
-    uint64_t space_carry = 1, keyword_carry = 0; /* the text's start reads as a space */
+    Py_ssize_t full = (cfg.max_chars + 1 - 63) / 64, solid = 0;
+    int maybe_long = full < 1;
+    uint64_t carry = 1;
     for (Py_ssize_t w = 0; w < n_words; w++) {
-        uint64_t S = t->space_bits[w], K = t->keyword_bits[w];
-        uint64_t S_before = (S << 1) | space_carry, K_before = (K << 1) | keyword_carry;
-        space_carry = S >> 63;
-        keyword_carry = K >> 63;
-        uint64_t edges = S ^ S_before; /* word starts (space before) and ends (space here) */
-        while (edges) {
-            Py_ssize_t p = (w << 6) + __builtin_ctzll(edges);
-            edges &= edges - 1;
-            if (S_before >> (p & 63) & 1)
-                r->words[r->n_words++] = word = p;
-            else if (p - word > longest)
-                longest = p - word;
-        }
-        edges = K ^ K_before;
-        while (edges) {
-            Py_ssize_t p = (w << 6) + __builtin_ctzll(edges);
-            edges &= edges - 1;
-            if (K >> (p & 63) & 1)
-                run = p;
-            else
-                end_run(r, run, p);
-        }
+        uint64_t S = t->space_bits[w];
+        starts[w] = ~S & ((S << 1) | carry);
+        carry = S >> 63;
+        solid = S ? 0 : solid + 1;
+        maybe_long |= solid >= full;
+    }
+    return maybe_long;
+}
+
+/* The longest word, exactly (only asked when find_word_starts cannot rule a long one out). */
+static Py_ssize_t longest_word(const Text *t)
+{
+    Py_ssize_t longest = 0, p = 0;
+    while (p < t->len) {
+        Py_ssize_t word = p;
+        while (p < t->len && !sp(t, p))
+            p++;
+        longest = p - word > longest ? p - word : longest;
+        while (p < t->len && sp(t, p))
+            p++;
     }
     return longest;
+}
+
+/* The keyword runs: each starts where a keyword bit rises and ends at the next clear bit
+ * (the padding past the end is clear). */
+static void find_runs(Reader *r, Py_ssize_t n_words)
+{
+    const uint64_t *K = r->t->keyword_bits;
+    uint64_t carry = 0;
+    for (Py_ssize_t w = 0; w < n_words; w++) {
+        uint64_t starts = K[w] & ~((K[w] << 1) | carry);
+        carry = K[w] >> 63;
+        while (starts) {
+            int bit = __builtin_ctzll(starts);
+            starts &= starts - 1;
+            Py_ssize_t end_word = w;
+            uint64_t rest = ~K[w] >> bit;
+            int offset = bit;
+            while (rest == 0) { /* the run goes on into the next 64 characters */
+                end_word++;
+                rest = ~K[end_word];
+                offset = 0;
+            }
+            end_run(r, (w << 6) + bit, (end_word << 6) + offset + __builtin_ctzll(rest));
+        }
+    }
 }
 
 /* Reads the document once: every character's classes into cls, its words and keyword
@@ -2314,14 +2324,14 @@ static int read_document(Reader *r, unsigned char *cls, uint64_t *bitmaps)
     if (any & C_REFERENCE)
         return 1;
     build_bitmaps(cls, n_words, bitmaps, bitmaps + n_words, bitmaps + 2 * n_words);
-    /* Sized once for the most a text can hold: a word per two characters, a run per
-     * min_letters + 1. */
-    if (grow((void **)&r->words, &r->cap_words, n / 2 + 1, sizeof(Py_ssize_t)) < 0 ||
-        grow((void **)&r->runs, &r->cap_runs, n / (cfg.min_letters + 1) + 2, sizeof(Run)) < 0)
+    /* Sized once for the most a text can hold: a run per min_letters + 1 characters (and
+     * one written past the last kept). */
+    if (grow((void **)&r->runs, &r->cap_runs, n / (cfg.min_letters + 1) + 2, sizeof(Run)) < 0)
         return -1;
-    Py_ssize_t longest = find_words(r, n_words);
+    int maybe_long = find_word_starts(r->t, n_words, bitmaps + 3 * n_words);
+    find_runs(r, n_words);
     hash_runs(r);
-    r->whole_words = n > 0 && !(any & C_WIDE_KEYWORD) && longest <= cfg.max_chars;
+    r->whole_words = n > 0 && !(any & C_WIDE_KEYWORD) && (!maybe_long || longest_word(r->t) <= cfg.max_chars);
     return 0;
 }
 
@@ -2334,15 +2344,12 @@ static struct {
     Py_ssize_t cap_cls;
     Run *runs;
     Py_ssize_t cap_runs;
-    Py_ssize_t *words;
-    Py_ssize_t cap_words;
 } scratch;
 
 static void scratch_free(void)
 {
     PyMem_Free(scratch.cls);
     PyMem_Free(scratch.runs);
-    PyMem_Free(scratch.words);
     memset(&scratch, 0, sizeof scratch);
 }
 
@@ -2354,8 +2361,6 @@ static int borrow_scratch(Reader *r)
     scratch.busy = 1;
     r->runs = scratch.runs;
     r->cap_runs = scratch.cap_runs;
-    r->words = scratch.words;
-    r->cap_words = scratch.cap_words;
     return 1;
 }
 
@@ -2364,18 +2369,15 @@ static void return_scratch(Reader *r)
 {
     scratch.runs = r->runs;
     scratch.cap_runs = r->cap_runs;
-    scratch.words = r->words;
-    scratch.cap_words = r->cap_words;
     r->runs = NULL;
-    r->words = NULL;
     scratch.busy = 0;
 }
 
 static PyObject *run_document(PyObject *text, PyObject *doc_id, PyObject *source, int markdown)
 {
-    Text t = {PyUnicode_KIND(text), PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text), NULL, NULL, NULL, NULL};
+    Text t = {PyUnicode_KIND(text), PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text), NULL, NULL, NULL, NULL, NULL};
     /* The classes padded with spaces to whole 64-character words, then the three bitmaps. */
-    Py_ssize_t n_words = t.len / 64 + 1, size = n_words * (Py_ssize_t)(64 + 3 * sizeof(uint64_t));
+    Py_ssize_t n_words = t.len / 64 + 1, size = n_words * (Py_ssize_t)(64 + 4 * sizeof(uint64_t));
     Builder b;
     memset(&b, 0, sizeof b);
     int lent = borrow_scratch(&b.reader);
@@ -2395,6 +2397,7 @@ static PyObject *run_document(PyObject *text, PyObject *doc_id, PyObject *source
     t.space_bits = bitmaps;
     t.keyword_bits = bitmaps + n_words;
     t.break_bits = bitmaps + 2 * n_words;
+    t.start_bits = bitmaps + 3 * n_words;
     b.reader.t = &t;
     b.text = text;
     b.doc_id = doc_id;
@@ -2553,7 +2556,7 @@ done:
 
 static uint64_t word_hash(PyObject *word)
 {
-    Text t = {PyUnicode_KIND(word), PyUnicode_DATA(word), PyUnicode_GET_LENGTH(word), NULL, NULL, NULL, NULL};
+    Text t = {PyUnicode_KIND(word), PyUnicode_DATA(word), PyUnicode_GET_LENGTH(word), NULL, NULL, NULL, NULL, NULL};
     return run_hash(&t, 0, t.len);
 }
 
