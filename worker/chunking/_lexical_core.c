@@ -1389,7 +1389,7 @@ static void set_clear(HashSet *s)
     s->size = 0;
 }
 
-static int is_stop_word(uint64_t h)
+static inline int is_stop_word(uint64_t h)
 {
     for (size_t i = (size_t)h & cfg.stop_mask;; i = (i + 1) & cfg.stop_mask) {
         if (cfg.stop[i] == h)
@@ -1474,21 +1474,27 @@ static inline uint64_t mix(uint64_t h, uint64_t v)
             h = mix(h, block);                                                                \
     } while (0)
 
+/* run_hash of one-byte text: every lower-cased Latin-1 character stays below 256, so the
+ * blocks need no tests. */
+static inline uint64_t narrow_hash(const Py_UCS1 *data, Py_ssize_t s, Py_ssize_t e)
+{
+    uint64_t h = FNV_OFFSET ^ (uint64_t)(e - s);
+    for (; s + 8 <= e; s += 8)
+        h = mix(h, PACK8(data, s));
+    if (s < e) {
+        uint64_t block = 0;
+        for (int i = 0; s < e; s++, i++)
+            block |= (uint64_t)latin1_lower[data[s]] << (8 * i);
+        h = mix(h, block);
+    }
+    return nonzero(h);
+}
+
 static uint64_t run_hash(const Text *t, Py_ssize_t s, Py_ssize_t e)
 {
     uint64_t h = FNV_OFFSET ^ (uint64_t)(e - s);
-    if (t->kind == PyUnicode_1BYTE_KIND) {
-        /* Every lower-cased Latin-1 character stays below 256: blocks without tests. */
-        const Py_UCS1 *data = t->data;
-        for (; s + 8 <= e; s += 8)
-            h = mix(h, PACK8(data, s));
-        if (s < e) {
-            uint64_t block = 0;
-            for (int i = 0; s < e; s++, i++)
-                block |= (uint64_t)latin1_lower[data[s]] << (8 * i);
-            h = mix(h, block);
-        }
-    }
+    if (t->kind == PyUnicode_1BYTE_KIND)
+        return narrow_hash(t->data, s, e);
     else if (t->kind == PyUnicode_2BYTE_KIND)
         HASH_WIDE(Py_UCS2);
     else
@@ -2206,9 +2212,10 @@ static inline void end_run(Reader *r, Py_ssize_t start, Py_ssize_t end)
 static void hash_runs(Reader *r)
 {
     Py_ssize_t keywords = 0;
+    int narrow = r->t->kind == PyUnicode_1BYTE_KIND;
     for (Py_ssize_t i = 0; i < r->n_runs; i++) {
         Run *run = &r->runs[i];
-        run->hash = run_hash(r->t, run->start, run->end);
+        run->hash = narrow ? narrow_hash(r->t->data, run->start, run->end) : run_hash(r->t, run->start, run->end);
         run->stop = is_stop_word(run->hash);
         run->keywords_before = keywords;
         keywords += !run->stop;
