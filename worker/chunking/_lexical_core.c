@@ -71,6 +71,11 @@ typedef struct {
 #define MAX_PHRASE 63
 
 typedef struct {
+    const Phrase *phrase;
+    int rule;
+} Candidate;
+
+typedef struct {
     int ready;
     PyObject *chunk_type;
     PyObject *strategy;
@@ -87,7 +92,10 @@ typedef struct {
     Py_ssize_t list_overlap_min, lead_window;
     Phrase *phrases[N_OPENING];
     Py_ssize_t n_phrases[N_OPENING];
-    uint64_t first_chars[N_OPENING][2]; /* which lower-case ASCII characters start a phrase */
+    /* The phrases by first (lower-case ASCII) character, in rule order: an opening is only
+     * compared with the phrases that start like it. */
+    Candidate *by_first[128];
+    int n_by_first[128];
     Py_ssize_t longest_phrase;
     uint64_t *stop; /* open-addressing table of stop-word hashes, 0 = empty */
     size_t stop_mask;
@@ -1715,22 +1723,17 @@ static int opening_rule(const Text *t, const Unit *u)
     unsigned char first = lead[0];
     if (first >= 128)
         return NO_OPENING;
-    /* Each phrase, then "(?![A-Za-z0-9])" (the window's end counts as the text's end). */
-    for (int rule = 0; rule < N_OPENING; rule++) {
-        if (!(cfg.first_chars[rule][first >> 6] >> (first & 63) & 1))
+    /* Each phrase, then "(?![A-Za-z0-9])" (the window's end counts as the text's end); the
+     * candidates come in rule order, so the first match is the first rule that fires. */
+    for (int k = 0; k < cfg.n_by_first[first]; k++) {
+        const Phrase *ph = cfg.by_first[first][k].phrase;
+        if (ph->len > room)
             continue;
-        for (Py_ssize_t k = 0; k < cfg.n_phrases[rule]; k++) {
-            const Phrase *ph = &cfg.phrases[rule][k];
-            if ((unsigned char)ph->chars[0] != first || ph->len > room)
-                continue;
-            Py_ssize_t q = 1;
-            while (q < ph->len && lead[q] == (unsigned char)ph->chars[q])
-                q++;
-            if (q < ph->len)
-                continue;
-            if (ph->len == room || !is_ascii_alnum(lead[ph->len]))
-                return rule;
-        }
+        Py_ssize_t q = 1;
+        while (q < ph->len && lead[q] == (unsigned char)ph->chars[q])
+            q++;
+        if (q == ph->len && (ph->len == room || !is_ascii_alnum(lead[ph->len])))
+            return cfg.by_first[first][k].rule;
     }
     return NO_OPENING;
 }
@@ -2481,9 +2484,13 @@ static void config_clear(void)
             PyMem_Free(cfg.phrases[r][k].chars);
         PyMem_Free(cfg.phrases[r]);
         cfg.phrases[r] = NULL;
-        cfg.first_chars[r][0] = cfg.first_chars[r][1] = 0;
         cfg.longest_phrase = 0;
         cfg.n_phrases[r] = 0;
+    }
+    for (int c = 0; c < 128; c++) {
+        PyMem_Free(cfg.by_first[c]);
+        cfg.by_first[c] = NULL;
+        cfg.n_by_first[c] = 0;
     }
     PyMem_Free(cfg.stop);
     cfg.stop = NULL;
@@ -2550,8 +2557,6 @@ static int read_phrases(PyObject *openings)
             }
             if (ph->len > cfg.longest_phrase)
                 cfg.longest_phrase = ph->len;
-            unsigned char c0 = (unsigned char)ph->chars[0];
-            cfg.first_chars[r][c0 >> 6] |= (uint64_t)1 << (c0 & 63);
         }
         Py_DECREF(list);
     }
@@ -2559,6 +2564,26 @@ static int read_phrases(PyObject *openings)
 done:
     Py_DECREF(seq);
     return rc;
+}
+
+/* cfg.by_first from cfg.phrases (phrases are lower-case ASCII). */
+static int index_phrases(void)
+{
+    for (int rule = 0; rule < N_OPENING; rule++)
+        for (Py_ssize_t k = 0; k < cfg.n_phrases[rule]; k++) {
+            const Phrase *ph = &cfg.phrases[rule][k];
+            int c = (unsigned char)ph->chars[0];
+            Candidate *grown = PyMem_Realloc(cfg.by_first[c], sizeof(Candidate) * (size_t)(cfg.n_by_first[c] + 1));
+            if (grown == NULL) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            grown[cfg.n_by_first[c]].phrase = ph;
+            grown[cfg.n_by_first[c]].rule = rule;
+            cfg.by_first[c] = grown;
+            cfg.n_by_first[c]++;
+        }
+    return 0;
 }
 
 static uint64_t word_hash(PyObject *word)
@@ -2726,7 +2751,7 @@ static PyObject *configure(PyObject *module, PyObject *args, PyObject *kwargs)
     cfg.list_overlap_min = limits[5];
     cfg.lead_window = limits[6];
     if ((cfg.empty = PyUnicode_FromString("")) == NULL || read_labels(reasons, standalone) < 0 ||
-        read_phrases(openings) < 0 || read_stop_words(stop_words) < 0 || read_abbreviations(abbreviations) < 0) {
+        read_phrases(openings) < 0 || index_phrases() < 0 || read_stop_words(stop_words) < 0 || read_abbreviations(abbreviations) < 0) {
         config_clear();
         return NULL;
     }
