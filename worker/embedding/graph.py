@@ -5,8 +5,10 @@ output ``sentence_embedding`` (float32, ``[batch, hidden]``), pooled over the at
 L2-normalised, so a caller never post-processes. Both axes are dynamic.
 
 The graph uses only standard opset-17 operators (LayerNormalization, Erf for exact GELU) so the
-ONNX checker validates it, and onnxruntime applies its own fusions when a session opens (the
-Erf pattern plus its bias becomes one BiasGelu kernel).
+ONNX checker validates it, and onnxruntime applies its own fusions when a session opens: the
+encoder's hidden state is kept 2-D, ``[batch·sequence, hidden]``, so every dense layer's MatMul
+and bias Add become one Gemm (int8: the bias goes into DynamicQuantizeMatMul), and the Erf
+pattern becomes one Gelu kernel.
 """
 
 from __future__ import annotations
@@ -60,6 +62,15 @@ class _Graph:
         return name
 
 
+@dataclass(frozen=True)
+class _Shapes:
+    """Reshape targets made once per graph (two depend on the runtime sequence length)."""
+
+    tokens: str  # [-1, hidden]: the encoder's layout
+    heads: str  # [-1, sequence, heads, head]: per-head view for attention
+    sequences: str  # [-1, sequence, hidden]: back to one row per text, for pooling
+
+
 class WeightNames:
     """Looks up BertModel weights whether or not the checkpoint prefixes them with ``bert.``."""
 
@@ -82,13 +93,39 @@ def build_graph(
     g = _Graph()
     ids, mask, types = INPUT_NAMES
 
-    hidden = _embeddings(g, w, config, ids, types)
+    # The sequence length as a 1-D tensor straight from Shape, so that axis stays dynamic.
+    seq_len = g.op(
+        "Slice",
+        g.op("Shape", ids),
+        g.const("index_1", np.array([1], np.int64)),
+        g.const("index_2", np.array([2], np.int64)),
+    )
+    shapes = _Shapes(
+        tokens=g.const("tokens_shape", np.array([-1, config.hidden_size], np.int64)),
+        heads=g.op(
+            "Concat",
+            g.const("index_minus_1", np.array([-1], np.int64)),
+            seq_len,
+            g.const("heads_dims", np.array([config.num_heads, config.head_size], np.int64)),
+            axis=0,
+        ),
+        sequences=g.op(
+            "Concat",
+            g.const("index_minus_1", np.array([-1], np.int64)),
+            seq_len,
+            g.const("hidden_dim", np.array([config.hidden_size], np.int64)),
+            axis=0,
+        ),
+    )
+    # The encoder works on [batch·sequence, hidden]: every dense layer is then a 2-D MatMul + Add,
+    # which onnxruntime fuses into one Gemm with its bias (a 3-D MatMul keeps a separate Add).
+    hidden = g.op("Reshape", _embeddings(g, w, config, ids, types, seq_len), shapes.tokens)
     mask_f = g.op("Cast", mask, to=TensorProto.FLOAT)
     score_bias = _score_bias(g, mask)
     for layer in range(config.num_layers):
-        hidden = _encoder_layer(g, w, config, layer, hidden, score_bias)
+        hidden = _encoder_layer(g, w, config, layer, hidden, score_bias, shapes)
 
-    pooled = _pool(g, hidden, mask_f, pooling)
+    pooled = _pool(g, g.op("Reshape", hidden, shapes.sequences), mask_f, pooling)
     norm = g.op(
         "Max",
         # Opset 17's ReduceL2 still takes its axes as an attribute (ReduceSum moved to an input).
@@ -115,7 +152,9 @@ def build_graph(
     return model
 
 
-def _embeddings(g: _Graph, w: WeightNames, config: BertConfig, ids: str, types: str) -> str:
+def _embeddings(
+    g: _Graph, w: WeightNames, config: BertConfig, ids: str, types: str, seq_len: str
+) -> str:
     words = g.op(
         "Gather", g.const("word_embeddings", w.get("embeddings.word_embeddings.weight")), ids
     )
@@ -124,14 +163,7 @@ def _embeddings(g: _Graph, w: WeightNames, config: BertConfig, ids: str, types: 
         g.const("token_type_embeddings", w.get("embeddings.token_type_embeddings.weight")),
         types,
     )
-    # Rows 0..seq-1 of the position table, sliced with the runtime length (a 1-D tensor straight
-    # from Shape) so the sequence axis stays dynamic.
-    seq_len = g.op(
-        "Slice",
-        g.op("Shape", ids),
-        g.const("index_1", np.array([1], np.int64)),
-        g.const("index_2", np.array([2], np.int64)),
-    )
+    # Rows 0..seq-1 of the position table, sliced with the runtime length.
     position_table = g.const("position_embeddings", w.get("embeddings.position_embeddings.weight"))
     positions = g.op(
         "Slice",
@@ -164,29 +196,31 @@ def _dense(g: _Graph, w: WeightNames, x: str, prefix: str) -> str:
     )
 
 
-def _split_heads(g: _Graph, x: str, config: BertConfig, perm: list[int]) -> str:
-    shape = g.const("heads_shape", np.array([0, 0, config.num_heads, config.head_size], np.int64))
-    return g.op("Transpose", g.op("Reshape", x, shape), perm=perm)
+def _split_heads(g: _Graph, x: str, shapes: _Shapes, perm: list[int]) -> str:
+    """``[batch·sequence, hidden]`` → ``[batch, sequence, heads, head]`` → ``perm``."""
+    return g.op("Transpose", g.op("Reshape", x, shapes.heads), perm=perm)
 
 
 def _encoder_layer(
-    g: _Graph, w: WeightNames, config: BertConfig, layer: int, x: str, score_bias: str
+    g: _Graph,
+    w: WeightNames,
+    config: BertConfig,
+    layer: int,
+    x: str,
+    score_bias: str,
+    shapes: _Shapes,
 ) -> str:
     p = f"encoder.layer.{layer}"
     scale = np.array(math.sqrt(config.head_size), np.float32)
-    q = _split_heads(g, _dense(g, w, x, f"{p}.attention.self.query"), config, [0, 2, 1, 3])
-    k = _split_heads(g, _dense(g, w, x, f"{p}.attention.self.key"), config, [0, 2, 3, 1])
-    v = _split_heads(g, _dense(g, w, x, f"{p}.attention.self.value"), config, [0, 2, 1, 3])
+    q = _split_heads(g, _dense(g, w, x, f"{p}.attention.self.query"), shapes, [0, 2, 1, 3])
+    k = _split_heads(g, _dense(g, w, x, f"{p}.attention.self.key"), shapes, [0, 2, 3, 1])
+    v = _split_heads(g, _dense(g, w, x, f"{p}.attention.self.value"), shapes, [0, 2, 1, 3])
     # Divided by √head after the product, then masked: the order (MatMul → Div → Add → Softmax)
     # that onnxruntime's attention fusion recognises (a Mul here would be mistaken for the mask's).
     products = g.op("Div", g.op("MatMul", q, k), g.const(f"{p}.scale", scale))
     scores = g.op("Add", products, score_bias)  # [batch, heads, seq, seq]
     context = g.op("MatMul", g.op("Softmax", scores, axis=-1), v)
-    merged = g.op(
-        "Reshape",
-        g.op("Transpose", context, perm=[0, 2, 1, 3]),
-        g.const(f"{p}.merge_shape", np.array([0, 0, config.hidden_size], np.int64)),
-    )
+    merged = g.op("Reshape", g.op("Transpose", context, perm=[0, 2, 1, 3]), shapes.tokens)
     attended = g.op("Add", _dense(g, w, merged, f"{p}.attention.output.dense"), x)
     x = _layer_norm(g, w, config, attended, f"{p}.attention.output.LayerNorm")
 

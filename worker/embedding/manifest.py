@@ -25,8 +25,9 @@ INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 OUTPUT_NAME = "sentence_embedding"
 
 # Bump whenever the graph or the quantisation recipe changes: a cached build made by an older
-# builder then no longer matches and is rebuilt.
-BUILDER_VERSION = 2
+# builder then no longer matches and is rebuilt. 2: attention in the shape onnxruntime's
+# transformer optimizer fuses; 3: the hidden state 2-D, dense layers fused with their bias.
+BUILDER_VERSION = 3
 
 
 class BuildOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
