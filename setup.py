@@ -9,18 +9,22 @@ succeeds and the worker runs on the Python twins (slower, same output); ``script
 from setuptools import Extension, setup
 
 _FLAGS = ["-O2", "-std=c11", "-ffp-contract=off", "-Wall", "-Wextra", "-Wno-unused-parameter"]
+_CHUNKING = "worker/chunking"
+# Headers each core includes (`depends`: an edit to one rebuilds the core).
+_SENTENCE_RULES = [f"{_CHUNKING}/_sentence_rules.h"]
 
 setup(
     ext_modules=[
         Extension(
             "worker.chunking._adaptive_core",
-            ["worker/chunking/_adaptive_core.c"],
+            [f"{_CHUNKING}/_adaptive_core.c"],
+            depends=_SENTENCE_RULES,
             extra_compile_args=_FLAGS,
             optional=True,
         ),
         Extension(
             "worker.chunking._lexical_core",
-            ["worker/chunking/_lexical_core.c"],
+            [f"{_CHUNKING}/_lexical_core.c"],
             extra_compile_args=_FLAGS,
             optional=True,
         ),

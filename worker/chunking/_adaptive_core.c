@@ -18,6 +18,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_sentence_rules.h" /* segment.false_stop_at and its character classes */
+
 /* Character classes, one bit each: the values of density._CLASS. */
 enum {
     C_SEP = 1,     /* whitespace or glue punctuation: separates words */
@@ -100,15 +102,9 @@ static int vocabulary_grow(Vocabulary *v) {
 }
 
 typedef struct {
-    Py_ssize_t length;
-    char text[16];
-} Abbreviation;
-
-typedef struct {
     PyObject *class_bytes;   /* bytes of length CODEPOINTS: the class of every code point */
     const uint8_t *classes;
-    Abbreviation *abbreviations; /* segment.ABBREVIATIONS (lower case, ASCII) */
-    Py_ssize_t abbreviation_count;
+    Abbreviations abbreviations; /* segment.ABBREVIATIONS (lower case, ASCII) */
     Vocabulary known;        /* the technical and stop word hashes with their kinds */
     /* Output: the Chunk type, the strategy name, the metadata keys. */
     PyObject *chunk_type, *name;
@@ -140,36 +136,6 @@ static int add_word_hashes(PyObject *hashes, uint8_t flag) {
     return 0;
 }
 
-/* The abbreviations as short ASCII strings (the rule only ever compares ASCII words). */
-static int set_abbreviations(PyObject *abbreviations) {
-    PyObject *seq = PySequence_Fast(abbreviations, "abbreviations must be iterable");
-    if (seq == NULL) return -1;
-    Py_ssize_t count = PySequence_Fast_GET_SIZE(seq);
-    Abbreviation *table = PyMem_Calloc(count + 1, sizeof(Abbreviation));
-    if (table == NULL) {
-        Py_DECREF(seq);
-        PyErr_NoMemory();
-        return -1;
-    }
-    for (Py_ssize_t k = 0; k < count; k++) {
-        Py_ssize_t length;
-        const char *text = PyUnicode_AsUTF8AndSize(PySequence_Fast_GET_ITEM(seq, k), &length);
-        if (text == NULL || length >= (Py_ssize_t)sizeof(table[k].text)) {
-            if (text != NULL) PyErr_SetString(PyExc_ValueError, "abbreviation too long");
-            PyMem_Free(table);
-            Py_DECREF(seq);
-            return -1;
-        }
-        table[k].length = length;
-        memcpy(table[k].text, text, (size_t)length);
-    }
-    Py_DECREF(seq);
-    PyMem_Free(config.abbreviations);
-    config.abbreviations = table;
-    config.abbreviation_count = count;
-    return 0;
-}
-
 static int keep(PyObject **slot, PyObject *value) {
     Py_INCREF(value);
     Py_XSETREF(*slot, value);
@@ -196,7 +162,7 @@ static PyObject *configure(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_TypeError, "chunk_type must be callable");
         return NULL;
     }
-    if (set_abbreviations(abbreviations) < 0) return NULL;
+    if (abbreviations_read(&config.abbreviations, abbreviations) < 0) return NULL;
     Py_ssize_t total = PyObject_Length(tech) + PyObject_Length(stop);
     if (total < 0) return NULL;
     /* At most a quarter full, so that documents rarely grow their copy. */
@@ -261,8 +227,6 @@ typedef struct {
 } Profile;
 
 static inline uint8_t class_of(Py_UCS4 c) { return config.classes[c < CODEPOINTS ? c : 0]; }
-
-static inline int is_space(Py_UCS4 c) { return Py_UNICODE_ISSPACE(c); }
 
 /* The code point at `i`, or the sentinel space past the end: every look at "the next
  * character" stays in bounds, as with the trailing space of the Python twin. */
@@ -529,107 +493,7 @@ static double window_density(const Profile *p, Py_ssize_t position, Py_ssize_t b
     return rint(score * 10000.0) / 10000.0;
 }
 
-/* -- sentence ends (boundaries.SentenceIndex, segment.false_stop_at) ---------------------- */
-
-static int is_line_break(Py_UCS4 c) {
-    return c == '\r' || c == '\n' || c == 0x2028 || c == 0x2029;
-}
-static int is_latin_mark(Py_UCS4 c) {
-    return c == '.' || c == '!' || c == '?' || c == 0x2026;
-}
-static int is_latin_closer(Py_UCS4 c) {
-    return c == 0x201d || c == 0x2019 || c == '"' || c == '\'' || c == 0x00bb || c == ')' ||
-           c == ']';
-}
-static int is_cjk_mark(Py_UCS4 c) { return c == 0x3002 || c == 0xff01 || c == 0xff1f; }
-static int is_cjk_closer(Py_UCS4 c) {
-    return c == 0x300d || c == 0x300f || c == 0x201d || c == 0x2019 || c == '"' ||
-           c == '\'' || c == 0xff09 || c == ')' || c == ']';
-}
-static int is_opener(Py_UCS4 c) {
-    return c == '(' || c == '[' || c == '{' || c == '"' || c == '\'' || c == 0x201c ||
-           c == 0x2018 || c == 0x00ab;
-}
-static int is_ascii_letter(Py_UCS4 c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-
-/* _inside_open_quote: an odd number of '"' or more opening than closing curly quotes. */
-static int inside_open_quote(const Profile *p, Py_ssize_t from, Py_ssize_t until) {
-    Py_ssize_t straight = 0, open = 0, close = 0;
-    for (Py_ssize_t i = from; i < until; i++) {
-        Py_UCS4 c = at(p, i);
-        straight += c == '"';
-        open += c == 0x201c;
-        close += c == 0x201d;
-    }
-    return straight % 2 == 1 || open > close;
-}
-
-/* segment._INITIALISM.fullmatch: one ASCII letter, or letter-dot pairs then a letter. */
-static int is_initialism(const char *w, Py_ssize_t n) {
-    if (n % 2 == 0) return 0;
-    for (Py_ssize_t i = 0; i < n; i++)
-        if (i % 2 ? w[i] != '.' : !is_ascii_letter((Py_UCS4)w[i])) return 0;
-    return 1;
-}
-
-/* The exact rule through the Python function (for words with non-ASCII characters, whose
- * lower-casing and digit tests only Python states exactly). */
-/* Is the lower-cased `word` (ASCII) one of segment.ABBREVIATIONS? */
-static int is_abbreviation(const char *word, Py_ssize_t length) {
-    for (Py_ssize_t k = 0; k < config.abbreviation_count; k++) {
-        const Abbreviation *known = &config.abbreviations[k];
-        if (known->length == length && memcmp(known->text, word, (size_t)length) == 0) return 1;
-    }
-    return 0;
-}
-
-/* segment.false_stop_at: 1 when the terminator run does not end the sentence. */
-static int false_stop_at(const Profile *p, Py_ssize_t mark_start, Py_ssize_t mark_end,
-                         Py_ssize_t end, Py_ssize_t sentence_start) {
-    Py_ssize_t n = p->size;
-    /* Followed by a lower-case word (within the next 8 characters). str.islower() of one
-     * character is Py_UNICODE_ISLOWER. */
-    for (Py_ssize_t i = end; i < end + 8 && i < n; i++) {
-        if (is_space(at(p, i))) continue;
-        if (Py_UNICODE_ISLOWER(at(p, i))) return 1;
-        break;
-    }
-    int ellipsis = 0;
-    for (Py_ssize_t i = mark_start; i < mark_end; i++) {
-        Py_UCS4 c = at(p, i);
-        if (c == 0x2026 || (c == '.' && i + 1 < mark_end && at(p, i + 1) == '.')) ellipsis = 1;
-    }
-    if (ellipsis) return inside_open_quote(p, sentence_start, mark_start);
-    if (mark_end - mark_start != 1 || at(p, mark_start) != '.') return 0;
-    /* The whitespace-free run before the mark (at most 40 characters), openers stripped. */
-    Py_ssize_t word_start = mark_start;
-    Py_ssize_t limit = mark_start - 40 > 0 ? mark_start - 40 : 0;
-    while (word_start > limit && !is_space(at(p, word_start - 1))) word_start--;
-    Py_ssize_t w = word_start;
-    while (w < mark_start && is_opener(at(p, w))) w++;
-    Py_ssize_t length = mark_start - w;
-    /* word.lower() in ABBREVIATIONS: the abbreviations are ASCII, and the only non-ASCII
-     * character whose lower case is ASCII is U+212A KELVIN SIGN ("k"); any other non-ASCII
-     * character makes the lower-cased word non-ASCII, so not an abbreviation. */
-    char word_chars[48], lower[48];
-    int ascii = 1, lower_ascii = 1;
-    for (Py_ssize_t i = 0; i < length; i++) {
-        Py_UCS4 c = at(p, w + i);
-        ascii &= c < 128;
-        lower_ascii &= c < 128 || c == 0x212a;
-        word_chars[i] = (char)(c < 128 ? c : 0);
-        lower[i] = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c == 0x212a ? 'k' : c < 128 ? c : 0);
-    }
-    if (lower_ascii && is_abbreviation(lower, length)) return 1;
-    /* segment._INITIALISM is ASCII-only. */
-    if (ascii && is_initialism(word_chars, length)) return 1;
-    /* "1." at the start of a line numbers a list item (str.isdigit: Py_UNICODE_ISDIGIT). */
-    Py_UCS4 before = word_start > 0 ? at(p, word_start - 1) : '\n';
-    if ((before != '\r' && before != '\n') || length == 0 || length > 3) return 0;
-    for (Py_ssize_t i = w; i < mark_start; i++)
-        if (!Py_UNICODE_ISDIGIT(at(p, i))) return 0;
-    return 1;
-}
+/* -- sentence ends (boundaries.SentenceIndex; false_stop_at is in _sentence_rules.h) ------- */
 
 /* SentenceIndex._resolve: the raw end of the sentence ending at candidate `position`, -1 when
  * it does not end one. */
@@ -638,14 +502,17 @@ static Py_ssize_t resolve(const Profile *p, Py_ssize_t position, Py_ssize_t sent
     Py_UCS4 c = at(p, position);
     if (is_line_break(c)) return position;
     Py_ssize_t end = position + 1;
-    if (is_latin_mark(c)) {
+    if (is_latin_stop(c)) {
         while (end < n && is_latin_closer(at(p, end))) end++;
         if (end < n && !is_space(at(p, end))) return -1;
         Py_ssize_t mark_start = position;
-        while (mark_start > 0 && is_latin_mark(at(p, mark_start - 1))) mark_start--;
-        return false_stop_at(p, mark_start, position + 1, end, sentence_start) ? -1 : end;
+        while (mark_start > 0 && is_latin_stop(at(p, mark_start - 1))) mark_start--;
+        const SentenceText text = {p->kind, p->data, n};
+        int false_stop = false_stop_at(&text, 0, mark_start, position + 1, end, sentence_start,
+                                       &config.abbreviations);
+        return false_stop ? -1 : end;
     }
-    if (is_cjk_mark(c))
+    if (is_cjk_stop(c))
         while (end < n && is_cjk_closer(at(p, end))) end++;
     return end;
 }
