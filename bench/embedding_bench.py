@@ -1,6 +1,7 @@
 """Embedding throughput: arrival-order batches vs the token-budget batcher, fp32 and int8.
 
     .venv/bin/python bench/embedding_bench.py [--sentences 4096] [--rounds 3] [--slice 1024]
+        [--concurrent-batches N] [--compare-concurrency N] [--optimizer]
 
 Sentences are gathered at run time from the long descriptions of the installed packages
 (bench/corpus.py), split with our own sentence splitter, filtered to prose, de-duplicated and
@@ -11,6 +12,10 @@ Rows, all in this process on the same sentences:
   (b) the asyncio Batcher, fp32: length-sorted, token budget, documents of 1-24 sentences
       submitted concurrently under the batcher's watermark (as a pausing consumer would)
   (c) the same Batcher on the per-channel int8 model
+Rows (b) and (c) run ``--concurrent-batches`` batches at once (the batcher's default), sharing one
+session whose intra-op threads are ``--threads`` divided among them. With
+``--compare-concurrency N``, two more rows run (b) and (c) with N concurrent batches instead, on
+the same slices — the same-run A/B behind the default.
 With ``--optimizer``, two more rows run on the same slices: (b) and (c) on the graph after
 onnxruntime's transformer optimizer (Attention, SkipLayerNormalization and BiasGelu fusions; exact
 erf GELU, never FastGelu), the int8 one quantised from that graph (QAttention + MatMulInteger).
@@ -45,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.corpus import gather
 from worker.batcher import (
+    DEFAULT_CONCURRENT_BATCHES,
     DEFAULT_MAX_BATCH_SIZE,
     DEFAULT_MAX_BATCH_TOKENS,
     DEFAULT_MAX_WAIT_MS,
@@ -65,10 +71,12 @@ from worker.embedding.manifest import (
 )
 
 ARRIVAL_BATCH = 32
-ROWS = ["a", "b", "c", "bo", "co"]
+ROWS = ["a", "b", "c", "bx", "cx", "bo", "co"]
 ROW_LABELS = {
     "b": "(b) batcher fp32",
     "c": "(c) batcher int8",
+    "bx": "(b) fp32, {n} concurrent batch(es)",
+    "cx": "(c) int8, {n} concurrent batch(es)",
     "bo": "(b) fp32, transformer optimizer",
     "co": "(c) int8, transformer optimizer",
 }
@@ -160,7 +168,11 @@ async def _through_batcher(
 
 
 def run_batcher(
-    label: str, embedder: OnnxEmbedder, sentences: list[str], args: argparse.Namespace
+    label: str,
+    embedder: OnnxEmbedder,
+    sentences: list[str],
+    args: argparse.Namespace,
+    concurrent_batches: int,
 ) -> Run:
     documents = as_documents(sentences)
 
@@ -172,6 +184,7 @@ def run_batcher(
             max_wait_ms=args.max_wait_ms,
             queue_high_tokens=args.queue_high_tokens,
             queue_low_tokens=args.queue_low_tokens,
+            concurrent_batches=concurrent_batches,
         )
         started = time.perf_counter()
         async with batcher:
@@ -312,7 +325,20 @@ def main() -> int:
     parser.add_argument("--sentences", type=int, default=4096)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--slice", type=int, default=1024, help="sentences per timed slice")
-    parser.add_argument("--threads", type=int, default=2, help="onnxruntime intra-op threads")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=2,
+        help="onnxruntime intra-op threads of (a) and the ceiling; batcher rows divide them "
+        "among their concurrent batches",
+    )
+    parser.add_argument("--concurrent-batches", type=int, default=DEFAULT_CONCURRENT_BATCHES)
+    parser.add_argument(
+        "--compare-concurrency",
+        type=int,
+        metavar="N",
+        help="add rows bx/cx: (b) and (c) with N concurrent batches",
+    )
     parser.add_argument("--max-batch-tokens", type=int, default=DEFAULT_MAX_BATCH_TOKENS)
     parser.add_argument("--max-batch-size", type=int, default=DEFAULT_MAX_BATCH_SIZE)
     parser.add_argument("--max-wait-ms", type=float, default=DEFAULT_MAX_WAIT_MS)
@@ -333,19 +359,38 @@ def main() -> int:
     if len(args.sentence_list) < min(args.sentences, 4000):
         print(f"only {len(args.sentence_list)} sentences gathered; need 4,000", file=sys.stderr)
         return 1
-    fp32 = OnnxEmbedder.load(args.model, intra_op_threads=args.threads)
-    int8 = OnnxEmbedder.load(args.model, int8=True, intra_op_threads=args.threads)
-    embedders = {"a": fp32, "b": fp32, "c": int8}
-    rows = args.only or (ROWS if args.optimizer else ["a", "b", "c"])
+    sessions: dict[tuple[Path, bool, int], OnnxEmbedder] = {}
+
+    def embedder(model_dir: Path, int8: bool, concurrent_batches: int) -> OnnxEmbedder:
+        """One session per model and thread count, shared by every row that can share it."""
+        threads = max(1, args.threads // concurrent_batches)
+        key = (model_dir, int8, threads)
+        if key not in sessions:
+            sessions[key] = OnnxEmbedder.load(model_dir, int8=int8, intra_op_threads=threads)
+        return sessions[key]
+
+    default_rows = ["a", "b", "c"]
+    if args.compare_concurrency is not None:
+        default_rows += ["bx", "cx"]
+    if args.optimizer:
+        default_rows += ["bo", "co"]
+    rows = args.only or default_rows
+    concurrency = dict.fromkeys(rows, args.concurrent_batches)
+    concurrency["a"] = 1
+    for row in ("bx", "cx"):
+        concurrency[row] = args.compare_concurrency or args.concurrent_batches
+    fp32 = embedder(args.model, False, 1)
+    embedders = {row: embedder(args.model, row.startswith("c"), concurrency[row]) for row in rows}
     if any(row in ("bo", "co") for row in rows):
         optimized_dir = build_optimized(args.model, Path(tempfile.mkdtemp(prefix="optimized-")))
-        embedders["bo"] = OnnxEmbedder.load(optimized_dir, intra_op_threads=args.threads)
-        embedders["co"] = OnnxEmbedder.load(optimized_dir, int8=True, intra_op_threads=args.threads)
+        for row in ("bo", "co"):
+            embedders[row] = embedder(optimized_dir, row == "co", concurrency[row])
     lengths = fp32.token_lengths(args.sentence_list)
     print(
         f"{len(lengths)} sentences, {sum(lengths):,} tokens (mean {np.mean(lengths):.1f}, "
         f"median {np.median(lengths):.0f}, max {max(lengths)}), {args.threads} intra-op threads; "
-        f"batcher: {args.max_batch_tokens} tokens, ≤{args.max_batch_size} texts, "
+        f"batcher: {args.concurrent_batches} concurrent batch(es), "
+        f"{args.max_batch_tokens} tokens, ≤{args.max_batch_size} texts, "
         f"{args.max_wait_ms} ms, queue {args.queue_high_tokens}/{args.queue_low_tokens}; "
         f"load average {os.getloadavg()[0]:.2f}"
     )
@@ -366,7 +411,8 @@ def main() -> int:
                 if row == "a":
                     run = run_arrival_order(fp32, part)
                 else:
-                    run = run_batcher(ROW_LABELS[row], embedders[row], part, args)
+                    label = ROW_LABELS[row].format(n=concurrency[row])
+                    run = run_batcher(label, embedders[row], part, args, concurrency[row])
                 totals[row] += run.seconds
                 if (row, index) not in best or run.seconds < best[row, index].seconds:
                     best[row, index] = run

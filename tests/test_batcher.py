@@ -314,3 +314,188 @@ async def test_random_cancellations_never_disturb_the_survivors() -> None:
     assert b.stats.queue_texts == 0
     assert b.stats.queue_tokens == 0
     assert b.stats.texts + b.stats.cancelled_texts == sum(map(len, requests))
+
+
+class GatedBackend(FakeBackend):
+    """Each ``embed`` call blocks until the test opens the gate of its first text's id.
+
+    Counts how many calls are inside ``embed`` at once, so a test can prove batches overlap (and
+    that no more than the limit ever do)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gates: dict[int, threading.Event] = {}
+        self._lock = threading.Lock()
+        self.inside = 0
+        self.most_inside = 0
+        self.arrived = threading.Semaphore(0)
+
+    def gate(self, first_id: int) -> threading.Event:
+        with self._lock:
+            return self.gates.setdefault(first_id, threading.Event())
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        gate = self.gate(int(texts[0].split()[0]))
+        with self._lock:
+            self.inside += 1
+            self.most_inside = max(self.most_inside, self.inside)
+        self.arrived.release()
+        try:
+            if not gate.wait(timeout=10):
+                raise TimeoutError("the test never opened this batch's gate")
+            return super().embed(texts)
+        finally:
+            with self._lock:
+                self.inside -= 1
+
+
+async def arrivals(backend: GatedBackend, count: int) -> None:
+    """Wait (off the loop) until ``count`` more ``embed`` calls have started."""
+    for _ in range(count):
+        assert await asyncio.to_thread(backend.arrived.acquire, True, 5), "batch never started"
+
+
+async def test_concurrent_batches_overlap_and_finish_out_of_order() -> None:
+    backend = GatedBackend()
+    # One text per batch: "1 …" and "2 …" are two batches, both in flight at once.
+    async with Batcher(backend, max_batch_size=1, max_wait_ms=1, concurrent_batches=2) as b:
+        first = asyncio.create_task(b.submit(["1 a"]))
+        second = asyncio.create_task(b.submit(["2 b"]))
+        await arrivals(backend, 2)
+        assert backend.inside == 2
+        backend.gate(2).set()  # the later batch finishes first...
+        assert ids(await asyncio.wait_for(second, 5)) == [2]
+        assert not first.done()  # ...without waiting for the earlier one
+        backend.gate(1).set()
+        assert ids(await asyncio.wait_for(first, 5)) == [1]
+    assert b.stats.batches == 2
+
+
+async def test_concurrent_batches_never_exceed_the_limit() -> None:
+    backend = GatedBackend()
+    async with Batcher(backend, max_batch_size=1, max_wait_ms=1, concurrent_batches=2) as b:
+        work = asyncio.create_task(b.submit(["1 a", "2 b", "3 c", "4 d"]))
+        await arrivals(backend, 2)
+        await asyncio.sleep(0.05)  # a third batch would have started by now
+        assert backend.inside == 2
+        for i in (1, 2, 3, 4):
+            backend.gate(i).set()
+        assert ids(await asyncio.wait_for(work, 5)) == [1, 2, 3, 4]
+    assert backend.most_inside == 2
+
+
+async def test_one_concurrent_batch_runs_batches_one_at_a_time() -> None:
+    backend = GatedBackend()
+    async with Batcher(backend, max_batch_size=1, max_wait_ms=1, concurrent_batches=1) as b:
+        work = asyncio.create_task(b.submit(["1 a", "2 b"]))
+        await arrivals(backend, 1)
+        await asyncio.sleep(0.05)
+        assert backend.inside == 1
+        backend.gate(1).set()
+        backend.gate(2).set()
+        assert ids(await asyncio.wait_for(work, 5)) == [1, 2]
+    assert backend.most_inside == 1
+
+
+async def test_rows_of_one_request_split_over_concurrent_batches_come_back_in_order() -> None:
+    backend = GatedBackend()
+    # Lengths 3 and 5 tokens: sorted into two batches of two, the request's texts interleaved.
+    request = ["10 x x x", "11", "12 x x x", "13"]
+    async with Batcher(
+        backend, max_batch_size=2, max_wait_ms=1, concurrent_batches=2, max_batch_tokens=64
+    ) as b:
+        work = asyncio.create_task(b.submit(request))
+        await arrivals(backend, 2)
+        for first_id in sorted(backend.gates, reverse=True):  # finish the later batch first
+            backend.gate(first_id).set()
+            await asyncio.sleep(0.01)
+        result = await asyncio.wait_for(work, 5)
+    assert ids(result) == [10, 11, 12, 13]
+    assert result[:, 1].tolist() == [4, 1, 4, 1]
+    assert sorted(map(sorted, backend.batches)) == [["10 x x x", "12 x x x"], ["11", "13"]]
+
+
+async def test_an_error_in_one_concurrent_batch_spares_the_other() -> None:
+    backend = GatedBackend()
+    async with Batcher(backend, max_batch_size=1, max_wait_ms=1, concurrent_batches=2) as b:
+        bad = asyncio.create_task(b.submit(["1 boom"]))
+        good = asyncio.create_task(b.submit(["2 b"]))
+        await arrivals(backend, 2)
+        backend.gate(1).set()  # fails while the good batch is still running
+        with pytest.raises(RuntimeError, match="exploded"):
+            await asyncio.wait_for(bad, 5)
+        assert not good.done()
+        backend.gate(2).set()
+        assert ids(await asyncio.wait_for(good, 5)) == [2]
+    assert (b.stats.batches, b.stats.failed_batches) == (1, 1)
+
+
+async def test_cancelling_a_request_in_one_concurrent_batch_spares_both_batches() -> None:
+    backend = GatedBackend()
+    async with Batcher(backend, max_batch_size=2, max_wait_ms=1, concurrent_batches=2) as b:
+        # Batch one: "1 a" (doomed) with "2 a"; batch two: "3 a a", "4 a a" (other request).
+        doomed = asyncio.create_task(b.submit(["1 a"]))
+        kept = asyncio.create_task(b.submit(["2 a", "3 a a", "4 a a"]))
+        await arrivals(backend, 2)
+        doomed.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await doomed
+        for gate in list(backend.gates.values()):
+            gate.set()
+        assert ids(await asyncio.wait_for(kept, 5)) == [2, 3, 4]
+    assert (b.stats.batches, b.stats.texts, b.stats.failed_batches) == (2, 4, 0)
+
+
+async def test_exit_drains_every_concurrent_batch() -> None:
+    backend = GatedBackend()
+    async with Batcher(backend, max_batch_size=1, max_wait_ms=1, concurrent_batches=3) as b:
+        tasks = [asyncio.create_task(b.submit([f"{i} a"])) for i in range(5)]
+        await arrivals(backend, 3)
+        for i in range(5):
+            backend.gate(i).set()
+    # The context exited with three batches running and two waiting: all were answered.
+    assert [ids(t.result()) for t in tasks] == [[i] for i in range(5)]
+    assert b.stats.batches == 5
+
+
+async def test_stats_add_up_under_concurrency() -> None:
+    rng = random.Random(3)
+    backend = FakeBackend(delay=0.002)
+    async with Batcher(
+        backend, max_batch_tokens=40, max_batch_size=6, max_wait_ms=2, concurrent_batches=3
+    ) as b:
+        requests = [texts(1000 * r, rng.randint(1, 12), words=5) for r in range(40)]
+        results = await asyncio.gather(*(b.submit(r) for r in requests))
+    for request, result in zip(requests, results, strict=True):
+        assert ids(result) == [int(t.split()[0]) for t in request]
+    lengths = [backend.token_lengths(batch) for batch in backend.batches]
+    stats = b.stats
+    assert stats.batches == len(backend.batches)
+    assert stats.texts == sum(map(len, requests))
+    assert stats.real_tokens == sum(map(sum, lengths))
+    assert stats.padded_tokens == sum(max(n) * len(n) for n in lengths)
+    assert (stats.queue_texts, stats.queue_tokens, stats.failed_batches) == (0, 0, 0)
+
+
+async def test_a_crash_while_routing_rows_fails_every_open_request_instead_of_hanging() -> None:
+    class Unroutable(FakeBackend):
+        """Right shape, rows that cannot be stored: fails after the batch, in the routing."""
+
+        def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+            super().embed(texts)
+            return np.full((len(texts), DIM), "x", dtype=object)  # type: ignore[return-value]
+
+    async def use() -> None:
+        async with Batcher(Unroutable(), max_wait_ms=1, concurrent_batches=2) as b:
+            with pytest.raises(ValueError, match="could not convert"):
+                await asyncio.wait_for(b.submit(["1 a"]), 5)
+            with pytest.raises(RuntimeError, match="not running"):
+                await b.submit(["2 b"])
+
+    with pytest.raises(ValueError, match="could not convert"):  # the loop re-raises it on exit
+        await use()
+
+
+def test_concurrent_batches_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="concurrent_batches"):
+        Batcher(FakeBackend(), concurrent_batches=0)

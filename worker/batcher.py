@@ -2,8 +2,9 @@
 
 ``Batcher`` is the asyncio driver around :class:`worker.batch_policy.BatchPolicy`: requests
 (lists of texts) from every document in flight are measured in tokens, queued, packed by the
-policy, and run one batch at a time on a dedicated worker thread, so the event loop — and with it
-the Kafka heartbeats — never waits on the model. Each request gets its rows back in its own order.
+policy, and run on dedicated worker threads — up to ``concurrent_batches`` batches at once — so
+the event loop, and with it the Kafka heartbeats, never waits on the model. Each request gets its
+rows back in its own order, whichever of its batches finishes first.
 
 Failure and cancellation are per request: a cancelled request's waiting texts are dropped (rows
 of it already in a running batch are computed and discarded; the batch's other requests are
@@ -42,6 +43,14 @@ DEFAULT_MAX_BATCH_SIZE = 64
 DEFAULT_MAX_WAIT_MS = 5.0
 DEFAULT_QUEUE_HIGH_TOKENS = 32768
 DEFAULT_QUEUE_LOW_TOKENS = 16384
+# Batches in flight at once, each on its own inference thread. Two single-threaded runs side by
+# side beat one two-threaded run on two cores: the small per-batch kernels (LayerNorm, Softmax,
+# Gelu, Transpose) and the Python work between batches do not parallelise, and a thread pool
+# that syncs at every node loses most when another process takes a core. Measured on the bench,
+# same slices alternating: fp32 +1-24 %, int8 +6-30 % (docs/embedding.md). The backend must then
+# use cores ÷ concurrent batches intra-op threads (worker.embedding.intra_op_threads_for), or
+# the two runs oversubscribe the cores (2 × 2 threads on 2 cores measured 11 % slower than 1 × 2).
+DEFAULT_CONCURRENT_BATCHES = 2
 # Requests with more texts than this are measured (tokenised) on a thread: a 1,000-sentence
 # document takes ~60 ms to tokenise, too long to hold the event loop. Smaller ones stay inline,
 # where a thread hop would cost more than the tokenising.
@@ -50,7 +59,10 @@ MEASURE_IN_THREAD_OVER = 64
 
 @dataclass
 class BatcherStats:
-    """Counters since start. ``queue_*`` are levels now, the rest only grow."""
+    """Counters since start. ``queue_*`` are levels now, the rest only grow.
+
+    ``inference_seconds`` adds up each batch's own wall time, so with concurrent batches it can
+    exceed the time elapsed."""
 
     batches: int = 0
     texts: int = 0
@@ -89,8 +101,12 @@ class Batcher:
         queue_high_tokens: int = DEFAULT_QUEUE_HIGH_TOKENS,
         queue_low_tokens: int = DEFAULT_QUEUE_LOW_TOKENS,
         on_watermark: Callable[[bool], None] | None = None,
+        concurrent_batches: int = DEFAULT_CONCURRENT_BATCHES,
     ) -> None:
+        if concurrent_batches < 1:
+            raise ValueError(f"concurrent_batches must be >= 1, got {concurrent_batches}")
         self._backend = backend
+        self._concurrent_batches = concurrent_batches
         self._policy: BatchPolicy[_Key] = BatchPolicy(
             max_batch_tokens=max_batch_tokens,
             max_batch_size=max_batch_size,
@@ -101,6 +117,11 @@ class Batcher:
         self._stats = BatcherStats()
         self._executor: ThreadPoolExecutor | None = None
         self._runner: asyncio.Task[None] | None = None
+        # Batches handed to the executor and not yet routed back; a slot frees when one ends.
+        self._running: set[asyncio.Task[None]] = set()
+        # An unexpected error inside a batch task (a bug, not an inference error): the loop
+        # re-raises it, so it fails every open request instead of vanishing with the task.
+        self._crashed: BaseException | None = None
         self._wakeup = asyncio.Event()
         self._has_capacity = asyncio.Event()
         self._has_capacity.set()
@@ -115,9 +136,11 @@ class Batcher:
     async def __aenter__(self) -> Batcher:
         if self._runner is not None:
             raise RuntimeError("Batcher already started")
-        # One thread: batches run one at a time, and the model's own intra-op threads do the
+        # One thread per concurrent batch; the model's own intra-op threads (if any) do the
         # parallel work inside each.
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed")
+        self._executor = ThreadPoolExecutor(
+            max_workers=self._concurrent_batches, thread_name_prefix="embed"
+        )
         self._runner = asyncio.create_task(self._run(), name="embedding-batcher")
         return self
 
@@ -208,20 +231,39 @@ class Batcher:
         loop = asyncio.get_running_loop()
         try:
             while True:
-                batch = self._policy.next_batch(loop.time(), flush=self._closing)
-                if batch is None:
-                    if self._closing and not self._measuring:
-                        return
-                    await self._sleep_until(self._policy.next_deadline())
-                    continue
-                self._queue_changed()
-                await self._run_batch(batch)
+                if self._crashed is not None:
+                    raise self._crashed
+                deadline = None  # slots all busy: a finishing batch wakes the loop
+                if len(self._running) < self._concurrent_batches:
+                    batch = self._policy.next_batch(loop.time(), flush=self._closing)
+                    if batch is not None:
+                        self._queue_changed()
+                        self._start(batch)
+                        continue
+                    deadline = self._policy.next_deadline()
+                drained = not self._running and not self._policy.queued_texts
+                if self._closing and drained and not self._measuring:
+                    return
+                await self._sleep_until(deadline)
         except BaseException as exc:
             # A bug or a cancelled loop must not leave callers awaiting forever.
             self._closing = True
+            for task in self._running:
+                task.cancel()
             failure = exc if isinstance(exc, Exception) else RuntimeError("batcher stopped")
             self._fail(set(self._open), failure)
             raise
+
+    def _start(self, batch: Batch[_Key]) -> None:
+        task = asyncio.create_task(self._run_batch(batch), name="embedding-batch")
+        self._running.add(task)
+        task.add_done_callback(self._batch_ended)
+
+    def _batch_ended(self, task: asyncio.Task[None]) -> None:
+        self._running.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            self._crashed = task.exception()
+        self._wakeup.set()
 
     async def _sleep_until(self, deadline: float | None) -> None:
         """Wait for a new submission, or until the oldest text is due."""
@@ -243,6 +285,7 @@ class Batcher:
                     f"expected {(len(texts), self.dimension)}"
                 )
         except Exception as exc:
+            # Counters change only here on the event loop, so concurrent batches need no lock.
             self._stats.failed_batches += 1
             self._fail({request for request, _ in batch.keys}, exc)
             return

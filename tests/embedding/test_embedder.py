@@ -3,7 +3,10 @@ numpy forward pass. Needs the built model (a session fixture builds it once, ~10
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -11,9 +14,9 @@ import pytest
 from numpy.typing import NDArray
 from safetensors.numpy import load_file
 
-from worker.batcher import embed_batch
+from worker.batcher import Batcher, embed_batch
 from worker.embedding import tokenization
-from worker.embedding.embedder import OnnxEmbedder
+from worker.embedding.embedder import OnnxEmbedder, intra_op_threads_for
 from worker.embedding.reference import reference_embedding
 from worker.embedding.source import read_source
 
@@ -91,6 +94,57 @@ def test_int8_keeps_the_golden_mean(
     cos = cosines(embed_batch(int8, texts), want)
     assert cos.mean() >= 0.99
     assert cos.min() >= 0.95
+
+
+class MeetingEmbedder:
+    """The real model, whose first two batches must both be inside ``embed`` before either
+    runs: proof that the batcher's concurrent batches overlap on one shared session."""
+
+    def __init__(self, inner: OnnxEmbedder) -> None:
+        self.inner = inner
+        self.meeting = threading.Barrier(2, timeout=30)
+        self.calls = 0
+        self._lock = threading.Lock()
+
+    @property
+    def dimension(self) -> int:
+        return self.inner.dimension
+
+    def token_lengths(self, texts: Sequence[str]) -> list[int]:
+        return self.inner.token_lengths(texts)
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        with self._lock:
+            self.calls += 1
+            meets = self.calls <= 2
+        if meets:
+            self.meeting.wait()  # BrokenBarrierError after 30 s if batches ran one at a time
+        return self.inner.embed(texts)
+
+
+async def test_concurrent_batches_on_one_session_match_the_golden(
+    model_dir: Path, golden: tuple[list[str], NDArray[np.float32]]
+) -> None:
+    texts, want = golden
+    embedder = OnnxEmbedder.load(model_dir, intra_op_threads=intra_op_threads_for(2))
+    backend = MeetingEmbedder(embedder)
+    requests = [texts[i : i + 11] for i in range(0, len(texts), 11)]  # documents of 11 texts
+    async with Batcher(backend, max_batch_size=8, concurrent_batches=2) as batcher:
+        results = await asyncio.gather(*(batcher.submit(r) for r in requests))
+    got = np.vstack(results)
+    assert backend.calls == batcher.stats.batches >= 14  # 109 texts, at most 8 a batch
+    cos = cosines(got, want)
+    worst = int(np.argmin(cos))
+    assert cos.min() >= 0.9999, f"text {worst} ({texts[worst][:40]!r}): cosine {cos[worst]}"
+    # Rows routed back to the right request and position: the same as one batch at a time.
+    np.testing.assert_allclose(got, embed_batch(embedder, texts), atol=1e-5)
+
+
+def test_intra_op_threads_share_out_the_cpus() -> None:
+    cpus = intra_op_threads_for(1)
+    assert cpus >= 1
+    assert intra_op_threads_for(2) == max(1, cpus // 2)
+    assert intra_op_threads_for(4 * cpus) == 1
 
 
 def test_long_inputs_are_truncated_to_256_tokens(fp32: OnnxEmbedder) -> None:

@@ -15,6 +15,7 @@ def test_public_names() -> None:
         "Manifest",
         "ManifestError",
         "OnnxEmbedder",
+        "intra_op_threads_for",
         "read_manifest",
     ]
     for name in worker.embedding.__all__:

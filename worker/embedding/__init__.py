@@ -5,7 +5,7 @@ Importing this package loads neither onnx nor safetensors (the `model` extra): t
 """
 
 from worker.embedding.backend import EmbeddingBackend
-from worker.embedding.embedder import OnnxEmbedder
+from worker.embedding.embedder import OnnxEmbedder, intra_op_threads_for
 from worker.embedding.manifest import DEFAULT_MODEL_DIR, Manifest, ManifestError, read_manifest
 
 __all__ = [
@@ -14,5 +14,6 @@ __all__ = [
     "Manifest",
     "ManifestError",
     "OnnxEmbedder",
+    "intra_op_threads_for",
     "read_manifest",
 ]

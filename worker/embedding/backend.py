@@ -26,5 +26,6 @@ class EmbeddingBackend(Protocol):
         ...
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
-        """``[len(texts), dimension]`` float32, L2-normalised, in input order. Blocking."""
+        """``[len(texts), dimension]`` float32, L2-normalised, in input order. Blocking; called
+        from up to the batcher's ``concurrent_batches`` threads at once."""
         ...

@@ -1,8 +1,9 @@
 """``OnnxEmbedder``: tokenizer + onnxruntime session over a built model directory.
 
-Load once per process (:meth:`OnnxEmbedder.load`); ``embed`` is then safe to call from one worker
-thread while another thread asks for ``token_lengths``. Pooling and normalisation happen inside
-the graph, so the output is used as it comes.
+Load once per process (:meth:`OnnxEmbedder.load`); ``embed`` is then safe to call from several
+worker threads at once (onnxruntime's ``run`` is thread-safe; the batcher runs concurrent batches
+on one session) while another thread asks for ``token_lengths``. Pooling and normalisation
+happen inside the graph, so the output is used as it comes.
 
 The batcher measures every text (``token_lengths``) before it embeds it; the encodings made for
 that are kept in a small bounded cache and taken out again by ``embed``, so a text is tokenised
@@ -11,6 +12,7 @@ once on the way through.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -37,6 +39,13 @@ DEFAULT_PROVIDERS = ("CPUExecutionProvider",)
 # Encodings measured but not yet embedded. Bounded so that texts measured and then dropped
 # (a cancelled request) cannot grow it; a miss only costs a second tokenisation.
 ENCODING_CACHE_SIZE = 16384
+
+
+def intra_op_threads_for(concurrent_batches: int) -> int:
+    """Intra-op threads per session run when ``concurrent_batches`` run at once: the CPUs this
+    process may use, shared out (at least one). More would make the runs fight over cores."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, (cpus or 1) // concurrent_batches)
 
 
 class OnnxEmbedder:
