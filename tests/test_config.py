@@ -31,6 +31,14 @@ def test_defaults_env_and_flag_precedence() -> None:
     assert s.allowed_strategies == ["sentence", "lexical"]
 
 
+def test_embedding_concurrency_defaults_to_the_batchers_measured_default() -> None:
+    from worker.batcher import DEFAULT_CONCURRENT_BATCHES
+
+    assert load_settings({}, env={}).concurrent_batches == DEFAULT_CONCURRENT_BATCHES
+    s = load_settings({}, env={"CHUNKSTREAM_CONCURRENT_BATCHES": "1"})
+    assert (s.concurrent_batches, s.inference_threads) == (1, 0)
+
+
 def test_json_params() -> None:
     s = load_settings({}, env={"CHUNKSTREAM_STRATEGY_PARAMS": '{"chunk_size": 77}'})
     assert s.strategy_params == {"chunk_size": "77"}
@@ -49,6 +57,7 @@ def test_json_params() -> None:
         ({"CHUNKSTREAM_SSL_CAFILE": "/nonexistent/ca.pem"}, "CHUNKSTREAM_SSL_CAFILE"),
         ({"CHUNKSTREAM_STRATEGY_PARAMS": "chunk_size"}, "CHUNKSTREAM_STRATEGY_PARAMS"),
         ({"CHUNKSTREAM_LOG_LEVEL": "LOUD"}, "CHUNKSTREAM_LOG_LEVEL"),
+        ({"CHUNKSTREAM_CONCURRENT_BATCHES": "0"}, "CHUNKSTREAM_CONCURRENT_BATCHES"),
     ],
 )
 def test_bad_values_name_the_setting(env: dict[str, str], needle: str) -> None:

@@ -61,6 +61,7 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     model_dir: str | None = None
     model_int8: bool = False
     inference_threads: Annotated[int, msgspec.Meta(ge=0)] = 0
+    concurrent_batches: Positive = 2
     max_batch_tokens: Annotated[int, msgspec.Meta(ge=256)] = 4096
     max_batch_size: Positive = 64
     max_wait_ms: Annotated[float, msgspec.Meta(ge=0)] = 5.0
@@ -108,7 +109,9 @@ SETTING_HELP: dict[str, str] = {
     "model_dir": "ONNX model directory for embedding strategies (`chunkstream model build`); "
     "default `.cache/models/all-MiniLM-L6-v2`",
     "model_int8": "use the per-channel int8 model (`model.int8.onnx`)",
-    "inference_threads": "onnxruntime intra-op threads (0 = onnxruntime's default)",
+    "inference_threads": "onnxruntime intra-op threads of each running batch "
+    "(0 = the CPUs available ÷ concurrent batches)",
+    "concurrent_batches": "embedding batches run at once, each on its own thread",
     "max_batch_tokens": "embedding batch budget: padded length × batch size",
     "max_batch_size": "most texts in one embedding batch",
     "max_wait_ms": "longest a text waits for its batch to fill",

@@ -244,14 +244,15 @@ class Worker:
                     f"invalid setting CHUNKSTREAM_MODEL_DIR: no model in {model_dir} "
                     "(build one with `chunkstream model build`)"
                 )
-            from worker.embedding.embedder import OnnxEmbedder
+            from worker.embedding.embedder import OnnxEmbedder, intra_op_threads_for
 
             # Loading takes seconds: off the loop, so /healthz keeps answering meanwhile.
+            # One session serves every concurrent batch; its threads are shared out among them.
             embedder = await asyncio.to_thread(
                 OnnxEmbedder.load,
                 model_dir,
                 int8=s.model_int8,
-                intra_op_threads=s.inference_threads or None,
+                intra_op_threads=s.inference_threads or intra_op_threads_for(s.concurrent_batches),
             )
             self.metrics.model_info.info(
                 {
@@ -269,6 +270,7 @@ class Worker:
                 max_wait_ms=s.max_wait_ms,
                 queue_high_tokens=s.max_queued_tokens,
                 queue_low_tokens=s.max_queued_tokens // 2,
+                concurrent_batches=s.concurrent_batches,
             )
         )
         self._embed = self._batcher.submit
