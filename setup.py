@@ -10,8 +10,17 @@ from setuptools import Extension, setup
 
 _FLAGS = ["-O2", "-std=c11", "-ffp-contract=off", "-Wall", "-Wextra", "-Wno-unused-parameter"]
 _CHUNKING = "worker/chunking"
-# Headers each core includes (`depends`: an edit to one rebuilds the core).
+# Headers each core includes (`depends`: an edit to one rebuilds the core). The sentence rules
+# are shared by both cores; the _lexical_*.h files are the parts of _lexical_core.c's one
+# translation unit (its opening comment says why and what each holds).
 _SENTENCE_RULES = [f"{_CHUNKING}/_sentence_rules.h"]
+_LEXICAL_PARTS = [
+    f"{_CHUNKING}/_lexical_{part}.h"
+    for part in (
+        "config", "text", "spans", "segment", "lines", "markdown", "keywords", "reading",
+        "assembly", "ladder", "configure",
+    )
+]  # fmt: skip
 
 setup(
     ext_modules=[
@@ -25,6 +34,7 @@ setup(
         Extension(
             "worker.chunking._lexical_core",
             [f"{_CHUNKING}/_lexical_core.c"],
+            depends=_SENTENCE_RULES + _LEXICAL_PARTS,
             extra_compile_args=_FLAGS,
             optional=True,
         ),

@@ -141,3 +141,45 @@ def test_words_around_the_cap(length: int, offset: int, content_type: ContentTyp
     word = "ab" + "x" * (length - 2)
     assert_same(f"{' ' * offset}{word} tail words here\n\nThis one, too.", content_type)
     assert_same(f"{'é' * offset}\n{word}.b {'word ' * 50}", content_type)
+
+
+# Each text hinges on sentence-end decisions of segment.false_stop_at (abbreviations,
+# initials, list numbers, lower-case continuations, ellipses in open quotes, closers, the
+# 40-character word window), inside and outside ASCII. The core reads them with the rules it
+# shares with the adaptive core (_sentence_rules.h).
+SENTENCE_DECISIONS = [
+    "Visit the U.K. Then go home. It is late.",
+    "\u0661. First thing here\n\u0662. Second thing here",
+    "12. First thing here\n1234. Second thing here\n1. Third",
+    "Dr. Who met J. R. R. Tolkien. e.g. this. Fig. 3 shows it. See p. 4. \u00c9. End.",
+    'He said "wait... And see" and left. "Really?" She asked. "Wait... Go." Yes!',
+    "\u201cWell\u2026 Maybe\u201d. Then: (done.) [ok!] Next\u2019s turn. \u00abNo.\u00bb Fine.",
+    "Version 3.14 and v1.2.3 at https://x.io/a.b?c=d. Mail a@b.org. Fine.",
+    f"{'(' * 38}Dr. Who. x{'(' * 37}Dr. Who. x{'(' * 38}Dr. Who. {'y' * 41}Dr. Who.",
+    "中文。「引用！」啊？مرحبا؟ نعم۔ 한국어. Done",
+    "It ends. \u00e9lan vital. \u03c9 too. \u00c9lan. Right.",
+]
+
+
+@pytest.mark.parametrize("decision", SENTENCE_DECISIONS)
+@pytest.mark.parametrize("content_type", CONTENT_TYPES)
+def test_sentence_decisions_in_over_long_blocks(decision: str, content_type: ContentType) -> None:
+    """A block past the cap is packed from its sentences, so a sentence end decides a cut when
+    it is the last one within the cap: the words before the decisions grow one character at a
+    time so that each decision's place is that last one in turn. The block starts the text,
+    or follows a blank line and two spaces."""
+    words = "Abcd " * 400
+    for lead in ("", "Lead.\n\n  "):
+        for size in range(1500 - len(decision) - 8, 1501):
+            assert_same(f"{lead}{words[:size]}. {decision} Tail sentence here.", content_type)
+
+
+@pytest.mark.parametrize("number", ["1", "12", "123", "1234", "\u0661", "\u0661\u0662", "x1"])
+@pytest.mark.parametrize("content_type", CONTENT_TYPES)
+def test_list_numbers_at_a_block_start(number: str, content_type: ContentType) -> None:
+    """ "12." at a block's start numbers a list item (the block's start reads as a line's),
+    which decides a cut when the sentence it would end crosses the cap."""
+    words = "Abcd " * 400
+    for lead in ("", "Lead.\n\n  ", "Lead.\n\n\t"):
+        for size in range(1490, 1503):
+            assert_same(f"{lead}{number}. {words[:size]}. Tail sentence here.", content_type)

@@ -1,0 +1,153 @@
+/* Part of _lexical_core.c (see there): the document pass. It reads every character once
+ * (classes and bitmaps, _lexical_text.h), finds the words and keyword runs, hashes the runs,
+ * and decides whether the reference would read ranges as whole words. */
+#ifndef LEXICAL_READING_H
+#define LEXICAL_READING_H
+
+#include "_lexical_config.h"
+#include "_lexical_keywords.h"
+#include "_lexical_text.h"
+
+/* Records the run [start, end), kept only when it is long enough: written always and
+ * counted conditionally, since whether a run is long enough is a coin toss for the
+ * branch predictor. */
+static inline void end_run(Reader *r, Py_ssize_t start, Py_ssize_t end)
+{
+    Run *run = &r->runs[r->n_runs];
+    run->start = start;
+    run->end = end;
+    r->n_runs += end - start >= cfg.min_letters;
+}
+
+/* Each kept run's hash, stop-word flag and running keyword count. */
+static void hash_runs(Reader *r)
+{
+    Py_ssize_t keywords = 0;
+    int narrow = r->t->kind == PyUnicode_1BYTE_KIND;
+    for (Py_ssize_t i = 0; i < r->n_runs; i++) {
+        Run *run = &r->runs[i];
+        run->hash = narrow ? narrow_hash(r->t->data, run->start, run->end) : run_hash(r->t, run->start, run->end);
+        run->stop = is_stop_word(run->hash);
+        run->keywords_before = keywords;
+        keywords += !run->stop;
+    }
+}
+
+/* Where words start (a space bit drops: the text's start reads as a space) and whether
+ * some word may be longer than the cap: only if at least `full` consecutive 64-character
+ * words hold no space, since a longer word covers that many of them. */
+static int find_word_starts(const Text *t, Py_ssize_t n_words, uint64_t *starts)
+{
+    Py_ssize_t full = (cfg.max_chars + 1 - 63) / 64, solid = 0;
+    int maybe_long = full < 1;
+    uint64_t carry = 1;
+    for (Py_ssize_t w = 0; w < n_words; w++) {
+        uint64_t S = t->space_bits[w];
+        starts[w] = ~S & ((S << 1) | carry);
+        carry = S >> 63;
+        solid = S ? 0 : solid + 1;
+        maybe_long |= solid >= full;
+    }
+    return maybe_long;
+}
+
+/* The longest word, exactly (only asked when find_word_starts cannot rule a long one out). */
+static Py_ssize_t longest_word(const Text *t)
+{
+    Py_ssize_t longest = 0, p = 0;
+    while (p < t->len) {
+        Py_ssize_t word = p;
+        while (p < t->len && !sp(t, p))
+            p++;
+        longest = p - word > longest ? p - word : longest;
+        while (p < t->len && sp(t, p))
+            p++;
+    }
+    return longest;
+}
+
+/* The keyword runs: each starts where a keyword bit rises and ends at the next clear bit
+ * (the padding past the end is clear). */
+static void find_runs(Reader *r, Py_ssize_t n_words)
+{
+    const uint64_t *K = r->t->keyword_bits;
+    uint64_t carry = 0;
+    for (Py_ssize_t w = 0; w < n_words; w++) {
+        uint64_t starts = K[w] & ~((K[w] << 1) | carry);
+        carry = K[w] >> 63;
+        while (starts) {
+            int bit = __builtin_ctzll(starts);
+            starts &= starts - 1;
+            Py_ssize_t end_word = w;
+            uint64_t rest = ~K[w] >> bit;
+            int offset = bit;
+            while (rest == 0) { /* the run goes on into the next 64 characters */
+                end_word++;
+                rest = ~K[end_word];
+                offset = 0;
+            }
+            end_run(r, (w << 6) + bit, (end_word << 6) + offset + __builtin_ctzll(rest));
+        }
+    }
+}
+
+/* Reads the document once: every character's classes into cls, its words and keyword
+ * runs, whether the reference would take its document pass (whole words). Returns 1 when
+ * the document needs the reference (see needs_reference_char), -1 on error. */
+static int read_document(Reader *r, unsigned char *cls, uint64_t *bitmaps)
+{
+    Py_ssize_t n = r->t->len, n_words = n / 64 + 1;
+    unsigned char any = classify_all(r->t, cls);
+    if (any & C_REFERENCE)
+        return 1;
+    build_bitmaps(cls, n_words, bitmaps, bitmaps + n_words, bitmaps + 2 * n_words);
+    /* Sized once for the most a text can hold: a run per min_letters + 1 characters (and
+     * one written past the last kept). */
+    if (grow((void **)&r->runs, &r->cap_runs, n / (cfg.min_letters + 1) + 2, sizeof(Run)) < 0)
+        return -1;
+    int maybe_long = find_word_starts(r->t, n_words, bitmaps + 3 * n_words);
+    find_runs(r, n_words);
+    hash_runs(r);
+    r->whole_words = n > 0 && !(any & C_WIDE_KEYWORD) && (!maybe_long || longest_word(r->t) <= cfg.max_chars);
+    return 0;
+}
+
+/* Buffers kept from one document to the next, sized for the largest document read so far:
+ * fresh buffers for a long document would be mapped and faulted in on every call. Nothing
+ * run_document calls runs Python code, so it is not re-entered; `busy` makes sure. */
+static struct {
+    int busy;
+    unsigned char *cls; /* classes and bitmaps */
+    Py_ssize_t cap_cls;
+    Run *runs;
+    Py_ssize_t cap_runs;
+} scratch;
+
+static void scratch_free(void)
+{
+    PyMem_Free(scratch.cls);
+    PyMem_Free(scratch.runs);
+    memset(&scratch, 0, sizeof scratch);
+}
+
+/* Lends the scratch buffers to a reader (when they are free); 1 when lent. */
+static int borrow_scratch(Reader *r)
+{
+    if (scratch.busy)
+        return 0;
+    scratch.busy = 1;
+    r->runs = scratch.runs;
+    r->cap_runs = scratch.cap_runs;
+    return 1;
+}
+
+/* Takes the (possibly grown) buffers back from the reader. */
+static void return_scratch(Reader *r)
+{
+    scratch.runs = r->runs;
+    scratch.cap_runs = r->cap_runs;
+    r->runs = NULL;
+    scratch.busy = 0;
+}
+
+#endif /* LEXICAL_READING_H */
