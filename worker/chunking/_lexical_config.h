@@ -78,7 +78,7 @@ typedef struct {
     Candidate *by_first[128];
     int n_by_first[128];
     Py_ssize_t longest_phrase;
-    uint64_t *stop; /* open-addressing table of stop-word hashes, 0 = empty */
+    uint64_t *stop; /* stop-word hashes, each in one of its two slots (cuckoo), 0 = empty */
     size_t stop_mask;
     Abbreviations abbreviations; /* segment.ABBREVIATIONS */
 } Config;

@@ -133,37 +133,67 @@ static uint64_t word_hash(PyObject *word)
     return run_hash(&t, 0, t.len);
 }
 
+/* Puts h in one of its two slots (stop_slot_a/b), moving a word that sits there to its
+ * other slot, and so on (cuckoo hashing); 0 when the moves do not settle. */
+static int stop_place(uint64_t *table, size_t mask, uint64_t h)
+{
+    size_t i = stop_slot_a(h, mask);
+    for (int moves = 0; moves < 100; moves++) {
+        uint64_t out = table[i];
+        table[i] = h;
+        if (out == 0 || out == h)
+            return 1;
+        h = out;
+        i = i == stop_slot_a(h, mask) ? stop_slot_b(h, mask) : stop_slot_a(h, mask);
+    }
+    return 0;
+}
+
 static int read_stop_words(PyObject *words)
 {
     PyObject *seq = PySequence_Fast(words, "stop_words must be iterable");
     if (seq == NULL)
         return -1;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    size_t capacity = 16;
-    while (capacity < (size_t)n * 4)
-        capacity *= 2;
-    cfg.stop = PyMem_Calloc(capacity, sizeof(uint64_t));
-    if (cfg.stop == NULL) {
+    uint64_t *hashes = PyMem_Malloc(sizeof(uint64_t) * (size_t)(n ? n : 1));
+    if (hashes == NULL) {
         Py_DECREF(seq);
         PyErr_NoMemory();
         return -1;
     }
-    cfg.stop_mask = capacity - 1;
     for (Py_ssize_t k = 0; k < n; k++) {
         PyObject *word = PySequence_Fast_GET_ITEM(seq, k);
         if (!PyUnicode_Check(word)) {
+            PyMem_Free(hashes);
             Py_DECREF(seq);
             PyErr_SetString(PyExc_TypeError, "stop words must be str");
             return -1;
         }
-        uint64_t h = word_hash(word);
-        size_t i = (size_t)h & cfg.stop_mask;
-        while (cfg.stop[i] && cfg.stop[i] != h)
-            i = (i + 1) & cfg.stop_mask;
-        cfg.stop[i] = h;
+        hashes[k] = word_hash(word);
     }
     Py_DECREF(seq);
-    return 0;
+    /* A table at most a quarter full, doubled until every word has settled in a slot. */
+    size_t capacity = 16;
+    while (capacity < (size_t)n * 4)
+        capacity *= 2;
+    for (; capacity <= ((size_t)1 << 24); capacity *= 2) {
+        cfg.stop = PyMem_Calloc(capacity, sizeof(uint64_t));
+        if (cfg.stop == NULL)
+            break;
+        cfg.stop_mask = capacity - 1;
+        Py_ssize_t k = 0;
+        while (k < n && stop_place(cfg.stop, cfg.stop_mask, hashes[k]))
+            k++;
+        if (k == n) {
+            PyMem_Free(hashes);
+            return 0;
+        }
+        PyMem_Free(cfg.stop);
+        cfg.stop = NULL;
+    }
+    PyMem_Free(hashes);
+    PyErr_NoMemory();
+    return -1;
 }
 
 /* Reasons by name order, for primary_reason's ties. */

@@ -106,14 +106,15 @@ static void set_clear(HashSet *s)
     s->size = 0;
 }
 
+/* The two slots a stop word may sit in (cuckoo hashing, see stop_place). */
+static inline size_t stop_slot_a(uint64_t h, size_t mask) { return (size_t)h & mask; }
+static inline size_t stop_slot_b(uint64_t h, size_t mask) { return (size_t)(h >> 32) & mask; }
+
+/* Two loads and no loop: no branch depends on the answer, which is a coin toss for the
+ * branch predictor (stop words and keywords alternate in prose). Hashes are never 0. */
 static inline int is_stop_word(uint64_t h)
 {
-    for (size_t i = (size_t)h & cfg.stop_mask;; i = (i + 1) & cfg.stop_mask) {
-        if (cfg.stop[i] == h)
-            return 1;
-        if (cfg.stop[i] == 0)
-            return 0;
-    }
+    return (cfg.stop[stop_slot_a(h, cfg.stop_mask)] == h) | (cfg.stop[stop_slot_b(h, cfg.stop_mask)] == h);
 }
 
 typedef struct {
