@@ -192,21 +192,27 @@ static inline uint64_t mix(uint64_t h, uint64_t v)
             h = mix(h, block);                                                                \
     } while (0)
 
-/* run_hash of one-byte text: every lower-cased Latin-1 character stays below 256, so the
- * blocks need no tests. */
-static inline uint64_t narrow_hash(const Py_UCS1 *data, Py_ssize_t s, Py_ssize_t e)
-{
-    uint64_t h = FNV_OFFSET ^ (uint64_t)(e - s);
-    for (; s + 8 <= e; s += 8)
-        h = mix(h, PACK8(data, s));
-    if (s < e) {
-        uint64_t block = 0;
-        for (int i = 0; s < e; s++, i++)
-            block |= (uint64_t)latin1_lower[data[s]] << (8 * i);
-        h = mix(h, block);
+/* run_hash of a run whose characters are all below 256 (always so in one-byte text, and in
+ * wider text without a keyword character past ASCII): every lower-cased Latin-1 character
+ * stays below 256, so the blocks need no tests. */
+#define DEFINE_LATIN1_HASH(NAME, TYPE)                                                        \
+    static inline uint64_t NAME(const TYPE *data, Py_ssize_t s, Py_ssize_t e)                 \
+    {                                                                                         \
+        uint64_t h = FNV_OFFSET ^ (uint64_t)(e - s);                                          \
+        for (; s + 8 <= e; s += 8)                                                            \
+            h = mix(h, PACK8(data, s));                                                       \
+        if (s < e) {                                                                          \
+            uint64_t block = 0;                                                               \
+            for (int i = 0; s < e; s++, i++)                                                  \
+                block |= (uint64_t)latin1_lower[data[s]] << (8 * i);                          \
+            h = mix(h, block);                                                                \
+        }                                                                                     \
+        return nonzero(h);                                                                    \
     }
-    return nonzero(h);
-}
+
+DEFINE_LATIN1_HASH(narrow_hash, Py_UCS1)
+DEFINE_LATIN1_HASH(latin1_hash_ucs2, Py_UCS2)
+DEFINE_LATIN1_HASH(latin1_hash_ucs4, Py_UCS4)
 
 static uint64_t run_hash(const Text *t, Py_ssize_t s, Py_ssize_t e)
 {

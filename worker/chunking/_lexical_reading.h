@@ -19,18 +19,30 @@ static inline void end_run(Reader *r, Py_ssize_t start, Py_ssize_t end)
     r->n_runs += end - start >= cfg.min_letters;
 }
 
-/* Each kept run's hash, stop-word flag and running keyword count. */
-static void hash_runs(Reader *r)
+#define HASH_RUNS(HASH)                                                                       \
+    for (Py_ssize_t i = 0; i < r->n_runs; i++) {                                              \
+        Run *run = &r->runs[i];                                                               \
+        run->hash = HASH;                                                                     \
+        run->stop = is_stop_word(run->hash);                                                  \
+        run->keywords_before = keywords;                                                      \
+        keywords += !run->stop;                                                               \
+    }
+
+/* Each kept run's hash, stop-word flag and running keyword count. ascii_keywords: no
+ * keyword character of the text is past ASCII, so every run hashes as Latin-1 whatever
+ * the text's width. */
+static void hash_runs(Reader *r, int ascii_keywords)
 {
     Py_ssize_t keywords = 0;
-    int narrow = r->t->kind == PyUnicode_1BYTE_KIND;
-    for (Py_ssize_t i = 0; i < r->n_runs; i++) {
-        Run *run = &r->runs[i];
-        run->hash = narrow ? narrow_hash(r->t->data, run->start, run->end) : run_hash(r->t, run->start, run->end);
-        run->stop = is_stop_word(run->hash);
-        run->keywords_before = keywords;
-        keywords += !run->stop;
-    }
+    const Text *t = r->t;
+    if (t->kind == PyUnicode_1BYTE_KIND)
+        HASH_RUNS(narrow_hash(t->data, run->start, run->end))
+    else if (ascii_keywords && t->kind == PyUnicode_2BYTE_KIND)
+        HASH_RUNS(latin1_hash_ucs2(t->data, run->start, run->end))
+    else if (ascii_keywords)
+        HASH_RUNS(latin1_hash_ucs4(t->data, run->start, run->end))
+    else
+        HASH_RUNS(run_hash(t, run->start, run->end))
 }
 
 /* Where words start (a space bit drops: the text's start reads as a space) and whether
@@ -107,7 +119,7 @@ static int read_document(Reader *r, unsigned char *cls, uint64_t *bitmaps)
         return -1;
     int maybe_long = find_word_starts(r->t, n_words, bitmaps + 3 * n_words);
     find_runs(r, n_words);
-    hash_runs(r);
+    hash_runs(r, !(any & C_WIDE_KEYWORD));
     r->whole_words = n > 0 && !(any & C_WIDE_KEYWORD) && (!maybe_long || longest_word(r->t) <= cfg.max_chars);
     return 0;
 }
