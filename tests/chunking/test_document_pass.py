@@ -38,6 +38,13 @@ def test_words_are_hashed_like_the_tables() -> None:
     assert word_hash("in") != word_hash("fn")
 
 
+def test_a_nul_character_changes_a_word() -> None:
+    # Found by hypothesis: with code points hashed as they are, NUL added nothing, so "0" and
+    # "0\x00" were one word to the document pass and two to `density`.
+    assert word_hash("0") != word_hash("0\x00")
+    assert DocumentProfile("0:0\x00", 64).document_density == density("0:0\x00")
+
+
 def _sentence_ends(text: str) -> list[int]:
     """Every sentence end the index finds, walking the document from the start."""
     index = SentenceIndex(text, DocumentProfile(text, 64).anchors)

@@ -295,7 +295,7 @@ static inline void add_word(Profile *p, Py_ssize_t start, Py_ssize_t length, uin
 
 /* One pass over the text, specialised for each storage width. It finds:
  * - words (maximal runs of non-separators) with their polynomial hash
- *   H(w) = sum of code[i] * P**i mod 2**32, as density.word_hash;
+ *   H(w) = sum of (code[i] + 1) * P**i mod 2**32, as density.word_hash;
  * - sentence-end candidates, as DocumentProfile.anchors;
  * - technical marks: code punctuation, and dots with a digit on both sides;
  * - decimals for the document density: digit.digit, non-overlapping, left to right (as
@@ -363,7 +363,7 @@ static inline void add_word(Profile *p, Py_ssize_t start, Py_ssize_t length, uin
             uint32_t hash = 0, power = 1;                                                     \
             while (i < n && !((k = classes[t[i]]) & C_SEP)) {                                 \
                 Py_UCS4 c = t[i];                                                             \
-                hash += (uint32_t)c * power;                                                  \
+                hash += ((uint32_t)c + 1) * power; /* + 1: see density.word_hash */           \
                 power *= HASH_P;                                                              \
                 if (k & SPARSE) NAME##_sparse(p, t, i, k, &decimal_free);                     \
                 if (c >= 0x0620 && c <= 0x06ff && i >= arabic_end && is_arabic_letter(c))    \

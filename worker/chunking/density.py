@@ -159,10 +159,12 @@ _CLASS = _class_table()
 _ASCII_CLASS = _CLASS[:256].tobytes()  # the same table for bytes.translate on ASCII text
 
 # Word identity without building word strings: a polynomial hash over code points, modulo
-# 2**32 (numpy's unsigned arithmetic wraps). H(w) = Σ ord(w[i]) · P**i. With prefix sums
-# C[k] = Σ_{i<k} ord(text[i]) · P**i, a word at [s, e) hashes to (C[e] − C[s]) · P**−s: P is
-# odd, so it has an inverse modulo 2**32. Two different words share a hash with probability
-# about 2**−32: a collision only nudges a density estimate.
+# 2**32 (numpy's unsigned arithmetic wraps). H(w) = Σ (ord(w[i]) + 1) · P**i: the + 1 keeps
+# NUL from adding nothing ("0" and "0\x00" must differ; appending any character changes the
+# hash, since (c + 1) · P**i is never 0 modulo 2**32 for an odd P). With prefix sums
+# C[k] = Σ_{i<k} (ord(text[i]) + 1) · P**i, a word at [s, e) hashes to (C[e] − C[s]) · P**−s:
+# P is odd, so it has an inverse modulo 2**32. Two different words share a hash with
+# probability about 2**−32: a collision only nudges a density estimate.
 _P = 0x01000193
 _P_INV = pow(_P, -1, 1 << 32)
 _MASK = (1 << 32) - 1
@@ -197,7 +199,7 @@ def word_hash(word: str) -> int:
     total = 0
     power = 1
     for ch in word:
-        total = (total + ord(ch) * power) & _MASK
+        total = (total + (ord(ch) + 1) * power) & _MASK
         power = (power * _P) & _MASK
     return total
 
@@ -246,6 +248,7 @@ def _word_features(
     count = len(starts)
     forward, backward = _power_tables(size)
     terms = codes[:size].astype(np.uint32)
+    terms += 1
     terms *= forward[:size]
     prefix = np.empty(size + 1, dtype=np.uint32)
     prefix[0] = 0
