@@ -43,13 +43,14 @@ DEFAULT_MAX_BATCH_SIZE = 64
 DEFAULT_MAX_WAIT_MS = 5.0
 DEFAULT_QUEUE_HIGH_TOKENS = 32768
 DEFAULT_QUEUE_LOW_TOKENS = 16384
-# Batches in flight at once, each on its own inference thread. Two single-threaded runs side by
-# side beat one two-threaded run on two cores: the small per-batch kernels (LayerNorm, Softmax,
-# Gelu, Transpose) and the Python work between batches do not parallelise, and a thread pool
-# that syncs at every node loses most when another process takes a core. Measured on the bench,
-# same slices alternating: fp32 +1-24 %, int8 +6-30 % (docs/embedding.md). The backend must then
-# use cores ÷ concurrent batches intra-op threads (worker.embedding.intra_op_threads_for), or
-# the two runs oversubscribe the cores (2 × 2 threads on 2 cores measured 11 % slower than 1 × 2).
+# Batches in flight at once, each on its own inference thread. On two cores, two single-threaded
+# runs side by side beat one two-threaded run for fp32: the small per-batch kernels (LayerNorm,
+# Softmax, Gelu, Transpose) and the Python work between batches do not parallelise, and a thread
+# pool that syncs at every node loses most when another process takes a core. Five same-run A/Bs
+# on the bench: fp32 +1 to +26 %, every time; int8 -29 to +30 %, median +1 % (slightly more
+# padding: batches leave the queue sooner). docs/embedding.md has the runs. The backend must use
+# cores ÷ concurrent batches intra-op threads (worker.embedding.intra_op_threads_for), or the
+# runs oversubscribe the cores (2 × 2 threads on 2 cores measured 11 % slower than 1 × 2).
 DEFAULT_CONCURRENT_BATCHES = 2
 # Requests with more texts than this are measured (tokenised) on a thread: a 1,000-sentence
 # document takes ~60 ms to tokenise, too long to hold the event loop. Smaller ones stay inline,
