@@ -99,7 +99,10 @@ class Metrics:
             registry=r,
         )
         self.inference_seconds = Counter(
-            p + "embedding_inference_seconds_total", "Time spent in model inference", registry=r
+            p + "embedding_inference_seconds_total",
+            "Time spent in model inference, summed over batches that run at once (can grow "
+            "faster than one second per second)",
+            registry=r,
         )
         self.batcher_queue_tokens = Gauge(
             p + "batcher_queue_tokens", "Tokens waiting in the embedding queue", registry=r
