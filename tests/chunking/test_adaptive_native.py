@@ -8,10 +8,13 @@ offsets, text, token counts, and metadata values and types.
 from __future__ import annotations
 
 import gc
+import subprocess
 import sys
 import tracemalloc
 from pathlib import Path
 
+import msgspec
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -19,6 +22,7 @@ from hypothesis import strategies as st
 from tests.chunking.texts import FRAGMENTS, any_text
 from worker.chunking import adaptive
 from worker.chunking.adaptive import AdaptiveChunker
+from worker.chunking.density import word_hash
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from bench.corpus import gather
@@ -170,6 +174,72 @@ def test_long_texts_take_the_python_path(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setattr(adaptive, "NATIVE_MAX_CHARS", len(text) + 1)
     assert chunker.chunk(text) == expected
     assert calls == ["native"]
+
+
+def _words_aimed_at_one_slot(count: int) -> str:
+    """Distinct two-character words whose hashes all share their top bits after multiplying
+    by the golden-ratio constant: with that multiplier fixed, they would pile up in a few
+    slots of the core's vocabulary table (every lookup a long probe, quadratic in the words).
+
+    word_hash(a + b) = (ord(a) + 1) + (ord(b) + 1) * P modulo 2**32. Hashes with equal top
+    bits are x * golden**-1 for consecutive x; for each, a CJK second character whose part
+    (ord(b) + 1) * P lies just below the hash leaves a CJK first character to complete it."""
+    modulus = 1 << 32
+    golden_inverse = pow(0x9E3779B1, -1, modulus)
+    block = np.arange(0x4E00, 0x9F00, dtype=np.int64)  # CJK: word characters only
+    parts = (block + 1) * 0x01000193 % modulus
+    order = np.argsort(parts)
+    parts, seconds = parts[order], block[order]
+    steps = np.arange(40 * count, dtype=np.int64)
+    targets = ((0x1234 << 20) + steps) * golden_inverse % modulus
+    # The largest part not above target - (0x4E00 + 1): the first character is then >= 0x4E00.
+    index = np.searchsorted(parts, targets - 0x4E01, side="right") - 1
+    firsts = targets - parts[np.maximum(index, 0)] - 1
+    usable = (index >= 0) & (firsts < 0x9F00)
+    firsts, chosen = firsts[usable][:count], seconds[np.maximum(index, 0)][usable][:count]
+    assert len(firsts) == count
+    words = [chr(a) + chr(b) for a, b in zip(firsts.tolist(), chosen.tolist(), strict=True)]
+    aimed = targets[usable][:50].tolist()
+    assert [word_hash(w) for w in words[:50]] == aimed
+    return " ".join(words)
+
+
+@pytest.mark.timeout(30)
+def test_words_crafted_to_collide_do_not_stall_the_core() -> None:
+    # A liveness guard, not a benchmark: with the vocabulary's multiplier fixed, this text
+    # took over a minute (20 s at half its words, ~3.5x per doubling); with the
+    # multiplier and key drawn per process it takes milliseconds. The chunks are unchanged.
+    text = _words_aimed_at_one_slot(320_000)
+    chunker = AdaptiveChunker()
+    assert chunker.chunk(text[:30_000]) == chunker.chunk_reference(text[:30_000])
+    assert len(chunker.chunk(text)) > 100
+
+
+def test_the_random_table_layout_never_shows_in_the_output() -> None:
+    # Each process draws its own seed for the core's tables: another process must produce
+    # exactly the same chunks.
+    text = " ".join(gather()[0].text.split()[:3000])
+    code = (
+        "import sys, msgspec; from worker.chunking.adaptive import AdaptiveChunker;"
+        "sys.stdout.buffer.write(msgspec.json.encode(AdaptiveChunker().chunk(sys.stdin.read())))"
+    )
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", code], input=text, capture_output=True, text=True, check=True
+        ).stdout
+        for _ in range(2)
+    ]
+    here = msgspec.json.encode(AdaptiveChunker().chunk(text)).decode()
+    assert runs[0] == runs[1] == here
+
+
+def test_size_parameters_are_bounded() -> None:
+    # Larger sizes would overflow offsets in the core's integers (and wrap in numpy's).
+    with pytest.raises(ValueError, match="max_size"):
+        AdaptiveChunker(max_size=(1 << 29) + 1)
+    with pytest.raises(ValueError, match="base_size"):
+        AdaptiveChunker(base_size=1 << 63)
+    AdaptiveChunker(min_size=1 << 29, max_size=1 << 29, base_size=1 << 29, overlap=1 << 29)
 
 
 def test_no_memory_is_kept_between_documents() -> None:

@@ -183,3 +183,27 @@ def test_list_numbers_at_a_block_start(number: str, content_type: ContentType) -
     for lead in ("", "Lead.\n\n  ", "Lead.\n\n\t"):
         for size in range(1490, 1503):
             assert_same(f"{lead}{number}. {words[:size]}. Tail sentence here.", content_type)
+
+
+def test_a_large_document_leaves_no_large_buffers_behind() -> None:
+    # The core keeps its scratch buffers between documents, but not past a few MiB: one
+    # 10 M-character document must not pin 100-200 MB for the life of the worker.
+    import gc
+    import tracemalloc
+
+    paragraph = "Words of prose that run on for a while, with a keyword or two. " * 20
+    text = "\n\n".join([paragraph] * 8000)
+    assert len(text) > 10_000_000
+    chunker = LexicalChunker()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        chunks = chunker.chunk(text, content_type="text/plain")
+        assert chunks
+        del chunks
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert held < 16 << 20, f"{held / 1e6:.0f} MB still held after the document"

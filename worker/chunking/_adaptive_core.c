@@ -61,8 +61,16 @@ typedef struct {
 enum { W_TECH = 1, W_STOP = 2 };
 #define SEEN_OFFSET 64 /* > VOCABULARY_SPAN + 1 */
 
-/* Fibonacci hashing: the top bits of the product spread polynomial word hashes evenly. */
-static inline uint32_t spread(uint32_t hash, int shift) { return (hash * 0x9E3779B1u) >> shift; }
+/* Multiply-shift hashing with a key and an odd multiplier drawn at random in configure():
+ * the word hash is public (density.word_hash), so with a fixed multiplier a document could
+ * be made of words that all land in a few slots and turn every lookup into a long probe
+ * (a reviewer's crafted 40,000-word text took 1.7 s, growing ~7x per doubling). Unknown
+ * constants make that impossible to aim; they change where words sit, never the output. */
+static uint32_t slot_key, slot_multiplier = 0x9E3779B1u;
+
+static inline uint32_t spread(uint32_t hash, int shift) {
+    return ((hash ^ slot_key) * slot_multiplier) >> shift;
+}
 
 static int vocabulary_init(Vocabulary *v, int bits) {
     size_t slots = (size_t)1 << bits;
@@ -151,8 +159,9 @@ static int intern_key(PyObject **slot, const char *key) {
 
 static PyObject *configure(PyObject *self, PyObject *args) {
     PyObject *classes, *tech, *stop, *abbreviations, *chunk_type, *name;
-    if (!PyArg_ParseTuple(args, "SOOOOU", &classes, &tech, &stop, &abbreviations, &chunk_type,
-                          &name))
+    unsigned long long seed;
+    if (!PyArg_ParseTuple(args, "SOOOOUK", &classes, &tech, &stop, &abbreviations, &chunk_type,
+                          &name, &seed))
         return NULL;
     if (PyBytes_GET_SIZE(classes) != CODEPOINTS) {
         PyErr_SetString(PyExc_ValueError, "the class table must cover every code point");
@@ -163,8 +172,12 @@ static PyObject *configure(PyObject *self, PyObject *args) {
         return NULL;
     }
     if (abbreviations_read(&config.abbreviations, abbreviations) < 0) return NULL;
-    Py_ssize_t total = PyObject_Length(tech) + PyObject_Length(stop);
-    if (total < 0) return NULL;
+    Py_ssize_t tech_count = PyObject_Length(tech), stop_count = PyObject_Length(stop);
+    if (tech_count < 0 || stop_count < 0) return NULL;
+    Py_ssize_t total = tech_count + stop_count;
+    /* The table below and every document's copy of it are laid out with these. */
+    slot_key = (uint32_t)seed;
+    slot_multiplier = (uint32_t)(seed >> 32) | 1u;
     /* At most a quarter full, so that documents rarely grow their copy. */
     int bits = 6;
     while ((1u << bits) < 4 * (uint32_t)total) bits++;
@@ -267,6 +280,9 @@ static inline void push(Profile *p, Positions *positions, Py_ssize_t value) {
 /* Counts one word: its letters, whether it is technical, whether it is new to its window
  * (the vocabulary keeps the last index of every word hash), and the distinct non-stop words. */
 static inline void add_word(Profile *p, Py_ssize_t start, Py_ssize_t length, uint32_t hash) {
+    /* After a failed allocation the call will raise MemoryError; inserting on into a table
+     * that could not grow would fill it, and the next lookup would never find a free slot. */
+    if (p->failed) return;
     if (p->words + 2 > p->word_capacity &&
         grow((void **)&p->word, &p->word_capacity, sizeof(Word)) < 0) {
         p->failed = 1;
@@ -810,7 +826,8 @@ done:
 
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS,
-     "configure(classes, tech_hashes, stop_hashes, abbreviations, chunk_type, name)"},
+     "configure(classes, tech_hashes, stop_hashes, abbreviations, chunk_type, name, seed): once, "
+     "at import (it replaces the tables chunk() reads)"},
     {"chunk", plan, METH_VARARGS,
      "chunk(text, base_size, min_size, max_size, overlap, clause_cuts, arabic_min_letters, "
      "technical_threshold, extra_metadata) -> list[Chunk]"},

@@ -9,6 +9,7 @@ def configure(
     abbreviations: Iterable[str],
     chunk_type: type[Chunk],
     name: str,
+    seed: int,
     /,
 ) -> None: ...
 def chunk(

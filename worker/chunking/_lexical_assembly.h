@@ -158,13 +158,9 @@ static int average_length(const Unit *units, Py_ssize_t n, double *out)
     return rounded((double)total / (double)n, 1, out);
 }
 
-/* A float value for the metadata, unless it equals the previous chunk's (then the copied
- * dict already holds an equal float: NULL with *same set). */
-static PyObject *changed_float(double value, int known, double last, int *same)
-{
-    *same = known && memcmp(&value, &last, sizeof value) == 0;
-    return *same ? NULL : PyFloat_FromDouble(value);
-}
+/* Whether a float equals the previous chunk's bit for bit: then the copied dict already
+ * holds it and it is not set again. */
+static int same_bits(double value, double last) { return memcmp(&value, &last, sizeof value) == 0; }
 
 /* The chunk's metadata. Consecutive chunks share most values (content type, section,
  * primary reason, doc_id, source), so the dict is a copy of the previous chunk's with only
@@ -196,9 +192,9 @@ static PyObject *metadata(Builder *b, const Unit *units, Py_ssize_t n, const int
     PyObject *d = PyDict_Copy(first ? cfg.template : last->meta);
     if (d == NULL)
         return NULL;
-    int same_density, same_average;
-    PyObject *density_value = changed_float(density, !first, last->density, &same_density);
-    PyObject *average_value = changed_float(average, !first, last->average, &same_average);
+    /* Each value is made inside the chain, so a failure earlier in it leaves none behind. */
+    int same_density = !first && same_bits(density, last->density);
+    int same_average = !first && same_bits(average, last->average);
     if (put(d, M_INDEX, PyLong_FromSsize_t(PyList_GET_SIZE(b->chunks))) < 0 ||
         (content_type != last->type && put(d, M_TYPE, new_ref(content_type)) < 0) ||
         put(d, M_PATH, heading_path(b)) < 0 ||
@@ -209,8 +205,8 @@ static PyObject *metadata(Builder *b, const Unit *units, Py_ssize_t n, const int
         put(d, M_KINDS, distinct_labels(kinds, n_kinds, cfg.kind, N_KINDS)) < 0 ||
         ((first || paragraphs != last->paragraphs) && put(d, M_PARAGRAPHS, PyLong_FromSsize_t(paragraphs)) < 0) ||
         ((first || has_list != last->has_list) && put(d, M_HAS_LIST, PyBool_FromLong(has_list)) < 0) ||
-        (!same_density && put(d, M_DENSITY, density_value) < 0) ||
-        (!same_average && put(d, M_AVERAGE, average_value) < 0) ||
+        (!same_density && put(d, M_DENSITY, PyFloat_FromDouble(density)) < 0) ||
+        (!same_average && put(d, M_AVERAGE, PyFloat_FromDouble(average)) < 0) ||
         (first && PyUnicode_GET_LENGTH(b->doc_id) && put(d, M_DOC_ID, new_ref(b->doc_id)) < 0) ||
         (first && PyUnicode_GET_LENGTH(b->source) && put(d, M_SOURCE, new_ref(b->source)) < 0)) {
         Py_DECREF(d);

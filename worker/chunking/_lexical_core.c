@@ -12,7 +12,8 @@
  * would need Python's full Unicode case mapping (see needs_reference_char); the caller then
  * runs the reference.
  *
- * The GIL is held throughout; there are no threads.
+ * The GIL is held throughout a call and no Python code runs inside it, so calls from several
+ * threads (the worker chunks large documents in asyncio.to_thread) never interleave.
  *
  * Layout: one translation unit in parts. Each part is a header with one job, included once
  * below in dependency order (each also includes what it uses, behind include guards):
@@ -153,11 +154,14 @@ static PyObject *chunk(PyObject *module, PyObject *const *args, Py_ssize_t nargs
         PyErr_SetString(PyExc_TypeError, "chunk(text, doc_id, source, markdown) takes 4 arguments");
         return NULL;
     }
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < 3; k++) {
         if (!PyUnicode_Check(args[k])) {
             PyErr_SetString(PyExc_TypeError, "text, doc_id and source must be str");
             return NULL;
         }
+        if (PyUnicode_READY(args[k]) < 0) /* only legacy strings made by old C APIs */
+            return NULL;
+    }
     int markdown = PyObject_IsTrue(args[3]);
     if (markdown < 0)
         return NULL;

@@ -292,8 +292,10 @@ static int marked_block(const Doc *d, Py_ssize_t i, Py_ssize_t *after, int *leve
 static int split_blocks(const Text *t, Blocks *out)
 {
     Doc d = {t, {0}};
-    if (lines_read(t, &d.l) < 0)
+    if (lines_read(t, &d.l) < 0) {
+        lines_free(&d.l); /* what was grown before the failure (lines_read zeroes first) */
         return -1;
+    }
     int rc = -1;
     Py_ssize_t i = front_matter_end(&d);
     if (i && push_block(&d, out, K_FRONT, 0, i, 0) < 0)

@@ -124,9 +124,11 @@ static int read_document(Reader *r, unsigned char *cls, uint64_t *bitmaps)
     return 0;
 }
 
-/* Buffers kept from one document to the next, sized for the largest document read so far:
- * fresh buffers for a long document would be mapped and faulted in on every call. Nothing
- * run_document calls runs Python code, so it is not re-entered; `busy` makes sure. */
+/* Buffers kept from one document to the next (up to SCRATCH_KEEP_BYTES each): fresh buffers
+ * for a long document would be mapped and faulted in on every call. run_document runs no
+ * Python code (Chunk is a msgspec Struct made in C, and the garbage collector is paused
+ * during a call), so no other thread can enter meanwhile; `busy` makes sure anyway: a call
+ * that finds the buffers lent allocates its own. */
 static struct {
     int busy;
     unsigned char *cls; /* classes and bitmaps */
@@ -153,12 +155,26 @@ static int borrow_scratch(Reader *r)
     return 1;
 }
 
-/* Takes the (possibly grown) buffers back from the reader. */
+/* Beyond this size a buffer is released after its document instead of kept: a worker that
+ * once read a 10 MiB document would otherwise hold 100-200 MB for the rest of its life. */
+#define SCRATCH_KEEP_BYTES ((Py_ssize_t)8 << 20)
+
+/* Takes the (possibly grown) buffers back from the reader; drops any that grew too large. */
 static void return_scratch(Reader *r)
 {
     scratch.runs = r->runs;
     scratch.cap_runs = r->cap_runs;
     r->runs = NULL;
+    if (scratch.cap_cls > SCRATCH_KEEP_BYTES) {
+        PyMem_Free(scratch.cls);
+        scratch.cls = NULL;
+        scratch.cap_cls = 0;
+    }
+    if (scratch.cap_runs > SCRATCH_KEEP_BYTES / (Py_ssize_t)sizeof(Run)) {
+        PyMem_Free(scratch.runs);
+        scratch.runs = NULL;
+        scratch.cap_runs = 0;
+    }
     scratch.busy = 0;
 }
 

@@ -19,6 +19,7 @@ and ``max_size`` is a hard cap. Chunks are contiguous slices of the document.
 
 from __future__ import annotations
 
+import secrets
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping
 from typing import Annotated
@@ -41,16 +42,19 @@ from worker.chunking.types import Chunk, ContentType
 
 NAME = "adaptive"
 LANGUAGES = ("auto", "ar", "en")
+MAX_SIZE = 1 << 29
+"""Upper bound of every size parameter: far above any document the worker accepts, and
+small enough that offsets plus sizes stay exact in the core's integers and numpy's."""
 
 
 class AdaptiveParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    base_size: Annotated[int, msgspec.Meta(ge=1)] = 512
+    base_size: Annotated[int, msgspec.Meta(ge=1, le=MAX_SIZE)] = 512
     """Characters read ahead of a chunk's start to measure its local density."""
-    min_size: Annotated[int, msgspec.Meta(ge=1)] = 100
+    min_size: Annotated[int, msgspec.Meta(ge=1, le=MAX_SIZE)] = 100
     """Target for the densest text (density 1)."""
-    max_size: Annotated[int, msgspec.Meta(ge=1)] = 1500
+    max_size: Annotated[int, msgspec.Meta(ge=1, le=MAX_SIZE)] = 1500
     """Target for the sparsest text (density 0), and the hard cap on every chunk."""
-    overlap: Annotated[int, msgspec.Meta(ge=0)] = 128
+    overlap: Annotated[int, msgspec.Meta(ge=0, le=MAX_SIZE)] = 128
     """Most characters of trailing whole sentences carried into the next chunk."""
     technical_threshold: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] = 0.5
     """Only labels chunks (``technical`` in metadata); the size follows density continuously."""
@@ -101,13 +105,16 @@ def _load_core() -> _NativeChunk | None:
     except ImportError:
         return None
     classes, tech, stop = native_tables()
-    _adaptive_core.configure(classes, tech, stop, sorted(ABBREVIATIONS), Chunk, NAME)
+    # The seed lays out the core's hash tables (never the output): drawn per process so that
+    # no document can be crafted to collide in them.
+    seed = secrets.randbits(64)
+    _adaptive_core.configure(classes, tech, stop, sorted(ABBREVIATIONS), Chunk, NAME, seed)
     return _adaptive_core.chunk
 
 
-NATIVE_CHUNK = _load_core()
 NATIVE_MAX_CHARS = 1 << 29
 """Longer texts take the Python path (the core packs word indices into 30 bits)."""
+NATIVE_CHUNK = _load_core()
 """The compiled core's entry point, or None when it is not built (or not allowed)."""
 
 
