@@ -120,9 +120,7 @@ static int atx_level(const Text *t, Py_ssize_t s, Py_ssize_t e)
 /* _FENCE: "[ \t]*(`{3,}|~{3,})"; the fence's character and length, and where it ends. */
 static int fence_at(const Text *t, Py_ssize_t s, Py_ssize_t e, Py_UCS4 *mark, Py_ssize_t *size, Py_ssize_t *after)
 {
-    Py_ssize_t p = s;
-    while (p < e && is_blank_char(at(t, p)))
-        p++;
+    Py_ssize_t p = skip_blanks(t, s, e);
     if (p == e)
         return 0;
     Py_UCS4 c = at(t, p);
@@ -170,8 +168,7 @@ static int setext_level(const Text *t, Py_ssize_t s, Py_ssize_t e)
         return 0;
     while (p < e && at(t, p) == c)
         p++;
-    while (p < e && is_blank_char(at(t, p)))
-        p++;
+    p = skip_blanks(t, p, e);
     return p == e ? (c == '=' ? 1 : 2) : 0;
 }
 
@@ -179,9 +176,7 @@ static int setext_level(const Text *t, Py_ssize_t s, Py_ssize_t e)
  * ordered item numbered "1", 2 for any other number. */
 static int bullet_at(const Text *t, Py_ssize_t s, Py_ssize_t e, int *numbered)
 {
-    Py_ssize_t p = s;
-    while (p < e && is_blank_char(at(t, p)))
-        p++;
+    Py_ssize_t p = skip_blanks(t, s, e);
     if (p == e)
         return 0;
     Py_UCS4 c = at(t, p);
@@ -216,8 +211,7 @@ static Py_ssize_t table_cell(const Text *t, Py_ssize_t p, Py_ssize_t e)
         return -1;
     if (p < e && at(t, p) == ':')
         p++;
-    while (p < e && is_blank_char(at(t, p)))
-        p++;
+    p = skip_blanks(t, p, e);
     return p;
 }
 
@@ -225,9 +219,7 @@ static Py_ssize_t table_cell(const Text *t, Py_ssize_t p, Py_ssize_t e)
  * " {0,3}\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$" */
 static int is_table_delimiter(const Text *t, Py_ssize_t s, Py_ssize_t e)
 {
-    Py_ssize_t p = s;
-    while (p < e && is_blank_char(at(t, p)))
-        p++;
+    Py_ssize_t p = skip_blanks(t, s, e);
     if (p < e && at(t, p) == '|') {
         /* The leading pipe may only follow " {0,3}" (no tabs). */
         for (Py_ssize_t q = s; q < p; q++)
@@ -236,8 +228,7 @@ static int is_table_delimiter(const Text *t, Py_ssize_t s, Py_ssize_t e)
         if (p - s > 3)
             return 0;
         p++;
-        while (p < e && is_blank_char(at(t, p)))
-            p++;
+        p = skip_blanks(t, p, e);
     }
     p = table_cell(t, p, e);
     if (p < 0)
@@ -246,8 +237,7 @@ static int is_table_delimiter(const Text *t, Py_ssize_t s, Py_ssize_t e)
         if (at(t, p) != '|')
             return 0;
         p++;
-        while (p < e && is_blank_char(at(t, p)))
-            p++;
+        p = skip_blanks(t, p, e);
         if (p == e)
             return 1; /* the trailing pipe */
         p = table_cell(t, p, e);

@@ -156,16 +156,14 @@ static Py_ssize_t fence_end(const Doc *d, Py_ssize_t i, Py_UCS4 mark, Py_ssize_t
     /* closing: "[ \t]*{mark}{size,}[ \t]*$" */
     for (Py_ssize_t j = i + 1; j < d->l.count; j++) {
         Py_ssize_t p = d->l.start[j], e = d->l.end[j];
-        while (p < e && is_blank_char(at(t, p)))
-            p++;
+        p = skip_blanks(t, p, e);
         Py_ssize_t r = 0;
         while (p + r < e && at(t, p + r) == mark)
             r++;
         if (r < size)
             continue;
         p += r;
-        while (p < e && is_blank_char(at(t, p)))
-            p++;
+        p = skip_blanks(t, p, e);
         if (p == e)
             return j + 1;
     }
@@ -392,15 +390,13 @@ static PyObject *heading_title(const Text *t, Py_ssize_t s, Py_ssize_t e)
         e = setext_underline_start(t, s, e);
     /* the opening marks */
     p = s;
-    while (p < e && is_blank_char(at(t, p)))
-        p++;
+    p = skip_blanks(t, p, e);
     Py_ssize_t hashes = 0;
     while (p + hashes < e && hashes < 6 && at(t, p + hashes) == '#')
         hashes++;
     if (hashes) {
         p += hashes;
-        while (p < e && is_blank_char(at(t, p)))
-            p++;
+        p = skip_blanks(t, p, e);
         s = p;
     }
     /* the closing marks, searched from where the opening marks ended */

@@ -63,6 +63,14 @@ static int all_bits(const uint64_t *bits, Py_ssize_t s, Py_ssize_t e)
 
 static inline int is_blank_char(Py_UCS4 c) { return c == ' ' || c == '\t'; }
 
+/* The first position at or after p, before e, that is not a space or tab. */
+static inline Py_ssize_t skip_blanks(const Text *t, Py_ssize_t p, Py_ssize_t e)
+{
+    while (p < e && is_blank_char(at(t, p)))
+        p++;
+    return p;
+}
+
 static inline int is_ascii_alnum(Py_UCS4 c) { return is_ascii_letter(c) || (c >= '0' && c <= '9'); }
 
 /* A character of a keyword run: the regex [^\W\d_] (sre: alnum, not decimal, not '_'). */
