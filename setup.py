@@ -9,7 +9,7 @@ succeeds and the worker runs on the Python twins (slower, same output); ``script
 from setuptools import Extension, setup
 
 _FLAGS = ["-O2", "-std=c11", "-ffp-contract=off", "-Wall", "-Wextra", "-Wno-unused-parameter"]
-_CHUNKING = "worker/chunking"
+_CHUNKING = "worker/chunking/_native"
 # Headers each core includes (`depends`: an edit to one rebuilds the core). The sentence rules
 # are shared by both cores; the _lexical_*.h files are the parts of _lexical_core.c's one
 # translation unit (its opening comment says why and what each holds).
@@ -25,14 +25,14 @@ _LEXICAL_PARTS = [
 setup(
     ext_modules=[
         Extension(
-            "worker.chunking._adaptive_core",
+            "worker.chunking._native._adaptive_core",
             [f"{_CHUNKING}/_adaptive_core.c"],
             depends=_SENTENCE_RULES,
             extra_compile_args=_FLAGS,
             optional=True,
         ),
         Extension(
-            "worker.chunking._lexical_core",
+            "worker.chunking._native._lexical_core",
             [f"{_CHUNKING}/_lexical_core.c"],
             depends=_SENTENCE_RULES + _LEXICAL_PARTS,
             extra_compile_args=_FLAGS,

@@ -30,8 +30,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.corpus import Document, describe, gather
-from worker.chunking.adaptive import AdaptiveChunker
-from worker.chunking.lexical import LexicalChunker
+from worker.chunking.rules.adaptive import AdaptiveChunker
+from worker.chunking.rules.lexical import LexicalChunker
 from worker.chunking.types import ContentType
 
 SIZE = 1500

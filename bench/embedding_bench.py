@@ -58,7 +58,7 @@ from worker.batcher import (
     DEFAULT_QUEUE_LOW_TOKENS,
     Batcher,
 )
-from worker.chunking.segment import split_sentences
+from worker.chunking.text.segment import split_sentences
 from worker.embedding.embedder import OnnxEmbedder
 from worker.embedding.manifest import (
     DEFAULT_MODEL_DIR,

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import msgspec
 
 from bench.corpus import gather
-from worker.chunking.segment import split_paragraphs, split_sentences
+from worker.chunking.text.segment import split_paragraphs, split_sentences
 
 _LETTERS = re.compile(r"[^\W\d_]")
 # Code, shell prompts, tables, indented blocks, headings, list items, directives.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from worker.chunking.tokens import TokenCounter
+from worker.chunking.text.tokens import TokenCounter
 from worker.chunking.types import Chunk, Span, join_spans
 
 

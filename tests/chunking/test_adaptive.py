@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 from tests.chunking.invariants import assert_all
 from tests.chunking.texts import any_text
 from worker.chunking import registry
-from worker.chunking.adaptive import AdaptiveChunker, ChunkConfig, Document
-from worker.chunking.density import density
-from worker.chunking.tokens import make_counter
+from worker.chunking.rules.adaptive import AdaptiveChunker, ChunkConfig, Document
+from worker.chunking.text.density import density
+from worker.chunking.text.tokens import make_counter
 from worker.chunking.types import RuleChunker
 
 CHARS = make_counter()

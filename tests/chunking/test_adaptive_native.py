@@ -20,9 +20,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.chunking.texts import FRAGMENTS, any_text
-from worker.chunking import adaptive
-from worker.chunking.adaptive import AdaptiveChunker
-from worker.chunking.density import word_hash
+from worker.chunking.rules import adaptive
+from worker.chunking.rules.adaptive import AdaptiveChunker
+from worker.chunking.text.density import word_hash
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from bench.corpus import gather
@@ -220,7 +220,7 @@ def test_the_random_table_layout_never_shows_in_the_output() -> None:
     # exactly the same chunks.
     text = " ".join(gather()[0].text.split()[:3000])
     code = (
-        "import sys, msgspec; from worker.chunking.adaptive import AdaptiveChunker;"
+        "import sys, msgspec; from worker.chunking.rules.adaptive import AdaptiveChunker;"
         "sys.stdout.buffer.write(msgspec.json.encode(AdaptiveChunker().chunk(sys.stdin.read())))"
     )
     runs = [

@@ -6,9 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.chunking.texts import any_text
-from worker.chunking.boundaries import FENCE, SentenceIndex, fence_lines
-from worker.chunking.density import DocumentProfile, density, local_density, word_hash
-from worker.chunking.segment import split_sentences
+from worker.chunking.text.boundaries import FENCE, SentenceIndex, fence_lines
+from worker.chunking.text.density import DocumentProfile, density, local_density, word_hash
+from worker.chunking.text.segment import split_sentences
 
 FIB = "def fib(n): return n if n < 2 else fib(n - 1) + fib(n - 2)"
 FAIRY_TALE = "Once upon a time, a little princess lived in a castle with the king."

@@ -8,9 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.chunking.texts import any_text
-from worker.chunking import lexical, lexicon
-from worker.chunking.density import density
-from worker.chunking.lexical import LexicalChunker, _keyword_count, _keyword_set, _word_count
+from worker.chunking.rules import lexical
+from worker.chunking.rules.lexical import LexicalChunker, _keyword_count, _keyword_set, _word_count
+from worker.chunking.text import lexicon
+from worker.chunking.text.density import density
 
 _GLUE = ",;:!?\"'`()[]{}<>=*|\\/+-%&^~@#$"
 _UNGLUE = str.maketrans(_GLUE, " " * len(_GLUE))

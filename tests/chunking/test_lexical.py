@@ -6,10 +6,11 @@ from hypothesis import strategies as st
 
 from tests.chunking.invariants import assert_all
 from tests.chunking.texts import any_text
-from worker.chunking import lexical, registry
-from worker.chunking.lexical import LADDER, LexicalChunker, primary_reason
-from worker.chunking.lexicon import LEXICAL_MAX_CHARS
-from worker.chunking.tokens import make_counter
+from worker.chunking import registry
+from worker.chunking.rules import lexical
+from worker.chunking.rules.lexical import LADDER, LexicalChunker, primary_reason
+from worker.chunking.text.lexicon import LEXICAL_MAX_CHARS
+from worker.chunking.text.tokens import make_counter
 from worker.chunking.types import Chunk, RuleChunker
 
 CHARS = make_counter()

@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 
 from bench.corpus import gather
 from tests.chunking.texts import FRAGMENTS, any_text
-from worker.chunking import lexical
-from worker.chunking.lexical import LexicalChunker, chunk_reference
-from worker.chunking.native import REQUIRE_NATIVE_ENV
+from worker.chunking._native import REQUIRE_NATIVE_ENV
+from worker.chunking.rules import lexical
+from worker.chunking.rules.lexical import LexicalChunker, chunk_reference
 from worker.chunking.types import Chunk, ContentType
 
 if not lexical.NATIVE:
@@ -29,7 +29,7 @@ if not lexical.NATIVE:
         pytest.fail("the compiled lexical core is required but not built", pytrace=False)
     pytest.skip("the compiled lexical core is not built", allow_module_level=True)
 
-from worker.chunking import _lexical_core
+from worker.chunking._native import _lexical_core
 
 NATIVE = LexicalChunker(native=True)
 CONTENT_TYPES: list[ContentType] = ["text/plain", "text/markdown"]

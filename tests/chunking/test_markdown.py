@@ -5,8 +5,8 @@ from hypothesis import given, settings
 
 from tests.chunking.invariants import assert_spans_exact
 from tests.chunking.texts import any_text
-from worker.chunking.markdown import Block, heading_text, split_blocks
-from worker.chunking.segment import split_paragraphs
+from worker.chunking.text.markdown import Block, heading_text, split_blocks
+from worker.chunking.text.segment import split_paragraphs
 from worker.chunking.types import Span
 
 

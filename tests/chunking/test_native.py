@@ -13,8 +13,8 @@ import sys
 
 import pytest
 
-from worker.chunking import adaptive, lexical
-from worker.chunking.native import PURE_PYTHON_ENV, REQUIRE_NATIVE_ENV
+from worker.chunking._native import PURE_PYTHON_ENV, REQUIRE_NATIVE_ENV
+from worker.chunking.rules import adaptive, lexical
 
 
 @pytest.mark.skipif(os.environ.get(REQUIRE_NATIVE_ENV) != "1", reason="cores not required here")
@@ -25,7 +25,7 @@ def test_cores_are_loaded() -> None:
 
 def test_pure_python_switch_turns_the_cores_off() -> None:
     code = (
-        "from worker.chunking import adaptive, lexical;"
+        "from worker.chunking.rules import adaptive, lexical;"
         "print(adaptive.NATIVE_CHUNK is None and not lexical.NATIVE)"
     )
     env = {**os.environ, PURE_PYTHON_ENV: "1"}

@@ -7,9 +7,9 @@ from hypothesis import strategies as st
 
 from tests.chunking.invariants import assert_all, assert_spans_exact
 from tests.chunking.texts import any_text
-from worker.chunking.segment import split_sentences, split_to_cap
-from worker.chunking.sentence import SentenceChunker, SentenceParams
-from worker.chunking.tokens import make_counter
+from worker.chunking.rules.sentence import SentenceChunker, SentenceParams
+from worker.chunking.text.segment import split_sentences, split_to_cap
+from worker.chunking.text.tokens import make_counter
 from worker.chunking.types import Span
 
 CHARS = make_counter()

@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 
 from tests.chunking.invariants import assert_spans_exact
-from worker.chunking.segment import pack_spans, split_sentences, split_to_cap, split_words
-from worker.chunking.tokens import make_counter
+from worker.chunking.text.segment import pack_spans, split_sentences, split_to_cap, split_words
+from worker.chunking.text.tokens import make_counter
 from worker.chunking.types import Span
 
 

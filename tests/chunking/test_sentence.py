@@ -4,8 +4,8 @@ import pytest
 
 from tests.chunking.invariants import assert_all
 from worker.chunking import registry
-from worker.chunking.sentence import SentenceChunker, SentenceParams
-from worker.chunking.tokens import make_counter
+from worker.chunking.rules.sentence import SentenceChunker, SentenceParams
+from worker.chunking.text.tokens import make_counter
 from worker.chunking.types import RuleChunker
 
 TEXT = (

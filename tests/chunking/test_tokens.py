@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from worker.chunking import tokens
-from worker.chunking.tokens import CharacterCounter, TokenCounter, make_counter
+from worker.chunking.text import tokens
+from worker.chunking.text.tokens import CharacterCounter, TokenCounter, make_counter
 
 
 def test_character_is_the_default_unit() -> None:

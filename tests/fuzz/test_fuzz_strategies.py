@@ -20,8 +20,8 @@ from tests.fuzz.conftest import FUZZ
 from tests.semantic.fakes import embed
 from tests.semantic.invariants import assert_windows
 from worker.chunking import registry
-from worker.chunking.lexicon import LEXICAL_MAX_CHARS
-from worker.chunking.tokens import CharacterCounter
+from worker.chunking.text.lexicon import LEXICAL_MAX_CHARS
+from worker.chunking.text.tokens import CharacterCounter
 from worker.chunking.types import Chunk, EmbeddingChunker, RuleChunker
 
 COUNTER = CharacterCounter()

@@ -18,7 +18,7 @@ from tests.conftest import free_port
 from tests.kafka import helpers
 from tests.kafka.fakes import SlowHashBackend
 from tests.kafka.test_worker_kafka import check_complete, make_docs
-from worker.chunking import adaptive
+from worker.chunking.rules import adaptive
 from worker.events import ChunkEvent, DocumentEvent, StrategyOverride
 from worker.service import State, Worker
 

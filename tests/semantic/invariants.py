@@ -6,7 +6,7 @@ import itertools
 from collections.abc import Sequence
 
 from tests.chunking.invariants import assert_all
-from worker.chunking.tokens import TokenCounter
+from worker.chunking.text.tokens import TokenCounter
 from worker.chunking.types import Chunk, Span, join_spans
 
 

@@ -5,8 +5,8 @@ import pytest
 from tests.semantic.fakes import RecordingEmbedder, embed, topic_sentences
 from tests.semantic.invariants import assert_windows
 from worker.chunking import registry
-from worker.chunking.context import ContextChunker, ContextParams, resolve_model_dir
-from worker.chunking.tokens import CharacterCounter
+from worker.chunking.embedding.context import ContextChunker, ContextParams, resolve_model_dir
+from worker.chunking.text.tokens import CharacterCounter
 from worker.chunking.types import SPAN_JOINER
 
 COUNTER = CharacterCounter()

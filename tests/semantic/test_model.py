@@ -17,7 +17,7 @@ from bench.corpus import gather
 from bench.seams import Scores, score, seam_documents
 from tests.semantic.invariants import assert_contiguous, assert_windows
 from worker.chunking import registry
-from worker.chunking.tokens import CharacterCounter
+from worker.chunking.text.tokens import CharacterCounter
 
 pytestmark = pytest.mark.model
 

@@ -7,11 +7,11 @@ from hypothesis import strategies as st
 
 from tests.semantic.fakes import TOPICS, embed
 from tests.semantic.invariants import assert_contiguous, assert_windows
-from worker.chunking.context import ContextChunker
-from worker.chunking.model_window import ModelWindow
-from worker.chunking.sdpm import SDPMChunker
-from worker.chunking.semantic import SemanticChunker
-from worker.chunking.tokens import CharacterCounter
+from worker.chunking.embedding.context import ContextChunker
+from worker.chunking.embedding.model_window import ModelWindow
+from worker.chunking.embedding.sdpm import SDPMChunker
+from worker.chunking.embedding.semantic import SemanticChunker
+from worker.chunking.text.tokens import CharacterCounter
 
 COUNTER = CharacterCounter()
 WORDS = [w for topic in TOPICS.values() for w in topic.split()] + ["e.g.", "3.14", "مرحبا", "😀"]

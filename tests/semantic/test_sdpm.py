@@ -7,9 +7,9 @@ import pytest
 from tests.semantic.fakes import RecordingEmbedder, embed, topic_document
 from tests.semantic.invariants import assert_contiguous
 from worker.chunking import registry
-from worker.chunking.sdpm import SDPMChunker, SDPMParams
-from worker.chunking.semantic import SemanticChunker
-from worker.chunking.tokens import CharacterCounter
+from worker.chunking.embedding.sdpm import SDPMChunker, SDPMParams
+from worker.chunking.embedding.semantic import SemanticChunker
+from worker.chunking.text.tokens import CharacterCounter
 
 COUNTER = CharacterCounter()
 

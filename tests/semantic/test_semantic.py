@@ -6,11 +6,11 @@ import pytest
 from tests.semantic.fakes import RecordingEmbedder, embed, topic_document
 from tests.semantic.invariants import assert_contiguous
 from worker.chunking import registry
-from worker.chunking.model_window import ModelWindow, character_window
-from worker.chunking.semantic import SemanticChunker
-from worker.chunking.tokens import CharacterCounter, make_counter
+from worker.chunking.embedding.model_window import ModelWindow, character_window
+from worker.chunking.embedding.semantic import SemanticChunker
+from worker.chunking.embedding.units import plan_units, sentence_units, unit_vectors
+from worker.chunking.text.tokens import CharacterCounter, make_counter
 from worker.chunking.types import EmbeddingChunker, Span
-from worker.chunking.units import plan_units, sentence_units, unit_vectors
 
 COUNTER = CharacterCounter()
 

@@ -1,6 +1,6 @@
 def test_hard_wrapped_prose_is_rejoined_but_structure_is_not() -> None:
-    from worker.chunking.segment import split_sentences
-    from worker.chunking.units import join_soft_wraps
+    from worker.chunking.embedding.units import join_soft_wraps
+    from worker.chunking.text.segment import split_sentences
 
     text = (
         "Replaying a document overwrites rows instead of\n"

@@ -1,29 +1,23 @@
 """Imports every built-in strategy module so that each registers itself with the registry."""
 
-import msgspec
-
-from worker.chunking.adaptive import NAME as ADAPTIVE
-from worker.chunking.adaptive import AdaptiveChunker, AdaptiveParams
-from worker.chunking.context import NAME as CONTEXT
-from worker.chunking.context import ContextChunker, ContextParams, resolve_model_dir
-from worker.chunking.lexical import NAME as LEXICAL
-from worker.chunking.lexical import LexicalChunker
-from worker.chunking.model_window import load_model_window
+from worker.chunking.embedding.context import NAME as CONTEXT
+from worker.chunking.embedding.context import ContextChunker, ContextParams, resolve_model_dir
+from worker.chunking.embedding.model_window import load_model_window
+from worker.chunking.embedding.sdpm import NAME as SDPM
+from worker.chunking.embedding.sdpm import SDPMChunker, SDPMParams
+from worker.chunking.embedding.semantic import NAME as SEMANTIC
+from worker.chunking.embedding.semantic import SemanticChunker, SemanticParams
 from worker.chunking.registry import BuildContext, Strategy, register
-from worker.chunking.sdpm import NAME as SDPM
-from worker.chunking.sdpm import SDPMChunker, SDPMParams
-from worker.chunking.semantic import NAME as SEMANTIC
-from worker.chunking.semantic import SemanticChunker, SemanticParams
-from worker.chunking.sentence import NAME as SENTENCE
-from worker.chunking.sentence import SentenceChunker, SentenceParams
+from worker.chunking.rules.adaptive import NAME as ADAPTIVE
+from worker.chunking.rules.adaptive import AdaptiveChunker, AdaptiveParams
+from worker.chunking.rules.lexical import NAME as LEXICAL
+from worker.chunking.rules.lexical import LexicalChunker, LexicalParams
+from worker.chunking.rules.sentence import NAME as SENTENCE
+from worker.chunking.rules.sentence import SentenceChunker, SentenceParams
 
 
 def _build_sentence(params: SentenceParams, _context: BuildContext) -> SentenceChunker:
     return SentenceChunker(params)
-
-
-class LexicalParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """`lexical` takes no parameters: its cap and word lists are fixed by design."""
 
 
 def _build_lexical(_params: LexicalParams, _context: BuildContext) -> LexicalChunker:

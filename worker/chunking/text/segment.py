@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from worker.chunking.tokens import CharacterCounter, TokenCounter
+from worker.chunking.text.tokens import CharacterCounter, TokenCounter
 from worker.chunking.types import Span
 
 # Words that end in a period without ending the sentence. Lower case, without the final dot.

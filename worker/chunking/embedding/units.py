@@ -4,7 +4,7 @@ embedding strategies, and turning the embeddings back into one vector per unit.
 A *unit* is a sentence (or a run of very short sentences joined together, or a piece of a
 sentence longer than the chunk cap): a stripped span of the document that fits the cap. Every
 unit is embedded exactly once. A unit longer than the model's window is cut into windows
-(:class:`~worker.chunking.model_window.ModelWindow`) and its vector is the mean of the window
+(:class:`.model_window.ModelWindow`) and its vector is the mean of the window
 vectors weighted by window length. Identical texts (repeated code lines, separators) are listed
 once: the plan maps each window to a row of :attr:`SentencePlan.texts`.
 """
@@ -19,9 +19,9 @@ import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
-from worker.chunking.model_window import ModelWindow
-from worker.chunking.segment import cap_spans, split_sentences
-from worker.chunking.tokens import CharacterCounter, TokenCounter
+from worker.chunking.embedding.model_window import ModelWindow
+from worker.chunking.text.segment import cap_spans, split_sentences
+from worker.chunking.text.tokens import CharacterCounter, TokenCounter
 from worker.chunking.types import ContentType, Span
 
 

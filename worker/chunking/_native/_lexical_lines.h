@@ -1,5 +1,5 @@
 /* Part of _lexical_core.c (see there): markdown's lines (markdown._Lines) and the per-line
- * recognisers, each a port of one pattern of worker/chunking/markdown.py. */
+ * recognisers, each a port of one pattern of worker/chunking/text/markdown.py. */
 #ifndef LEXICAL_LINES_H
 #define LEXICAL_LINES_H
 

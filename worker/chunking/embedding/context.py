@@ -30,10 +30,17 @@ import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
-from worker.chunking.model_window import ModelWindow, character_window
-from worker.chunking.semantic import EmbedBatch, expect_plan, unit_size
-from worker.chunking.similarity import cosine
-from worker.chunking.tokens import CHARACTER, CharacterCounter, TokenCounter, make_counter
+from worker.chunking.embedding.model_window import ModelWindow, character_window
+from worker.chunking.embedding.semantic import EmbedBatch, expect_plan, unit_size
+from worker.chunking.embedding.similarity import cosine
+from worker.chunking.embedding.units import (
+    SentencePlan,
+    merge_params,
+    plan_units,
+    sentence_units,
+    unit_vectors,
+)
+from worker.chunking.text.tokens import CHARACTER, CharacterCounter, TokenCounter, make_counter
 from worker.chunking.types import (
     SPAN_JOINER,
     Chunk,
@@ -42,13 +49,6 @@ from worker.chunking.types import (
     Metadata,
     Span,
     join_spans,
-)
-from worker.chunking.units import (
-    SentencePlan,
-    merge_params,
-    plan_units,
-    sentence_units,
-    unit_vectors,
 )
 
 NAME = "context"

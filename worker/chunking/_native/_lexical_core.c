@@ -2,13 +2,13 @@
  * paragraphs), the over-long block capping, the merge ladder, keyword sets and the Chunk
  * objects with their metadata.
  *
- * worker/chunking/lexical.py is the reference: it defines the behaviour, and this module
+ * worker/chunking/rules/lexical.py is the reference: it defines the behaviour, and this module
  * must return exactly what it returns (tests/chunking/test_lexical_native.py compares them).
  * Every regex of the reference is ported as a small recogniser with the same matches; the
  * comments name the pattern each one replaces.
  *
  * The word lists and limits are not here: lexical.py passes them once to configure(), from
- * worker/chunking/lexicon.py. chunk() returns None for the rare documents whose characters
+ * worker/chunking/text/lexicon.py. chunk() returns None for the rare documents whose characters
  * would need Python's full Unicode case mapping (see needs_reference_char); the caller then
  * runs the reference.
  *
@@ -176,7 +176,7 @@ static PyObject *chunk(PyObject *module, PyObject *const *args, Py_ssize_t nargs
 
 static PyMethodDef methods[] = {
     {"configure", (PyCFunction)(void (*)(void))configure, METH_VARARGS | METH_KEYWORDS,
-     "Set the word lists, limits and labels (once, from worker.chunking.lexical)."},
+     "Set the word lists, limits and labels (once, from worker.chunking.rules.lexical)."},
     {"chunk", (PyCFunction)(void (*)(void))chunk, METH_FASTCALL,
      "chunk(text, doc_id, source, markdown) -> list[Chunk] | None (None: use the reference)."},
     {NULL, NULL, 0, NULL},
@@ -190,8 +190,8 @@ static void module_free(void *module)
 }
 
 static struct PyModuleDef lexical_core = {
-    PyModuleDef_HEAD_INIT, "worker.chunking._lexical_core",
-    "The lexical strategy's per-document pipeline in C (reference: worker/chunking/lexical.py).",
+    PyModuleDef_HEAD_INIT, "worker.chunking._native._lexical_core",
+    "The lexical strategy's per-document pipeline in C (reference: worker/chunking/rules/lexical.py).",
     -1, methods, NULL, NULL, NULL, module_free,
 };
 

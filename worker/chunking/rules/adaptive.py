@@ -28,16 +28,16 @@ import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
-from worker.chunking import native
-from worker.chunking.boundaries import (
+from worker.chunking import _native as native
+from worker.chunking.text.boundaries import (
     SentenceIndex,
     fence_lines,
     last_clause_end,
     last_word_end,
 )
-from worker.chunking.density import DocumentProfile, native_tables
-from worker.chunking.lexicon import ARABIC_COMPLEX_MIN_LETTERS
-from worker.chunking.segment import ABBREVIATIONS
+from worker.chunking.text.density import DocumentProfile, native_tables
+from worker.chunking.text.lexicon import ARABIC_COMPLEX_MIN_LETTERS
+from worker.chunking.text.segment import ABBREVIATIONS
 from worker.chunking.types import Chunk, ContentType
 
 NAME = "adaptive"
@@ -101,7 +101,7 @@ def _load_core() -> _NativeChunk | None:
     if not native.allowed():
         return None
     try:
-        from worker.chunking import _adaptive_core
+        from worker.chunking._native import _adaptive_core
     except ImportError:
         return None
     classes, tech, stop = native_tables()

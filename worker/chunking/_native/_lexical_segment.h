@@ -1,4 +1,4 @@
-/* Part of _lexical_core.c (see there): the port of worker/chunking/segment.py that the
+/* Part of _lexical_core.c (see there): the port of worker/chunking/text/segment.py that the
  * strategy uses with a character counter: plain-text paragraphs, sentences (the exceptions
  * come from _sentence_rules.h, shared with the adaptive core) and the capping of an
  * over-long block to sentences, then words, then characters (lexical._capped). */

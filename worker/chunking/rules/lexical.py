@@ -4,7 +4,7 @@ Headings start a section and are chunks of their own; code blocks, tables, front
 thematic breaks stand alone. Every other block (paragraph, list, block quote, HTML) goes down
 a fixed ladder, first match deciding: the size cap, a transition phrase (ends the chunk),
 then the merge reasons in :data:`LADDER`. Chunks are contiguous slices of the document.
-The word lists and limits live in :mod:`worker.chunking.lexicon`.
+The word lists and limits live in :mod:`worker.chunking.text.lexicon`.
 """
 
 from __future__ import annotations
@@ -17,23 +17,30 @@ from dataclasses import dataclass, field
 from itertools import compress
 from typing import Any
 
+import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
-from worker.chunking import lexicon, native
-from worker.chunking.lexicon import LEXICAL_MAX_CHARS
-from worker.chunking.markdown import Block, BlockKind, heading_text, split_blocks
-from worker.chunking.segment import (
+from worker.chunking import _native as native
+from worker.chunking.text import lexicon
+from worker.chunking.text.lexicon import LEXICAL_MAX_CHARS
+from worker.chunking.text.markdown import Block, BlockKind, heading_text, split_blocks
+from worker.chunking.text.segment import (
     ABBREVIATIONS,
     cap_spans,
     pack_spans,
     split_paragraphs,
     split_sentences,
 )
-from worker.chunking.tokens import CharacterCounter
+from worker.chunking.text.tokens import CharacterCounter
 from worker.chunking.types import Chunk, ContentType, Span
 
 NAME = "lexical"
+
+
+class LexicalParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """`lexical` takes no parameters: its cap and word lists are fixed by design."""
+
 
 LADDER = (
     "reference_continuity",
@@ -554,7 +561,7 @@ def _load_native() -> Callable[[str, str, str, bool], list[Chunk] | None] | None
     if not native.allowed():
         return None
     try:
-        from worker.chunking import _lexical_core
+        from worker.chunking._native import _lexical_core
     except ImportError:
         return None
     if tuple(lexicon.LADDER_PHRASES) != LADDER[:5]:

@@ -837,7 +837,7 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "_adaptive_core",
-    .m_doc = "Compiled core of the adaptive strategy (see worker/chunking/adaptive.py).",
+    .m_doc = "Compiled core of the adaptive strategy (see worker/chunking/rules/adaptive.py).",
     .m_size = -1,
     .m_methods = methods,
 };

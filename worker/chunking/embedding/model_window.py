@@ -3,7 +3,7 @@
 An encoder truncates its input at ``max_seq_length`` tokens, so a sentence longer than that
 would be judged on its first part only. Boundary decisions must see the whole text: a unit that
 does not fit is cut at word boundaries into windows that do, each window is embedded, and the
-unit's vector is the length-weighted mean of its windows (see :mod:`worker.chunking.units`).
+unit's vector is the length-weighted mean of its windows (see :mod:`.units`).
 
 The window is measured with the model's own ``tokenizer.json`` when the model directory is known,
 and otherwise in characters. Both rely on one property of the BERT-family WordPiece tokenizers the
@@ -19,8 +19,8 @@ from pathlib import Path
 
 import msgspec
 
-from worker.chunking.segment import split_to_cap
-from worker.chunking.tokens import CharacterCounter, TokenCounter, make_counter
+from worker.chunking.text.segment import split_to_cap
+from worker.chunking.text.tokens import CharacterCounter, TokenCounter, make_counter
 from worker.chunking.types import Span
 
 # The model the project builds by default (`chunkstream model build`), relative to the cwd.

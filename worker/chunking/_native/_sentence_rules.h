@@ -1,4 +1,4 @@
-/* The sentence-end rules of worker/chunking/segment.py, stated once for both compiled cores
+/* The sentence-end rules of worker/chunking/text/segment.py, stated once for both compiled cores
  * (_adaptive_core.c and _lexical_core.c): the character classes of segment.CANDIDATE, the
  * exceptions of segment.false_stop_at and the abbreviation table they consult.
  *

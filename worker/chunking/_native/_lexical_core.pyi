@@ -1,4 +1,4 @@
-"""The compiled core of the `lexical` strategy (worker/chunking/_lexical_core.c)."""
+"""The compiled core of the `lexical` strategy (worker/chunking/_native/_lexical_core.c)."""
 
 from collections.abc import Iterable, Mapping, Sequence
 

@@ -1,10 +1,10 @@
 """Cut points near a size limit: sentence ends, the overlap's start, word and clause ends.
 
 :class:`SentenceIndex` holds a document's sentence-end candidates (found once, for the whole
-text, by :class:`~worker.chunking.density.DocumentProfile`) and answers "last sentence end
+text, by :class:`~worker.chunking.text.density.DocumentProfile`) and answers "last sentence end
 before the limit", "first sentence end after the floor" and "where do the trailing sentences
 within the overlap begin" by bisection, checking the exceptions of
-:func:`~worker.chunking.segment.split_sentences` only at the candidates a search reaches.
+:func:`~worker.chunking.text.segment.split_sentences` only at the candidates a search reaches.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 
-from worker.chunking.segment import false_stop_at
+from worker.chunking.text.segment import false_stop_at
 
 _SPACES = (" ", "\t", "\u3000", "\xa0")
 
@@ -69,11 +69,11 @@ _CJK_CLOSERS = "」』”’\"'）)]"
 class SentenceIndex:
     """Sentence ends of one document, from candidates found once for the whole text.
 
-    ``anchors`` (sorted offsets, from :class:`~worker.chunking.density.DocumentProfile`) are
+    ``anchors`` (sorted offsets, from :class:`~worker.chunking.text.density.DocumentProfile`) are
     the characters that may end a sentence. Each is resolved only when a search reaches it,
-    with the rules of :func:`~worker.chunking.segment.split_sentences`: a line break always
+    with the rules of :func:`~worker.chunking.text.segment.split_sentences`: a line break always
     ends one; a Latin terminator run with its closing quotes/brackets must be followed by
-    whitespace or the end and pass :func:`~worker.chunking.segment.false_stop_at`; a CJK run
+    whitespace or the end and pass :func:`~worker.chunking.text.segment.false_stop_at`; a CJK run
     takes its closers along; an Arabic mark ends the sentence where it stands. Searches are a
     bisection plus the few resolutions next to the limit, so their cost does not grow with
     the chunk.

@@ -27,7 +27,7 @@ enum {
 #define NO_OPENING (-1)
 #define UNREAD (-2)
 
-/* Markdown block kinds (worker/chunking/markdown.py BlockKind). */
+/* Markdown block kinds (worker/chunking/text/markdown.py BlockKind). */
 enum { K_HEADING, K_PARAGRAPH, K_LIST, K_CODE, K_TABLE, K_QUOTE, K_THEMATIC, K_FRONT, K_HTML, N_KINDS };
 static const char *const KIND_NAMES[N_KINDS] = {
     "heading", "paragraph", "list", "code", "table",

@@ -11,8 +11,8 @@ from typing import Annotated
 
 import msgspec
 
-from worker.chunking.segment import cap_spans, pack_spans, split_sentences
-from worker.chunking.tokens import CHARACTER, CharacterCounter, TokenCounter, make_counter
+from worker.chunking.text.segment import cap_spans, pack_spans, split_sentences
+from worker.chunking.text.tokens import CHARACTER, CharacterCounter, TokenCounter, make_counter
 from worker.chunking.types import Chunk, ContentType
 
 NAME = "sentence"

@@ -5,7 +5,7 @@
             + 0.2 · min(avg_word_length / 10, 1)
             + 0.1 · min(arabic_complex_words / max(chars / 200, 1), 1)
 
-* ``tech_hits``: words of :data:`~worker.chunking.lexicon.TECH_WORDS` (case as written, so
+* ``tech_hits``: words of :data:`~worker.chunking.text.lexicon.TECH_WORDS` (case as written, so
   ``SELECT`` counts and the English "select" does not), each code punctuation character
   ``{}<>[]()=;``, and each decimal number.
 * ``unique_vocab_ratio``: distinct words that are not stop words, over all words. Function
@@ -30,7 +30,7 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import NDArray
 
-from worker.chunking.lexicon import (
+from worker.chunking.text.lexicon import (
     ARABIC_COMPLEX_MIN_LETTERS,
     CODE_PUNCTUATION,
     STOP_WORDS_ANY_CASE,
@@ -277,7 +277,7 @@ class DocumentProfile:
     ``anchors`` are the offsets of every character that may end a sentence, in order: line
     breaks, a Latin terminator followed by whitespace, a closer or the end of the text, and
     the last mark of a run of CJK/Arabic terminators. Exceptions (abbreviations, decimals…)
-    are *not* removed here: :class:`~worker.chunking.boundaries.SentenceIndex` checks them
+    are *not* removed here: :class:`~worker.chunking.text.boundaries.SentenceIndex` checks them
     lazily, only for the candidates a chunk boundary search reaches.
 
     :meth:`window` gives the density of the window that starts just after the last anchor

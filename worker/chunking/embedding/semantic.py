@@ -1,12 +1,12 @@
 """The ``semantic`` strategy: cut where the similarity between neighbouring sentences dips.
 
-``plan``: sentence units (:func:`~worker.chunking.units.sentence_units`; sentences shorter than
+``plan``: sentence units (:func:`.units.sentence_units`; sentences shorter than
 ``min_characters_per_sentence`` join their neighbour) and the texts to embed, each once.
 ``assemble``:
 
 1. one vector per unit; across every gap, the cosine similarity of the size-weighted means of
    up to ``similarity_window`` units on each side (``similarity.gap_similarities``);
-2. the valleys of that curve (:func:`~worker.chunking.similarity.local_minima`, no smoothing);
+2. the valleys of that curve (:func:`.similarity.local_minima`, no smoothing);
 3. ``threshold`` is read as a percentile: the cut is the ``threshold × 100``-th percentile of the
    valley similarities, and every valley at or below it is a candidate boundary (0.8 → the 80 %
    least similar valleys are candidates; a lower threshold cuts less often);
@@ -30,23 +30,23 @@ import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
-from worker.chunking.model_window import ModelWindow, character_window
-from worker.chunking.segment import pack_spans
-from worker.chunking.similarity import (
+from worker.chunking.embedding.model_window import ModelWindow, character_window
+from worker.chunking.embedding.similarity import (
     gap_similarities,
     local_minima,
     percentile_cut,
     spaced_boundaries,
 )
-from worker.chunking.tokens import CHARACTER, CharacterCounter, TokenCounter, make_counter
-from worker.chunking.types import Chunk, ContentType, EmbeddingPlan, Metadata, Span
-from worker.chunking.units import (
+from worker.chunking.embedding.units import (
     SentencePlan,
     merge_params,
     plan_units,
     sentence_units,
     unit_vectors,
 )
+from worker.chunking.text.segment import pack_spans
+from worker.chunking.text.tokens import CHARACTER, CharacterCounter, TokenCounter, make_counter
+from worker.chunking.types import Chunk, ContentType, EmbeddingPlan, Metadata, Span
 
 NAME = "semantic"
 

@@ -1,5 +1,5 @@
 /* Part of _lexical_core.c (see there): configure(), which reads the word lists, limits and
- * labels from worker/chunking/lexical.py once into cfg. */
+ * labels from worker/chunking/rules/lexical.py once into cfg. */
 #ifndef LEXICAL_CONFIGURE_H
 #define LEXICAL_CONFIGURE_H
 

@@ -26,8 +26,8 @@ import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
-from worker.chunking.model_window import ModelWindow
-from worker.chunking.semantic import (
+from worker.chunking.embedding.model_window import ModelWindow
+from worker.chunking.embedding.semantic import (
     EmbedBatch,
     FirstPass,
     SemanticChunker,
@@ -37,10 +37,10 @@ from worker.chunking.semantic import (
     start_metadata,
     unit_size,
 )
-from worker.chunking.similarity import cosine
-from worker.chunking.tokens import CHARACTER
+from worker.chunking.embedding.similarity import cosine
+from worker.chunking.embedding.units import SentencePlan, merge_params, unit_vectors
+from worker.chunking.text.tokens import CHARACTER
 from worker.chunking.types import Chunk, ContentType, EmbeddingPlan, Metadata, Span
-from worker.chunking.units import SentencePlan, merge_params, unit_vectors
 
 NAME = "sdpm"
 
