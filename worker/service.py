@@ -47,6 +47,7 @@ from worker.offsets import OffsetTracker
 from worker.publisher import Publisher
 from worker.records import InputRecord, chunk_events, dead_letter
 from worker.resolver import PATH_PARAMS, StrategyResolver
+from worker.tracecontext import HeaderPropagation
 from worker.unreadable import StuckPartitions, locate
 
 log = logging.getLogger("chunkstream.worker")
@@ -173,6 +174,7 @@ class Worker:
             or ("*" in s.allowed_strategies and s.model_dir is not None)
         )
         self._encoder = EventEncoder(s.encoding)
+        self._propagation = HeaderPropagation(s.forward_headers)
         log.info(
             "starting",
             extra={
@@ -493,6 +495,8 @@ class Worker:
         m = self.metrics
         doc_id: str | None = None
         started = time.perf_counter()
+        # Trace context and allowed headers: the same on every record of this document.
+        headers = self._propagation.outgoing(rec.headers)
         try:
             doc = decode_document(rec.value, rec.headers, max_bytes=s.max_document_bytes)
             doc_id = doc.id
@@ -513,7 +517,7 @@ class Worker:
                 dt.datetime.now(dt.UTC),
                 embeddings=vectors,
             )
-            published = await self._publisher.publish_chunks(doc.id, events)
+            published = await self._publisher.publish_chunks(doc.id, events, headers)
             self.stats["chunks"] += len(events)
             m.chunks_produced.labels(built.name).inc(len(events))
             m.output_bytes.inc(published)
@@ -539,7 +543,8 @@ class Worker:
                     dt.datetime.now(dt.UTC),
                     max_value_bytes=max(0, room - extra),
                     doc_id=doc_id,
-                )
+                ),
+                headers,
             )
             self.stats["dead_letters"] += 1
             m.documents_dead_lettered.labels(error.kind).inc()
