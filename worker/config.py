@@ -11,7 +11,7 @@ import argparse
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -48,6 +48,12 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     rebalance_timeout_ms: Annotated[int, msgspec.Meta(ge=1000)] = 20_000
     max_poll_interval_ms: Annotated[int, msgspec.Meta(ge=1000)] = 300_000
     auto_offset_reset: Literal["earliest", "latest"] = "earliest"
+    # Producer tuning by Kafka's own names (compression.type, linger.ms, batch.size) and the
+    # input headers that travel on to the output (issue 14).
+    compression_type: Literal["none", "gzip", "snappy", "lz4", "zstd"] = "zstd"
+    linger_ms: Annotated[int, msgspec.Meta(ge=0, le=60_000)] = 5
+    batch_size: Annotated[int, msgspec.Meta(ge=1024)] = 64 * 1024
+    forward_headers: list[str] = msgspec.field(default_factory=list)
     metrics_host: str = "0.0.0.0"
     metrics_port: Annotated[int, msgspec.Meta(ge=0, le=65535)] = 9400
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
@@ -84,7 +90,8 @@ SETTING_HELP: dict[str, str] = {
     "(comma-separated; `*` = any; empty = overrides refused)",
     "encoding": "encoding of produced events: `msgpack` or `json`",
     "max_document_bytes": "larger input records are dead-lettered unparsed",
-    "max_record_bytes": "largest record the producer sends (keep ≤ the topics' max.message.bytes)",
+    "max_record_bytes": "largest record the producer sends, Kafka's max.request.size "
+    "(keep ≤ the topics' max.message.bytes)",
     "max_chunks_per_document": "a document cutting into more chunks is dead-lettered "
     "(`too_many_chunks`): bounds the output one input can cause",
     "max_in_flight_documents": "high watermark: partitions pause above it",
@@ -96,6 +103,13 @@ SETTING_HELP: dict[str, str] = {
     "rebalance_timeout_ms": "how long a rebalance may wait for members (bounds revoke drain)",
     "max_poll_interval_ms": "consumer max poll interval",
     "auto_offset_reset": "where a group with no committed offset starts",
+    "compression_type": "Kafka's compression.type of produced events: none, gzip, snappy, lz4 "
+    "or zstd (every codec is always readable on input)",
+    "linger_ms": "Kafka's linger.ms: how long the producer waits to fill a batch",
+    "batch_size": "Kafka's batch.size: bytes of events per partition batch before compression "
+    "(≤ CHUNKSTREAM_MAX_RECORD_BYTES; a larger single event still goes alone)",
+    "forward_headers": "input record headers copied onto chunk events and dead letters "
+    "(comma-separated names; `traceparent`/`tracestate` always continue)",
     "metrics_host": "bind address of /metrics, /healthz, /readyz",
     "metrics_port": "port of /metrics, /healthz, /readyz (0 disables the server)",
     "log_level": "DEBUG, INFO, WARNING or ERROR",
@@ -121,7 +135,7 @@ SETTING_HELP: dict[str, str] = {
 }
 
 SECRET_FIELDS = frozenset({"sasl_password"})
-_LIST_FIELDS = frozenset({"allowed_strategies"})
+_LIST_FIELDS = frozenset({"allowed_strategies", "forward_headers"})
 _MAP_FIELDS = frozenset({"strategy_params"})
 
 
@@ -258,6 +272,32 @@ def _check_consistency(s: Settings) -> None:
             raise bad(field, f"no such file: {path}")
     if s.model_dir is not None and not os.path.isdir(s.model_dir):
         raise bad("model_dir", f"no such directory: {s.model_dir}")
+    _check_producer(s, bad)
+
+
+def _check_producer(s: Settings, bad: Callable[[str, str], ConfigError]) -> None:
+    if s.batch_size > s.max_record_bytes:
+        # The broker checks max.message.bytes per batch: a fuller batch would be refused.
+        raise bad("batch_size", f"{s.batch_size} is above CHUNKSTREAM_MAX_RECORD_BYTES")
+    if s.compression_type != "none" and not codec_available(s.compression_type):
+        raise bad("compression_type", f"the {s.compression_type} codec library is not installed")
+    reserved = {"content-type", "traceparent", "tracestate"}
+    for name in s.forward_headers:
+        if name.lower() in reserved:
+            raise bad("forward_headers", f"{name!r} is set by the worker itself")
+
+
+def codec_available(name: str) -> bool:
+    """Whether aiokafka finds the library of a compression codec (cramjam for all but gzip)."""
+    from aiokafka import codec
+
+    checks: dict[str, Callable[[], bool]] = {
+        "gzip": codec.has_gzip,
+        "snappy": codec.has_snappy,
+        "lz4": codec.has_lz4,
+        "zstd": codec.has_zstd,
+    }
+    return checks[name]()
 
 
 def redacted(settings: Settings) -> dict[str, Any]:

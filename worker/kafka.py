@@ -57,10 +57,11 @@ def make_producer(settings: Settings) -> AIOKafkaProducer:
     return AIOKafkaProducer(
         acks="all",
         enable_idempotence=True,
-        linger_ms=5,
+        compression_type=None if settings.compression_type == "none" else settings.compression_type,
+        linger_ms=settings.linger_ms,
         max_request_size=settings.max_record_bytes,
-        # A batch must hold the largest single record we allow ourselves to send.
-        max_batch_size=settings.max_record_bytes,
+        # A record larger than this still goes out, alone in its batch.
+        max_batch_size=settings.batch_size,
         **connection_options(settings),
     )
 

@@ -156,6 +156,16 @@ class Metrics:
             "Largest event-loop lag seen in the last 10 s",
             registry=r,
         )
+        self.unreadable_batches = Counter(
+            p + "unreadable_batches_total",
+            "Record batches the consumer could not read (codec missing, corrupt); the "
+            "partition waits on it, uncommitted",
+            ["partition"],
+            registry=r,
+        )
+        self.unreadable_partitions = Gauge(
+            p + "unreadable_partitions", "Partitions stuck on an unreadable batch", registry=r
+        )
         self.ready = Gauge(p + "ready", "1 when /readyz answers 200", registry=r)
         self.started_at = Gauge(
             p + "start_time_seconds", "Unix time the worker started", registry=r

@@ -52,6 +52,10 @@ class PartitionOffsets:
     def in_flight(self) -> int:
         return len(self._pending) - len(self._done)
 
+    @property
+    def last_added(self) -> int | None:
+        return self._last_added
+
 
 class OffsetTracker(Generic[K]):
     """Per-partition trackers plus what changed since the last successful commit."""
@@ -93,6 +97,12 @@ class OffsetTracker(Generic[K]):
         for partition in partitions:
             self._partitions.pop(partition, None)
             self._committed.pop(partition, None)
+
+    def next_offset(self, partition: K) -> int | None:
+        """The offset after the last one taken from ``partition`` (None: none taken)."""
+        offsets = self._partitions.get(partition)
+        last = None if offsets is None else offsets.last_added
+        return None if last is None else last + 1
 
     def in_flight(self, partition: K | None = None) -> int:
         if partition is not None:

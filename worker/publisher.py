@@ -9,7 +9,7 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.errors import MessageSizeTooLargeError, RecordTooLargeError
 from aiokafka.partitioner import DefaultPartitioner
 
-from worker.codec import EventEncoder
+from worker.codec import EventEncoder, Headers
 from worker.errors import OutputRecordTooLarge
 from worker.events import ChunkEvent, DeadLetterEvent
 
@@ -37,10 +37,13 @@ class Publisher:
         self.dlq_topic = dlq_topic
         self.max_value_bytes = max_record_bytes - _RECORD_OVERHEAD
 
-    async def publish_chunks(self, doc_id: str, events: Sequence[ChunkEvent]) -> int:
+    async def publish_chunks(
+        self, doc_id: str, events: Sequence[ChunkEvent], headers: Headers = ()
+    ) -> int:
         """Send a document's chunk events in index order (one key → one partition, and the
         idempotent producer keeps order) and return once the broker acknowledged all of them.
-        Returns the bytes published."""
+        ``headers`` (trace context, forwarded input headers) go on every record beside the
+        content type. Returns the bytes published."""
         key = doc_id.encode()
         values = [self._encoder.encode(event) for event in events]
         for index, value in enumerate(values):
@@ -55,6 +58,7 @@ class Publisher:
         # publishing cost. Whole-batch sends were tried and dropped: the client lets only one
         # such batch per partition wait at a time, so concurrent documents time out.
         partition = await self._partition_for(key)
+        record_headers = [*self._headers, *headers] if headers else self._headers
         acks = []
         try:
             for value in values:
@@ -63,7 +67,7 @@ class Publisher:
                         self.output_topic,
                         value=value,
                         key=key,
-                        headers=self._headers,
+                        headers=record_headers,
                         partition=partition,
                     )
                 )
@@ -80,9 +84,9 @@ class Publisher:
         partitions = sorted(await self._producer.partitions_for(self.output_topic))
         return int(_PARTITIONER(key, partitions, partitions))
 
-    async def publish_dead_letter(self, event: DeadLetterEvent) -> None:
+    async def publish_dead_letter(self, event: DeadLetterEvent, headers: Headers = ()) -> None:
         value = self._encoder.encode(event)
         ack = await self._producer.send(
-            self.dlq_topic, value=value, key=event.key, headers=self._headers
+            self.dlq_topic, value=value, key=event.key, headers=[*self._headers, *headers]
         )
         await ack

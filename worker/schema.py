@@ -85,7 +85,12 @@ def asyncapi() -> dict[str, Any]:
             "description": (
                 "Events of the chunkstream worker. Payloads are msgpack by default or JSON "
                 "(CHUNKSTREAM_ENCODING); the content-type header says which. Readers must "
-                "ignore unknown fields: fields are only ever added, with defaults."
+                "ignore unknown fields: fields are only ever added, with defaults. The schemas "
+                "describe the JSON form; msgpack has the same maps, keys and values except "
+                "two types it carries natively: a date-time string (produced_at, failed_at) is "
+                "the msgpack timestamp extension (type -1), and a base64 string (embedding, "
+                "a dead letter's value, key and header values) is bin. Records carry the W3C "
+                "traceparent/tracestate headers when the document's record did."
             ),
         },
         "defaultContentType": CONTENT_TYPES["msgpack"],

@@ -47,6 +47,8 @@ from worker.offsets import OffsetTracker
 from worker.publisher import Publisher
 from worker.records import InputRecord, chunk_events, dead_letter
 from worker.resolver import PATH_PARAMS, StrategyResolver
+from worker.tracecontext import HeaderPropagation
+from worker.unreadable import StuckPartitions, locate
 
 log = logging.getLogger("chunkstream.worker")
 
@@ -106,6 +108,7 @@ class Worker:
         self._owned: set[TopicPartition] = set()
         self._in_flight = _InFlight()
         self._paused = False
+        self._stuck = StuckPartitions()
         self._last_commit = time.monotonic()
         self._fatal: BaseException | None = None
         self.stats = {"documents": 0, "chunks": 0, "dead_letters": 0, "rebalances": 0}
@@ -140,9 +143,12 @@ class Worker:
             "model_loaded": self._batcher is not None or not self._needs_model,
             "group_joined": self._joined,
             "producer_connected": self.state in (State.RUNNING, State.DRAINING),
+            "unreadable_partitions": self._stuck.describe(),
         }
-        ready = self.state is State.RUNNING and all(
-            checks[k] for k in ("model_loaded", "group_joined", "producer_connected")
+        ready = (
+            self.state is State.RUNNING
+            and all(checks[k] for k in ("model_loaded", "group_joined", "producer_connected"))
+            and not self._stuck
         )
         return ready, checks
 
@@ -168,6 +174,7 @@ class Worker:
             or ("*" in s.allowed_strategies and s.model_dir is not None)
         )
         self._encoder = EventEncoder(s.encoding)
+        self._propagation = HeaderPropagation(s.forward_headers)
         log.info(
             "starting",
             extra={
@@ -353,7 +360,13 @@ class Worker:
         # timeout bounds how long a stop request waits for the loop to notice.
         while not self._stopping.is_set():
             room = max(1, s.max_in_flight_documents - self._in_flight.documents)
-            batch = await self._consumer.getmany(timeout_ms=250, max_records=min(500, room))
+            self._retry_stuck()
+            try:
+                batch = await self._consumer.getmany(timeout_ms=250, max_records=min(500, room))
+            except Exception as exc:
+                if not await self._on_unreadable(exc):
+                    raise
+                continue
             for tp, records in batch.items():
                 if tp not in self._owned:
                     continue  # revoked while the fetch was in flight
@@ -362,6 +375,49 @@ class Worker:
             self._apply_backpressure()
             if time.monotonic() - self._last_commit >= s.commit_interval_ms / 1000:
                 await self._commit()
+
+    async def _on_unreadable(self, exc: Exception) -> bool:
+        """A record batch the client cannot read (see :mod:`worker.unreadable`): pause its
+        partition, say so, and rewind the others. False if ``exc`` is something else."""
+        found = locate(exc)
+        if found is None or found.partition not in self._owned:
+            return False
+        tp = found.partition
+        offset = found.offset if found.offset is not None else await self._consumer.position(tp)
+        log.error(
+            "unreadable record batch: partition paused, nothing from it on is committed "
+            "(a codec library missing from this install, or a corrupt batch)",
+            extra={
+                "topic": tp.topic,
+                "partition": tp.partition,
+                "offset": offset,
+                "error": found.error,
+                "retry_in_s": self._stuck.retry_s,
+            },
+        )
+        self._consumer.pause(tp)
+        self._stuck.add(dataclasses.replace(found, offset=offset), time.monotonic())
+        self.metrics.unreadable_batches.labels(str(tp.partition)).inc()
+        self.metrics.unreadable_partitions.set(len(self._stuck))
+        # The client may have taken other partitions' records in the same call and lost them
+        # with the exception: fetch each again from the record after the last one we took.
+        for other in self._owned - {tp}:
+            next_offset = self._tracker.next_offset(other)
+            if next_offset is not None:
+                self._consumer.seek(other, next_offset)
+            else:
+                committed = await self._consumer.committed(other)
+                if committed is not None:
+                    self._consumer.seek(other, committed)
+                elif self.settings.auto_offset_reset == "earliest":
+                    await self._consumer.seek_to_beginning(other)
+        return True
+
+    def _retry_stuck(self) -> None:
+        for tp in self._stuck.due(time.monotonic()):
+            if tp in self._owned and not self._paused:
+                self._consumer.resume(tp)
+        self.metrics.unreadable_partitions.set(len(self._stuck))
 
     def _start(self, tp: TopicPartition, record: ConsumerRecord[bytes, bytes]) -> None:
         self._tracker.add(tp, record.offset)
@@ -398,7 +454,7 @@ class Worker:
             and size <= s.max_in_flight_bytes * _LOW_WATERMARK
             and not queue_full
         ):
-            self._consumer.resume(*assigned)
+            self._consumer.resume(*(tp for tp in assigned if tp not in self._stuck))
             self._paused = False
             self.metrics.paused_partitions.set(0)
             log.info("resumed", extra={"in_flight": docs, "in_flight_bytes": size})
@@ -439,6 +495,8 @@ class Worker:
         m = self.metrics
         doc_id: str | None = None
         started = time.perf_counter()
+        # Trace context and allowed headers: the same on every record of this document.
+        headers = self._propagation.outgoing(rec.headers)
         try:
             doc = decode_document(rec.value, rec.headers, max_bytes=s.max_document_bytes)
             doc_id = doc.id
@@ -459,7 +517,7 @@ class Worker:
                 dt.datetime.now(dt.UTC),
                 embeddings=vectors,
             )
-            published = await self._publisher.publish_chunks(doc.id, events)
+            published = await self._publisher.publish_chunks(doc.id, events, headers)
             self.stats["chunks"] += len(events)
             m.chunks_produced.labels(built.name).inc(len(events))
             m.output_bytes.inc(published)
@@ -485,7 +543,8 @@ class Worker:
                     dt.datetime.now(dt.UTC),
                     max_value_bytes=max(0, room - extra),
                     doc_id=doc_id,
-                )
+                ),
+                headers,
             )
             self.stats["dead_letters"] += 1
             m.documents_dead_lettered.labels(error.kind).inc()
@@ -581,6 +640,7 @@ class Worker:
         await self._drain(min(budget, self.settings.drain_timeout_s), revoked)
         await self._commit(revoked)
         self._tracker.forget(revoked)
+        self._stuck.forget(revoked)
         for tp in revoked:
             self._in_flight.tasks.pop(tp, None)
             with contextlib.suppress(KeyError):  # no lag sample was taken for it

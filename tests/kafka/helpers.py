@@ -175,9 +175,12 @@ async def wait_committed_to_end(
         await asyncio.sleep(0.3)
 
 
-def worker_process(settings: Settings, log_path: Path) -> subprocess.Popen[bytes]:
+def worker_process(
+    settings: Settings, log_path: Path, extra_env: Mapping[str, str] | None = None
+) -> subprocess.Popen[bytes]:
     """Start `chunkstream run` as a real OS process, configured through the environment."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CHUNKSTREAM_")}
+    env.update(extra_env or {})
     for field, value in msgspec.structs.asdict(settings).items():
         if value is None:
             continue
