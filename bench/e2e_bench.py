@@ -39,11 +39,13 @@ sys.path.insert(0, str(REPO))
 from bench.corpus import Document, describe, gather  # noqa: E402
 from worker.batcher import Batcher  # noqa: E402
 from worker.chunking import registry  # noqa: E402
-from worker.chunking.types import ContentType, EmbeddingChunker, RuleChunker  # noqa: E402
+from worker.chunking.types import ContentType  # noqa: E402
 from worker.codec import EventEncoder  # noqa: E402
 from worker.config import load_settings  # noqa: E402
+from worker.embedding.runtime import open_batcher  # noqa: E402
 from worker.events import DocumentEvent  # noqa: E402
 from worker.kafka import create_topics  # noqa: E402
+from worker.pipeline import chunk_document  # noqa: E402
 from worker.service import Worker  # noqa: E402
 
 MODEL_DIR = REPO / ".cache" / "models" / "all-MiniLM-L6-v2"
@@ -77,18 +79,14 @@ def kind(doc: Document) -> ContentType:
 
 async def in_process(name: str, docs: Sequence[Document], batcher: Batcher | None) -> Result:
     built = registry.build(name, {}, registry.BuildContext(model_dir=str(MODEL_DIR)))
-    chunker = built.chunker
+    embed = batcher.submit if batcher is not None else None
     latencies: list[float] = []
 
     async def one(doc: Document) -> None:
+        # The worker's own dispatch (worker/pipeline.py): large rule documents on a thread,
+        # embedding strategies through the shared batcher.
         started = time.perf_counter()
-        if isinstance(chunker, EmbeddingChunker):
-            assert batcher is not None
-            plan = chunker.plan(doc.text, content_type=kind(doc))
-            chunker.assemble(plan, await batcher.submit(list(plan.texts)))
-        else:
-            assert isinstance(chunker, RuleChunker)
-            chunker.chunk(doc.text, content_type=kind(doc))
+        await chunk_document(built, doc.text, kind(doc), embed)
         latencies.append(time.perf_counter() - started)
 
     started = time.perf_counter()
@@ -257,9 +255,8 @@ async def main(args: argparse.Namespace) -> None:
     needs_model = any(registry.get(n).needs_model for n in names)
     batcher_cm: Any = None
     if needs_model:
-        from worker.embedding.embedder import OnnxEmbedder
-
-        batcher_cm = Batcher(OnnxEmbedder.load(MODEL_DIR))
+        # The batcher the worker builds from the same (default) settings.
+        batcher_cm = open_batcher(load_settings({"model_dir": str(MODEL_DIR)}, env={}))
     with tempfile.TemporaryDirectory() as tmp:
         bootstrap = args.bootstrap or start_broker(Path(tmp))
         results: list[Result] = []

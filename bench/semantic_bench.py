@@ -34,8 +34,8 @@ from bench.corpus import Document, gather
 from bench.seams import Scores, SeamDocument, score, seam_documents
 from worker.batcher import embed_batch
 from worker.chunking import registry
-from worker.chunking.types import EmbeddingChunker
 from worker.embedding.embedder import OnnxEmbedder
+from worker.pipeline import chunk_document_sync
 
 
 class Timed:
@@ -59,12 +59,10 @@ Runner = Callable[[str], list[int]]  # document text → chunk start offsets
 
 def ours(name: str, model_dir: str, embed: Timed) -> Runner:
     built = registry.build(name, {}, registry.BuildContext(model_dir=model_dir))
-    chunker = built.chunker
-    assert isinstance(chunker, EmbeddingChunker)
+    assert built.needs_model
 
     def run(text: str) -> list[int]:
-        plan = chunker.plan(text)
-        chunks = chunker.assemble(plan, embed(list(plan.texts)))
+        chunks = chunk_document_sync(built, text, "text/plain", embed)
         return [c.start_index for c in chunks]
 
     return run

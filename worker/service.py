@@ -15,12 +15,9 @@ import enum
 import logging
 import os
 import signal
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
@@ -30,11 +27,12 @@ from numpy.typing import NDArray
 
 from worker.batcher import Batcher
 from worker.chunking import registry
-from worker.chunking.types import Chunk, ContentType, EmbeddingChunker, RuleChunker
+from worker.chunking.types import Chunk, ContentType
 from worker.codec import EventEncoder, decode_document
 from worker.config import Settings, redacted
 from worker.embedding.backend import EmbeddingBackend
-from worker.errors import ChunkingFailed, ConfigError, DocumentError, TooManyChunks
+from worker.embedding.runtime import model_identity, open_batcher
+from worker.errors import ChunkingFailed, ConfigError, DocumentError, ModelNotBuilt, TooManyChunks
 from worker.health import HealthServer
 from worker.kafka import (
     diagnose_connection,
@@ -44,18 +42,13 @@ from worker.kafka import (
 )
 from worker.metrics import Metrics
 from worker.offsets import OffsetTracker
+from worker.pipeline import EmbedFn, ModelRequired, chunk_document
 from worker.publisher import Publisher
 from worker.records import InputRecord, chunk_events, dead_letter
 from worker.resolver import PATH_PARAMS, StrategyResolver
 
 log = logging.getLogger("chunkstream.worker")
 
-EmbedFn = Callable[[Sequence[str]], Awaitable[NDArray[np.float32]]]
-DEFAULT_MODEL_DIR = Path(".cache/models/all-MiniLM-L6-v2")
-
-# Documents above this size are chunked in a thread so the event loop (heartbeats, commits,
-# other documents' publishing) keeps running while pure-Python chunking works.
-_THREAD_CHUNKING_CHARS = 64 * 1024
 # Resume fetching once in-flight work falls to this fraction of a high watermark.
 _LOW_WATERMARK = 0.5
 _PUBLISH_RETRY_MAX_S = 30.0
@@ -235,44 +228,12 @@ class Worker:
             raise ConfigError(f"invalid setting CHUNKSTREAM_{field}: {exc}") from None
 
     async def _start_batcher(self, stack: contextlib.AsyncExitStack) -> None:
-        s = self.settings
-        backend = self._backend
-        if backend is None:
-            model_dir = Path(s.model_dir) if s.model_dir else DEFAULT_MODEL_DIR
-            if not (model_dir / "manifest.json").exists():
-                raise ConfigError(
-                    f"invalid setting CHUNKSTREAM_MODEL_DIR: no model in {model_dir} "
-                    "(build one with `chunkstream model build`)"
-                )
-            from worker.embedding.embedder import OnnxEmbedder, intra_op_threads_for
-
-            # Loading takes seconds: off the loop, so /healthz keeps answering meanwhile.
-            # One session serves every concurrent batch; its threads are shared out among them.
-            embedder = await asyncio.to_thread(
-                OnnxEmbedder.load,
-                model_dir,
-                int8=s.model_int8,
-                intra_op_threads=s.inference_threads or intra_op_threads_for(s.concurrent_batches),
+        try:
+            self._batcher = await stack.enter_async_context(
+                open_batcher(self.settings, backend=self._backend, metrics=self.metrics)
             )
-            self.metrics.model_info.info(
-                {
-                    "dir": str(model_dir),
-                    "variant": "int8" if s.model_int8 else "fp32",
-                    "dimension": str(embedder.dimension),
-                }
-            )
-            backend = embedder
-        self._batcher = await stack.enter_async_context(
-            Batcher(
-                _MeteredBackend(backend, self.metrics),
-                max_batch_tokens=s.max_batch_tokens,
-                max_batch_size=s.max_batch_size,
-                max_wait_ms=s.max_wait_ms,
-                queue_high_tokens=s.max_queued_tokens,
-                queue_low_tokens=s.max_queued_tokens // 2,
-                concurrent_batches=s.concurrent_batches,
-            )
-        )
+        except ModelNotBuilt as exc:
+            raise ConfigError(f"invalid setting CHUNKSTREAM_MODEL_DIR: {exc}") from None
         self._embed = self._batcher.submit
 
     def _spawn(self, coro: Awaitable[None]) -> None:
@@ -493,20 +454,12 @@ class Worker:
     async def _chunk(
         self, built: registry.BuiltStrategy, text: str, ctype: ContentType
     ) -> list[Chunk]:
-        chunker = built.chunker
         try:
-            if isinstance(chunker, EmbeddingChunker):
-                if self._embed is None:
-                    raise ChunkingFailed(f"strategy {built.name!r} needs the embedding model")
-                plan = chunker.plan(text, content_type=ctype)
-                vectors = await self._embed(list(plan.texts))
-                return chunker.assemble(plan, vectors)
-            assert isinstance(chunker, RuleChunker)
-            if len(text) >= _THREAD_CHUNKING_CHARS:
-                return await asyncio.to_thread(chunker.chunk, text, content_type=ctype)
-            return chunker.chunk(text, content_type=ctype)
+            return await chunk_document(built, text, ctype, self._embed)
         except DocumentError:
             raise
+        except ModelRequired as exc:
+            raise ChunkingFailed(str(exc)) from None
         except Exception as exc:  # a strategy bug must cost one document, not the partition
             log.exception("strategy %s failed", built.name)
             raise ChunkingFailed(f"{type(exc).__name__}: {exc}") from exc
@@ -609,69 +562,3 @@ class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
 
     async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
         self._worker.on_assigned(set(assigned))
-
-
-def model_identity(settings: Settings) -> str | None:
-    """Digest of the ONNX file the worker would load (fp32 or int8), from the manifest."""
-    from worker.embedding.manifest import ManifestError, read_manifest
-
-    model_dir = Path(settings.model_dir) if settings.model_dir else DEFAULT_MODEL_DIR
-    try:
-        manifest = read_manifest(model_dir)
-    except ManifestError:
-        return None
-    digest = manifest.files.get("model.int8.onnx" if settings.model_int8 else "model.onnx")
-    return None if digest is None else digest[:16]
-
-
-class _MeteredBackend:
-    """Wraps the model so every batch is measured where it runs (the inference thread).
-
-    Lengths measured when texts are queued are remembered until their batch runs, so the
-    batch's padded size is known without tokenising a second time."""
-
-    _REMEMBERED = 65536
-
-    def __init__(self, inner: EmbeddingBackend, metrics: Metrics) -> None:
-        self._inner = inner
-        self._metrics = metrics
-        self._lengths: OrderedDict[str, int] = OrderedDict()
-        self._lock = threading.Lock()  # token_lengths: event loop; embed: inference thread
-        self._real = 0
-        self._padded = 0
-
-    @property
-    def dimension(self) -> int:
-        return self._inner.dimension
-
-    def token_lengths(self, texts: Sequence[str]) -> list[int]:
-        lengths = self._inner.token_lengths(texts)
-        with self._lock:
-            self._lengths.update(zip(texts, lengths, strict=True))
-            while len(self._lengths) > self._REMEMBERED:
-                self._lengths.popitem(last=False)
-        return lengths
-
-    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
-        with self._lock:
-            known = [self._lengths.pop(t, None) for t in texts]
-        lengths = [n if n is not None else 0 for n in known]
-        if any(n is None for n in known):  # evicted meanwhile: measure again
-            lengths = self._inner.token_lengths(texts)
-        padded = max(lengths, default=0) * len(texts)
-        started = time.perf_counter()
-        vectors = self._inner.embed(texts)
-        m = self._metrics
-        m.inference_seconds.inc(time.perf_counter() - started)
-        m.embedding_batches.inc()
-        m.batch_texts.observe(len(texts))
-        m.batch_tokens.observe(padded)
-        real = sum(lengths)
-        with self._lock:
-            self._real += real
-            self._padded += padded
-            ratio = 1 - self._real / self._padded if self._padded else 0.0
-        m.embedding_real_tokens.inc(real)
-        m.embedding_padded_tokens.inc(padded)
-        m.padding_ratio.set(ratio)
-        return vectors
