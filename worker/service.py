@@ -1,60 +1,54 @@
-"""The worker's lifecycle: consume, chunk, publish, commit; drain on revoke and on shutdown.
+"""The worker's lifecycle: start the pieces, run the consume loop, drain, stop.
 
-At-least-once: an input offset is committed only after every chunk event of its document (or
-its dead letter) was acknowledged by the broker, and only as part of the contiguous prefix of
-finished offsets of its partition (see :mod:`worker.offsets`).
+Invariants:
+
+- Start-up fails fast with one message naming the setting (a strategy or parameter, a model
+  directory without a model, a broker refusing us, a missing topic, a record limit above the
+  topics'), before any record is consumed.
+- Ready (``/readyz``) means consuming for real: model loaded when one is needed, group joined,
+  producer up.
+- Shutdown (a signal or :meth:`Worker.request_stop`): stop fetching, drain in-flight documents
+  within the deadline, commit, stop the producer (flush) and the consumer (leave the group).
+  A second signal exits at once; nothing uncommitted is lost, only replayed.
+
+The pieces, each readable alone: :mod:`worker.consumer` (fetch, backpressure, commits,
+rebalance), :mod:`worker.document` (one record → chunk events or a dead letter),
+:mod:`worker.pipeline` (the chunking dispatch), :mod:`worker.embedding.runtime` (the model and
+its batcher), :mod:`worker.kafka` (client construction), :mod:`worker.loop_lag`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
-import datetime as dt
 import enum
 import logging
 import os
 import signal
-import time
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable
+from dataclasses import dataclass
 
-import numpy as np
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.errors import KafkaConnectionError, KafkaError
-from aiokafka.structs import ConsumerRecord, OffsetAndMetadata
-from numpy.typing import NDArray
 
 from worker.batcher import Batcher
 from worker.chunking import registry
-from worker.chunking.types import Chunk, ContentType
-from worker.codec import EventEncoder, decode_document
+from worker.codec import EventEncoder
 from worker.config import Settings, redacted
+from worker.consumer import ConsumeLoop
+from worker.document import DocumentHandler
 from worker.embedding.backend import EmbeddingBackend
 from worker.embedding.runtime import model_identity, open_batcher
-from worker.errors import ChunkingFailed, ConfigError, DocumentError, ModelNotBuilt, TooManyChunks
+from worker.errors import ConfigError, ModelNotBuilt
 from worker.health import HealthServer
-from worker.kafka import (
-    diagnose_connection,
-    make_consumer,
-    make_producer,
-    topic_record_limits,
-)
+from worker.kafka import diagnose_connection, make_consumer, make_producer, topic_record_limits
+from worker.loop_lag import watch_loop_lag
 from worker.metrics import Metrics
-from worker.offsets import OffsetTracker
-from worker.pipeline import EmbedFn, ModelRequired, chunk_document
 from worker.publisher import Publisher
-from worker.records import InputRecord, chunk_events, dead_letter
 from worker.resolver import PATH_PARAMS, StrategyResolver
 
 log = logging.getLogger("chunkstream.worker")
 
-# Resume fetching once in-flight work falls to this fraction of a high watermark.
-_LOW_WATERMARK = 0.5
-_PUBLISH_RETRY_MAX_S = 30.0
-# A dead letter's fields besides the original key, headers and value (message ≤ 2000 chars).
-_DEAD_LETTER_OVERHEAD = 8 * 1024
-_LOOP_LAG_TICK_S = 0.1
 _SAMPLE_EVERY_S = 1.0
 
 
@@ -67,10 +61,13 @@ class State(enum.Enum):
 
 
 @dataclass
-class _InFlight:
-    tasks: dict[TopicPartition, set[asyncio.Task[None]]] = field(default_factory=dict)
-    documents: int = 0
-    bytes: int = 0
+class _Running:
+    """What exists only while :meth:`Worker.run` runs."""
+
+    consumer: AIOKafkaConsumer
+    producer: AIOKafkaProducer
+    loop: ConsumeLoop
+    batcher: Batcher | None
 
 
 class Worker:
@@ -86,22 +83,13 @@ class Worker:
         self.settings = settings
         self.state = State.CREATED
         self.metrics = metrics or Metrics()
-        self._backend = backend
-        self._batcher: Batcher | None = None
-        self._embed: EmbedFn | None = None
-        self._health: HealthServer | None = None
-        self._joined = False
-        self._needs_model = False
-        self._background: set[asyncio.Task[None]] = set()
-        self._loop_lag_window: list[float] = []
-        self._stopping = asyncio.Event()
-        self._tracker: OffsetTracker[TopicPartition] = OffsetTracker()
-        self._owned: set[TopicPartition] = set()
-        self._in_flight = _InFlight()
-        self._paused = False
-        self._last_commit = time.monotonic()
-        self._fatal: BaseException | None = None
         self.stats = {"documents": 0, "chunks": 0, "dead_letters": 0, "rebalances": 0}
+        self._backend = backend
+        self._needs_model = False
+        self._health: HealthServer | None = None
+        self._running: _Running | None = None
+        self._background: set[asyncio.Task[None]] = set()
+        self._stopping = asyncio.Event()
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -128,10 +116,12 @@ class Worker:
 
     def readiness(self) -> tuple[bool, dict[str, object]]:
         """Ready = consuming for real: model loaded (if needed), group joined, producer up."""
+        running = self._running
         checks: dict[str, object] = {
             "state": self.state.value,
-            "model_loaded": self._batcher is not None or not self._needs_model,
-            "group_joined": self._joined,
+            "model_loaded": not self._needs_model
+            or (running is not None and running.batcher is not None),
+            "group_joined": running is not None and running.loop.joined,
             "producer_connected": self.state in (State.RUNNING, State.DRAINING),
         }
         ready = self.state is State.RUNNING and all(
@@ -147,20 +137,10 @@ class Worker:
         trusted = {v for k, v in s.strategy_params.items() if k in PATH_PARAMS} | (
             {s.model_dir} if s.model_dir else set()
         )
-        self._resolver = StrategyResolver(
+        resolver = StrategyResolver(
             default, frozenset(s.allowed_strategies), context, frozenset(trusted)
         )
-        self._needs_model = (
-            default.needs_model
-            or s.include_embeddings
-            or any(
-                registry.get(name).needs_model
-                for name in s.allowed_strategies
-                if name in registry.names()
-            )
-            or ("*" in s.allowed_strategies and s.model_dir is not None)
-        )
-        self._encoder = EventEncoder(s.encoding)
+        self._needs_model = needs_model(s, default)
         log.info(
             "starting",
             extra={
@@ -177,44 +157,62 @@ class Worker:
                 await self._health.start()
                 stack.push_async_callback(self._health.stop)
             stack.push_async_callback(self._stop_background)
-            self._spawn(self._watch_loop_lag())
-            if self._needs_model:
-                await self._start_batcher(stack)
+            self._spawn(watch_loop_lag(self.metrics))
+            batcher = await self._start_batcher(stack) if self._needs_model else None
 
-            self._consumer = make_consumer(s)
-            self._producer = make_producer(s)
-            await self._start_client(self._producer)
-            stack.push_async_callback(self._producer.stop)  # flushes what is still buffered
-            await self._start_client(self._consumer)
-            stack.push_async_callback(self._consumer.stop)  # leaves the group
-            await self._check_topics()
-            self._publisher = Publisher(
-                self._producer,
-                self._encoder,
+            consumer = make_consumer(s)
+            producer = make_producer(s)
+            await self._start_client(producer, (producer, consumer))
+            stack.push_async_callback(producer.stop)  # flushes what is still buffered
+            await self._start_client(consumer, (producer, consumer))
+            stack.push_async_callback(consumer.stop)  # leaves the group
+            await self._check_topics(consumer)
+            publisher = Publisher(
+                producer,
+                EventEncoder(s.encoding),
                 output_topic=s.output_topic,
                 dlq_topic=s.dlq_topic,
                 max_record_bytes=s.max_record_bytes,
             )
-            self._consumer.subscribe([s.input_topic], listener=_Rebalance(self))
+            handler = DocumentHandler(
+                s,
+                resolver,
+                publisher,
+                self.metrics,
+                batcher.submit if batcher is not None else None,
+                self.stats,
+            )
+            loop = ConsumeLoop(
+                consumer,
+                s,
+                handler.process,
+                metrics=self.metrics,
+                stats=self.stats,
+                stopping=self._stopping,
+                queue_full=lambda: batcher is not None and batcher.over_high_watermark,
+            )
+            self._running = _Running(consumer, producer, loop, batcher)
+            consumer.subscribe([s.input_topic], listener=loop.listener())
             self.state = State.RUNNING
-            self._spawn(self._sample())
-            await self._consume_loop()
+            self._spawn(self._sample(self._running))
+            await loop.run()
             self.state = State.DRAINING
-            await self._drain(s.drain_timeout_s)
-            await self._commit()
+            await loop.finish()
         self.state = State.STOPPED
         log.info("stopped", extra=self.stats)
-        if self._fatal is not None:
-            return 1
-        return 0
+        return 1 if loop.fatal is not None else 0
 
-    async def _start_client(self, client: AIOKafkaProducer | AIOKafkaConsumer) -> None:
+    async def _start_client(
+        self,
+        client: AIOKafkaProducer | AIOKafkaConsumer,
+        every: tuple[AIOKafkaProducer, AIOKafkaConsumer],
+    ) -> None:
         """A broker that refuses us at start-up (credentials, TLS trust, address) is a
         configuration problem: exit with a message naming the setting, not a traceback."""
         try:
             await client.start()
         except KafkaConnectionError:
-            for other in (self._producer, self._consumer):
+            for other in every:
                 with contextlib.suppress(Exception):
                     await other.stop()
             raise ConfigError(await diagnose_connection(self.settings)) from None
@@ -227,14 +225,13 @@ class Worker:
             field = "STRATEGY" if isinstance(exc, registry.UnknownStrategy) else "STRATEGY_PARAMS"
             raise ConfigError(f"invalid setting CHUNKSTREAM_{field}: {exc}") from None
 
-    async def _start_batcher(self, stack: contextlib.AsyncExitStack) -> None:
+    async def _start_batcher(self, stack: contextlib.AsyncExitStack) -> Batcher:
         try:
-            self._batcher = await stack.enter_async_context(
+            return await stack.enter_async_context(
                 open_batcher(self.settings, backend=self._backend, metrics=self.metrics)
             )
         except ModelNotBuilt as exc:
             raise ConfigError(f"invalid setting CHUNKSTREAM_MODEL_DIR: {exc}") from None
-        self._embed = self._batcher.submit
 
     def _spawn(self, coro: Awaitable[None]) -> None:
         task = asyncio.ensure_future(coro)
@@ -246,42 +243,30 @@ class Worker:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
 
-    async def _watch_loop_lag(self) -> None:
-        """How late a 100 ms timer fires = how long something blocked the loop."""
-        loop = asyncio.get_running_loop()
-        window = max(1, int(10 / _LOOP_LAG_TICK_S))
-        while True:
-            before = loop.time()
-            await asyncio.sleep(_LOOP_LAG_TICK_S)
-            lag = max(0.0, loop.time() - before - _LOOP_LAG_TICK_S)
-            self.metrics.loop_lag.observe(lag)
-            self._loop_lag_window.append(lag)
-            del self._loop_lag_window[:-window]
-            self.metrics.loop_lag_max.set(max(self._loop_lag_window))
-
-    async def _sample(self) -> None:
+    async def _sample(self, running: _Running) -> None:
         """Levels that change without an event of ours: lag, queue depth, in-flight."""
         m = self.metrics
+        consumer = running.consumer
         while True:
             m.ready.set(1 if self.readiness()[0] else 0)
-            m.in_flight_documents.set(self._in_flight.documents)
-            m.in_flight_bytes.set(self._in_flight.bytes)
-            if self._batcher is not None:
-                m.batcher_queue_tokens.set(self._batcher.stats.queue_tokens)
-            assigned = self._consumer.assignment()
+            m.in_flight_documents.set(running.loop.in_flight.documents)
+            m.in_flight_bytes.set(running.loop.in_flight.bytes)
+            if running.batcher is not None:
+                m.batcher_queue_tokens.set(running.batcher.stats.queue_tokens)
+            assigned = consumer.assignment()
             m.assigned_partitions.set(len(assigned))
-            m.paused_partitions.set(len(self._consumer.paused()))
+            m.paused_partitions.set(len(consumer.paused()))
             for tp in assigned:
-                highwater = self._consumer.highwater(tp)
+                highwater = consumer.highwater(tp)
                 if highwater is None:
                     continue
                 with contextlib.suppress(Exception):  # position of a just-revoked partition
-                    position = await self._consumer.position(tp)
+                    position = await consumer.position(tp)
                     m.consumer_lag.labels(str(tp.partition)).set(max(0, highwater - position))
             await asyncio.sleep(_SAMPLE_EVERY_S)
 
-    async def _check_topics(self) -> None:
-        topics = await self._consumer.topics()
+    async def _check_topics(self, consumer: AIOKafkaConsumer) -> None:
+        topics = await consumer.topics()
         s = self.settings
         missing = [t for t in (s.input_topic, s.output_topic, s.dlq_topic) if t not in topics]
         if missing:
@@ -305,260 +290,18 @@ class Worker:
                     f"{topic}; lower it to at most {limit} or raise the topic's limit"
                 )
 
-    # -- the loop --------------------------------------------------------------------------
 
-    async def _consume_loop(self) -> None:
-        s = self.settings
-        # getmany is called even while every partition is paused: it returns nothing then,
-        # but keeps the member's poll interval alive so the group never evicts us. The short
-        # timeout bounds how long a stop request waits for the loop to notice.
-        while not self._stopping.is_set():
-            room = max(1, s.max_in_flight_documents - self._in_flight.documents)
-            batch = await self._consumer.getmany(timeout_ms=250, max_records=min(500, room))
-            for tp, records in batch.items():
-                if tp not in self._owned:
-                    continue  # revoked while the fetch was in flight
-                for record in records:
-                    self._start(tp, record)
-            self._apply_backpressure()
-            if time.monotonic() - self._last_commit >= s.commit_interval_ms / 1000:
-                await self._commit()
-
-    def _start(self, tp: TopicPartition, record: ConsumerRecord[bytes, bytes]) -> None:
-        self._tracker.add(tp, record.offset)
-        size = len(record.value or b"")
-        self.metrics.documents_consumed.inc()
-        self.metrics.input_bytes.inc(size)
-        self._in_flight.documents += 1
-        self._in_flight.bytes += size
-        task = asyncio.create_task(self._process(tp, record, size))
-        tasks = self._in_flight.tasks.setdefault(tp, set())
-        tasks.add(task)
-        task.add_done_callback(tasks.discard)
-
-    def _apply_backpressure(self) -> None:
-        s = self.settings
-        docs, size = self._in_flight.documents, self._in_flight.bytes
-        # The batcher's watermark has its own hysteresis (high → low), so read it as is.
-        queue_full = self._batcher is not None and self._batcher.over_high_watermark
-        assigned = self._consumer.assignment()
-        if not self._paused and (
-            docs >= s.max_in_flight_documents or size >= s.max_in_flight_bytes or queue_full
-        ):
-            self._consumer.pause(*assigned)
-            self._paused = True
-            self.metrics.backpressure_pauses.inc()
-            self.metrics.paused_partitions.set(len(assigned))
-            log.info(
-                "paused",
-                extra={"in_flight": docs, "in_flight_bytes": size, "queue_full": queue_full},
-            )
-        elif (
-            self._paused
-            and docs <= s.max_in_flight_documents * _LOW_WATERMARK
-            and size <= s.max_in_flight_bytes * _LOW_WATERMARK
-            and not queue_full
-        ):
-            self._consumer.resume(*assigned)
-            self._paused = False
-            self.metrics.paused_partitions.set(0)
-            log.info("resumed", extra={"in_flight": docs, "in_flight_bytes": size})
-
-    # -- one document ----------------------------------------------------------------------
-
-    async def _process(
-        self, tp: TopicPartition, record: ConsumerRecord[bytes, bytes], size: int
-    ) -> None:
-        where = {"partition": tp.partition, "offset": record.offset}
-        rec = InputRecord(
-            topic=tp.topic,
-            partition=tp.partition,
-            offset=record.offset,
-            key=record.key,
-            value=record.value,
-            headers=list(record.headers),
-            timestamp_ms=record.timestamp,
+def needs_model(settings: Settings, default: registry.BuiltStrategy) -> bool:
+    """Whether the worker loads the model: its strategy, the embeddings it attaches, or an
+    override it allows may need it."""
+    s = settings
+    return (
+        default.needs_model
+        or s.include_embeddings
+        or any(
+            registry.get(name).needs_model
+            for name in s.allowed_strategies
+            if name in registry.names()
         )
-        try:
-            await self._retrying(lambda: self._handle(rec, where), where)
-            if self._tracker.mark_done(tp, record.offset):
-                self.stats["documents"] += 1
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            # Not the input's fault and not a transient Kafka error: a bug. The offset must
-            # not be skipped, and silently stalling the partition is worse than a restart.
-            log.exception("unexpected failure; stopping the worker", extra=where)
-            self._fatal = exc
-            self._stopping.set()
-        finally:
-            self._in_flight.documents -= 1
-            self._in_flight.bytes -= size
-
-    async def _handle(self, rec: InputRecord, where: dict[str, int]) -> None:
-        s = self.settings
-        m = self.metrics
-        doc_id: str | None = None
-        started = time.perf_counter()
-        try:
-            doc = decode_document(rec.value, rec.headers, max_bytes=s.max_document_bytes)
-            doc_id = doc.id
-            built = self._resolver.resolve(doc)
-            chunks = await self._chunk(built, doc.text, doc.content_type)
-            if len(chunks) > s.max_chunks_per_document:
-                raise TooManyChunks(
-                    f"{len(chunks)} chunks, above CHUNKSTREAM_MAX_CHUNKS_PER_DOCUMENT="
-                    f"{s.max_chunks_per_document}"
-                )
-            vectors = await self._chunk_vectors(chunks) if s.include_embeddings else None
-            events = chunk_events(
-                doc,
-                rec,
-                built.name,
-                built.fingerprint,
-                chunks,
-                dt.datetime.now(dt.UTC),
-                embeddings=vectors,
-            )
-            published = await self._publisher.publish_chunks(doc.id, events)
-            self.stats["chunks"] += len(events)
-            m.chunks_produced.labels(built.name).inc(len(events))
-            m.output_bytes.inc(published)
-            m.documents_completed.labels(built.name).inc()
-            m.document_seconds.labels(built.name).observe(time.perf_counter() - started)
-            m.end_to_end_lag.observe(max(0.0, time.time() - rec.timestamp_ms / 1000))
-        except DocumentError as error:
-            log.warning(
-                "dead letter",
-                extra={**where, "doc_id": doc_id, "kind": error.kind, "reason": str(error)},
-            )
-            # The dead letter must fit in one record, or its publish fails forever and the
-            # partition stalls: key and headers come first, the original value gets the rest.
-            room = self._publisher.max_value_bytes - _DEAD_LETTER_OVERHEAD
-            extra = len(rec.key or b"") + sum(len(k) + len(v or b"") + 8 for k, v in rec.headers)
-            if extra > room // 2:  # oversized key or headers: keep neither (offset, digest stay)
-                rec = dataclasses.replace(rec, key=None, headers=[])
-                extra = 0
-            await self._publisher.publish_dead_letter(
-                dead_letter(
-                    rec,
-                    error,
-                    dt.datetime.now(dt.UTC),
-                    max_value_bytes=max(0, room - extra),
-                    doc_id=doc_id,
-                )
-            )
-            self.stats["dead_letters"] += 1
-            m.documents_dead_lettered.labels(error.kind).inc()
-
-    async def _chunk(
-        self, built: registry.BuiltStrategy, text: str, ctype: ContentType
-    ) -> list[Chunk]:
-        try:
-            return await chunk_document(built, text, ctype, self._embed)
-        except DocumentError:
-            raise
-        except ModelRequired as exc:
-            raise ChunkingFailed(str(exc)) from None
-        except Exception as exc:  # a strategy bug must cost one document, not the partition
-            log.exception("strategy %s failed", built.name)
-            raise ChunkingFailed(f"{type(exc).__name__}: {exc}") from exc
-
-    async def _chunk_vectors(self, chunks: Sequence[Chunk]) -> NDArray[np.float32]:
-        assert self._embed is not None  # include_embeddings implies the model is loaded
-        return await self._embed([c.text for c in chunks])
-
-    async def _retrying(
-        self, attempt: Callable[[], Awaitable[None]], where: dict[str, int]
-    ) -> None:
-        """Retry transient publish failures with backoff, forever: the offset stays
-        uncommitted meanwhile, and backpressure stops the intake once in-flight fills up.
-        Cancellation (drain deadline, revoke) ends the attempts; the record is then replayed
-        by whoever owns the partition next."""
-        delay = 0.5
-        while True:
-            try:
-                await attempt()
-                return
-            except KafkaError as exc:
-                self.metrics.publish_retries.inc()
-                log.warning(
-                    "publish failed; retrying",
-                    extra={**where, "error": repr(exc), "retry_in_s": delay},
-                )
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, _PUBLISH_RETRY_MAX_S)
-
-    # -- commits, revocation, drain ----------------------------------------------------------
-
-    async def _commit(self, partitions: set[TopicPartition] | None = None) -> None:
-        self._last_commit = time.monotonic()
-        offsets = self._tracker.committable(partitions)
-        if not offsets:
-            return
-        started = time.perf_counter()
-        try:
-            await self._consumer.commit({tp: OffsetAndMetadata(o, "") for tp, o in offsets.items()})
-        except KafkaError as exc:
-            # A commit can fail during a rebalance; the offsets stay committable and go out
-            # with the next commit, or the new owner replays them (at-least-once).
-            self.metrics.commit_failures.inc()
-            log.warning("commit failed", extra={"error": repr(exc)})
-            return
-        self.metrics.commit_seconds.observe(time.perf_counter() - started)
-        self.metrics.last_commit.set(time.time())
-        self._tracker.committed(offsets)
-
-    async def _drain(
-        self, deadline_s: float, partitions: set[TopicPartition] | None = None
-    ) -> None:
-        tasks = [
-            task
-            for tp, group in self._in_flight.tasks.items()
-            if partitions is None or tp in partitions
-            for task in group
-        ]
-        if not tasks:
-            return
-        _, pending = await asyncio.wait(tasks, timeout=deadline_s)
-        for task in pending:
-            task.cancel()
-        if pending:
-            log.warning("drain deadline passed", extra={"abandoned": len(pending)})
-            await asyncio.wait(pending)
-
-    async def on_revoked(self, revoked: set[TopicPartition]) -> None:
-        self._owned -= revoked
-        # Bounded by the rebalance timeout: the group waits for us, so leave headroom.
-        budget = max(1.0, self.settings.rebalance_timeout_ms / 1000 - 5.0)
-        await self._drain(min(budget, self.settings.drain_timeout_s), revoked)
-        await self._commit(revoked)
-        self._tracker.forget(revoked)
-        for tp in revoked:
-            self._in_flight.tasks.pop(tp, None)
-            with contextlib.suppress(KeyError):  # no lag sample was taken for it
-                self.metrics.consumer_lag.remove(str(tp.partition))
-
-    def on_assigned(self, assigned: set[TopicPartition]) -> None:
-        self.stats["rebalances"] += 1
-        self.metrics.rebalances.inc()
-        self._joined = True
-        self._owned |= assigned
-        log.info(
-            "partitions assigned",
-            extra={"partitions": sorted(f"{tp.topic}:{tp.partition}" for tp in assigned)},
-        )
-        if self._paused and assigned:
-            # The new assignment starts unpaused in aiokafka; keep our state consistent.
-            self._consumer.pause(*assigned)
-
-
-class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
-    def __init__(self, worker: Worker) -> None:
-        self._worker = worker
-
-    async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
-        await self._worker.on_revoked(set(revoked))
-
-    async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
-        self._worker.on_assigned(set(assigned))
+        or ("*" in s.allowed_strategies and s.model_dir is not None)
+    )
