@@ -42,13 +42,14 @@ from worker.chunking import registry  # noqa: E402
 from worker.chunking.types import ContentType  # noqa: E402
 from worker.codec import EventEncoder  # noqa: E402
 from worker.config import load_settings  # noqa: E402
+from worker.embedding.manifest import DEFAULT_MODEL_DIR  # noqa: E402
 from worker.embedding.runtime import open_batcher  # noqa: E402
 from worker.events import DocumentEvent  # noqa: E402
 from worker.kafka import create_topics  # noqa: E402
 from worker.pipeline import chunk_document  # noqa: E402
 from worker.service import Worker  # noqa: E402
 
-MODEL_DIR = REPO / ".cache" / "models" / "all-MiniLM-L6-v2"
+MODEL_DIR = REPO / DEFAULT_MODEL_DIR
 
 
 @dataclass

@@ -35,6 +35,7 @@ from bench.seams import Scores, SeamDocument, score, seam_documents
 from worker.batcher import embed_batch
 from worker.chunking import registry
 from worker.embedding.embedder import OnnxEmbedder
+from worker.embedding.manifest import DEFAULT_MODEL_DIR
 from worker.pipeline import chunk_document_sync
 
 
@@ -125,7 +126,7 @@ def quality(run: Runner, docs: list[SeamDocument]) -> Scores:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--max-kb", type=int, default=120)
-    parser.add_argument("--model", default=".cache/models/all-MiniLM-L6-v2")
+    parser.add_argument("--model", default=str(DEFAULT_MODEL_DIR))
     parser.add_argument("--threads", type=int, default=None)
     args = parser.parse_args()
 

@@ -222,7 +222,7 @@ class Worker:
         try:
             return registry.build(s.strategy, s.strategy_params, context)
         except registry.StrategyError as exc:
-            field = "STRATEGY" if isinstance(exc, registry.UnknownStrategy) else "STRATEGY_PARAMS"
+            field = "STRATEGY" if isinstance(exc, registry.NoSuchStrategy) else "STRATEGY_PARAMS"
             raise ConfigError(f"invalid setting CHUNKSTREAM_{field}: {exc}") from None
 
     async def _start_batcher(self, stack: contextlib.AsyncExitStack) -> Batcher:
