@@ -152,11 +152,9 @@ def _client_settings(args: argparse.Namespace) -> Any:
 
 
 def _cmd_produce(args: argparse.Namespace) -> int:
-    from aiokafka import AIOKafkaProducer
-
     from worker.codec import EventEncoder
     from worker.events import DocumentEvent
-    from worker.kafka import connection_options
+    from worker.kafka import make_document_producer
 
     settings = _client_settings(args)
     encoder = EventEncoder(args.encoding)
@@ -174,9 +172,7 @@ def _cmd_produce(args: argparse.Namespace) -> int:
         )
 
     async def main() -> int:
-        producer = AIOKafkaProducer(
-            acks="all", max_request_size=args.max_request_bytes, **connection_options(settings)
-        )
+        producer = make_document_producer(settings, max_request_size=args.max_request_bytes)
         await producer.start()
         sent = 0
         total_bytes = 0
@@ -238,23 +234,17 @@ def _describe_event(value: bytes, headers: Sequence[tuple[str, bytes]]) -> str:
 
 
 def _cmd_tail(args: argparse.Namespace) -> int:
-    from aiokafka import AIOKafkaConsumer
     from aiokafka.errors import UnknownTopicOrPartitionError
 
     from worker.codec import decode_as
     from worker.events import ChunkEvent
-    from worker.kafka import connection_options
+    from worker.kafka import make_reader
 
     settings = _client_settings(args)
 
     async def main() -> int:
         # No group: every partition is read from the beginning, and nothing is committed.
-        consumer = AIOKafkaConsumer(
-            args.topic,
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-            **connection_options(settings),
-        )
+        consumer = make_reader(settings, args.topic)
         try:
             await consumer.start()
         except UnknownTopicOrPartitionError:
@@ -305,21 +295,19 @@ def _cmd_topics(args: argparse.Namespace) -> int:
 
 async def group_lag(settings: Any, group: str, topic: str) -> dict[int, tuple[int, int]]:
     """partition → (committed offset, end offset) of ``group`` on ``topic``."""
-    from aiokafka import AIOKafkaConsumer, TopicPartition
-    from aiokafka.admin import AIOKafkaAdminClient
+    from aiokafka import TopicPartition
     from aiokafka.errors import CoordinatorLoadInProgressError, GroupCoordinatorNotAvailableError
 
-    from worker.kafka import connection_options
+    from worker.kafka import make_admin, make_reader
 
-    options = connection_options(settings)
-    consumer = AIOKafkaConsumer(topic, enable_auto_commit=False, **options)
+    consumer = make_reader(settings, topic)
     await consumer.start()
     try:
         partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
         end = await consumer.end_offsets(partitions)
     finally:
         await consumer.stop()
-    admin = AIOKafkaAdminClient(**options)
+    admin = make_admin(settings)
     await admin.start()
     try:
         try:
