@@ -66,6 +66,28 @@ def test_chunk_without_a_built_model_says_the_command_that_builds_it(
     assert f"`chunkstream model build --out {tmp_path / 'm'}`" in one_line(named)
 
 
+def test_the_worker_without_a_built_model_names_the_setting_and_the_command(
+    tmp_path: Path,
+) -> None:
+    # Refused at start-up, before any broker is contacted (none listens on this address).
+    result = cli(
+        "run",
+        "--strategy",
+        "semantic",
+        "--model-dir",
+        str(tmp_path),
+        "--metrics-port",
+        "0",
+        "--bootstrap-servers",
+        "127.0.0.1:1",
+    )
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    last = result.stderr.strip().splitlines()[-1]  # after the JSON start-up banner
+    assert last.startswith("chunkstream: invalid setting CHUNKSTREAM_MODEL_DIR: ")
+    assert f"`chunkstream model build --out {tmp_path}`" in last
+
+
 def test_model_build_without_the_model_extra_says_what_to_install(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-c", WITHOUT_MODEL_EXTRA, "model", "build", "--out", str(tmp_path / "m")],

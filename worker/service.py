@@ -38,7 +38,7 @@ from worker.config import Settings, redacted
 from worker.consumer import ConsumeLoop
 from worker.document import DocumentHandler
 from worker.embedding.backend import EmbeddingBackend
-from worker.embedding.runtime import model_identity, open_batcher
+from worker.embedding.runtime import model_dir_of, model_identity, open_batcher, require_model
 from worker.errors import ConfigError, ModelNotBuilt
 from worker.health import HealthServer
 from worker.kafka import diagnose_connection, make_consumer, make_producer, topic_record_limits
@@ -220,7 +220,13 @@ class Worker:
     def _build_default_strategy(self, context: registry.BuildContext) -> registry.BuiltStrategy:
         s = self.settings
         try:
+            if s.model_dir is not None and registry.get(s.strategy).needs_model:
+                # Said as what it is (the model directory), before the strategy, which reads
+                # the model's window, reports it as its own parameter problem.
+                require_model(model_dir_of(s))
             return registry.build(s.strategy, s.strategy_params, context)
+        except ModelNotBuilt as exc:
+            raise ConfigError(f"invalid setting CHUNKSTREAM_MODEL_DIR: {exc}") from None
         except registry.StrategyError as exc:
             field = "STRATEGY" if isinstance(exc, registry.NoSuchStrategy) else "STRATEGY_PARAMS"
             raise ConfigError(f"invalid setting CHUNKSTREAM_{field}: {exc}") from None

@@ -50,8 +50,9 @@ def comparable(row: dict[str, Any]) -> tuple[object, ...]:
     )
 
 
-# semantic: plan → batcher → assemble; lexical: the rule path, on a thread (document ≥ 64 KB).
-@pytest.mark.parametrize("strategy", ["semantic", "lexical"])
+# The embedding strategies: plan → batcher → assemble; lexical: the rule path, on a thread
+# (the document is over 64 KB).
+@pytest.mark.parametrize("strategy", ["semantic", "sdpm", "context", "lexical"])
 async def test_cli_and_worker_produce_the_same_chunks(
     kafka_bootstrap: str,
     topic_names: dict[str, str],
