@@ -11,6 +11,12 @@ For each strategy, in one process and one run:
   real one, in this process) consumes, chunks, publishes and commits them. The clock runs
   from the first document consumed to the last document acknowledged.
 
+With ``--cores both``, ``adaptive`` and ``lexical`` (the strategies with a compiled core) run
+twice more in the same run, alternating: on their compiled cores and on their pure-Python twins
+(the core's ``NATIVE_CHUNK`` set to None, what ``CHUNKSTREAM_PURE_PYTHON=1`` does at import),
+and a second table gives core ÷ twin throughput per mode. ``--min-mb`` repeats the corpus (each
+copy under new document ids) until it holds that many megabytes.
+
 Per-document latency: in the worker, decode → last chunk acknowledged, with the whole corpus
 in flight at once (so it includes waiting behind the other documents); in-process, the
 document's own chunking (plus embedding) time. p50/p99 are exact (raw samples). The
@@ -22,13 +28,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,20 +46,25 @@ sys.path.insert(0, str(REPO))
 from bench.corpus import Document, describe, gather  # noqa: E402
 from worker.batcher import Batcher  # noqa: E402
 from worker.chunking import registry  # noqa: E402
-from worker.chunking.types import ContentType, EmbeddingChunker, RuleChunker  # noqa: E402
+from worker.chunking.rules import adaptive, lexical  # noqa: E402
+from worker.chunking.types import ContentType  # noqa: E402
 from worker.codec import EventEncoder  # noqa: E402
 from worker.config import load_settings  # noqa: E402
+from worker.embedding.manifest import DEFAULT_MODEL_DIR  # noqa: E402
+from worker.embedding.runtime import open_batcher  # noqa: E402
 from worker.events import DocumentEvent  # noqa: E402
 from worker.kafka import create_topics  # noqa: E402
+from worker.pipeline import chunk_document  # noqa: E402
 from worker.service import Worker  # noqa: E402
 
-MODEL_DIR = REPO / ".cache" / "models" / "all-MiniLM-L6-v2"
+MODEL_DIR = REPO / DEFAULT_MODEL_DIR
 
 
 @dataclass
 class Result:
     strategy: str
     mode: str
+    cores: str
     documents: int
     megabytes: float
     seconds: float
@@ -75,27 +87,25 @@ def kind(doc: Document) -> ContentType:
     return "text/markdown" if doc.content_type == "text/markdown" else "text/plain"
 
 
-async def in_process(name: str, docs: Sequence[Document], batcher: Batcher | None) -> Result:
+async def in_process(
+    name: str, docs: Sequence[Document], batcher: Batcher | None, cores: str = "-"
+) -> Result:
     built = registry.build(name, {}, registry.BuildContext(model_dir=str(MODEL_DIR)))
-    chunker = built.chunker
+    embed = batcher.submit if batcher is not None else None
     latencies: list[float] = []
 
     async def one(doc: Document) -> None:
+        # The worker's own dispatch (worker/pipeline.py): large rule documents on a thread,
+        # embedding strategies through the shared batcher.
         started = time.perf_counter()
-        if isinstance(chunker, EmbeddingChunker):
-            assert batcher is not None
-            plan = chunker.plan(doc.text, content_type=kind(doc))
-            chunker.assemble(plan, await batcher.submit(list(plan.texts)))
-        else:
-            assert isinstance(chunker, RuleChunker)
-            chunker.chunk(doc.text, content_type=kind(doc))
+        await chunk_document(built, doc.text, kind(doc), embed)
         latencies.append(time.perf_counter() - started)
 
     started = time.perf_counter()
     await asyncio.gather(*(one(d) for d in docs))
     seconds = time.perf_counter() - started
     size = sum(len(d.text.encode()) for d in docs) / 1e6
-    return Result(name, "in-process", len(docs), size, seconds, latencies)
+    return Result(name, "in-process", cores, len(docs), size, seconds, latencies)
 
 
 class _Recorder:
@@ -111,7 +121,9 @@ class _Recorder:
         self.samples.append(value)
 
 
-async def through_kafka(name: str, docs: Sequence[Document], bootstrap: str) -> Result:
+async def through_kafka(
+    name: str, docs: Sequence[Document], bootstrap: str, cores: str = "-"
+) -> Result:
     suffix = uuid.uuid4().hex[:8]
     settings = load_settings(
         {
@@ -149,7 +161,37 @@ async def through_kafka(name: str, docs: Sequence[Document], bootstrap: str) -> 
     worker.request_stop()
     await task
     size = sum(len(d.text.encode()) for d in docs) / 1e6
-    return Result(name, "kafka", len(docs), size, seconds, recorder.samples)
+    return Result(name, "kafka", cores, len(docs), size, seconds, recorder.samples)
+
+
+# The strategies with a compiled core, and the module attribute that holds its entry point.
+CORE_MODULES = {"adaptive": adaptive, "lexical": lexical}
+
+
+@contextlib.contextmanager
+def cores_as(name: str, cores: str) -> Iterator[None]:
+    """Run ``name`` on its compiled core ("native") or its pure-Python twin ("twin")."""
+    module = CORE_MODULES.get(name)
+    if module is None or cores != "twin":
+        yield
+        return
+    saved = getattr(module, "NATIVE_CHUNK")  # noqa: B009 - the _native convention's name
+    setattr(module, "NATIVE_CHUNK", None)  # noqa: B010 - chunkers built meanwhile use the twin
+    try:
+        yield
+    finally:
+        setattr(module, "NATIVE_CHUNK", saved)  # noqa: B010
+
+
+def repeated(docs: Sequence[Document], min_mb: float) -> list[Document]:
+    """``docs`` repeated (copies renamed ``name~2``, ``name~3``, ...) to at least ``min_mb``."""
+    out = list(docs)
+    size = sum(len(d.text.encode()) for d in docs) / 1e6
+    copy = 1
+    while size and sum(len(d.text.encode()) for d in out) / 1e6 < min_mb:
+        copy += 1
+        out.extend(Document(f"{d.name}~{copy}", d.text, d.content_type) for d in docs)
+    return out
 
 
 async def _produce(bootstrap: str, topic: str, docs: Sequence[Document]) -> None:
@@ -198,20 +240,38 @@ def start_broker(run_dir: Path) -> str:
 
 def table(results: list[Result]) -> str:
     rows = [
-        "| strategy | mode | docs | docs/s | MB/s | p50 latency ms | p99 latency ms "
-        "| kafka / in-process |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
+        "| strategy | cores | mode | docs | MB | docs/s | MB/s | p50 latency ms "
+        "| p99 latency ms | kafka / in-process |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    baseline: dict[str, Result] = {}
+    baseline: dict[tuple[str, str], Result] = {}
     for r in results:
         if r.mode == "in-process":
-            baseline[r.strategy] = r
-        ratio = r.docs_per_s / baseline[r.strategy].docs_per_s if r.mode == "kafka" else 1.0
+            baseline[(r.strategy, r.cores)] = r
+        base = baseline[(r.strategy, r.cores)]
+        ratio = r.docs_per_s / base.docs_per_s if r.mode == "kafka" else 1.0
         rows.append(
-            f"| {r.strategy} | {r.mode} | {r.documents} | {r.docs_per_s:,.1f} | {r.mb_per_s:.2f} | "
-            f"{r.percentile(0.5) * 1000:,.1f} | {r.percentile(0.99) * 1000:,.1f} | "
-            f"{ratio:.2f} |"
+            f"| {r.strategy} | {r.cores} | {r.mode} | {r.documents} | {r.megabytes:.1f} "
+            f"| {r.docs_per_s:,.1f} | {r.mb_per_s:.2f} | {r.percentile(0.5) * 1000:,.1f} "
+            f"| {r.percentile(0.99) * 1000:,.1f} | {ratio:.2f} |"
         )
+    return "\n".join(rows)
+
+
+def cores_table(results: list[Result]) -> str:
+    """Compiled core ÷ pure-Python twin, per strategy and mode (same run)."""
+    by = {(r.strategy, r.cores, r.mode): r for r in results}
+    rows = [
+        "| strategy | mode | core MB/s | twin MB/s | core ÷ twin |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for name in dict.fromkeys(r.strategy for r in results if r.cores == "twin"):
+        for mode in ("in-process", "kafka"):
+            core, twin = by[(name, "native", mode)], by[(name, "twin", mode)]
+            rows.append(
+                f"| {name} | {mode} | {core.mb_per_s:.2f} | {twin.mb_per_s:.2f} "
+                f"| {core.mb_per_s / twin.mb_per_s:.2f}x |"
+            )
     return "\n".join(rows)
 
 
@@ -248,8 +308,10 @@ def plot(results: list[Result], path: Path) -> None:
 
 
 async def main(args: argparse.Namespace) -> None:
-    docs = gather()[: args.docs]
+    docs = repeated(gather()[: args.docs], args.min_mb)
     print(f"corpus: {describe(docs)}")
+    native = "built" if adaptive.NATIVE_CHUNK is not None else "not built or not allowed"
+    print(f"compiled cores: {native}")
     names = [n for n in args.strategies if n in registry.names()]
     missing = sorted(set(args.strategies) - set(names))
     if missing:
@@ -257,9 +319,8 @@ async def main(args: argparse.Namespace) -> None:
     needs_model = any(registry.get(n).needs_model for n in names)
     batcher_cm: Any = None
     if needs_model:
-        from worker.embedding.embedder import OnnxEmbedder
-
-        batcher_cm = Batcher(OnnxEmbedder.load(MODEL_DIR))
+        # The batcher the worker builds from the same (default) settings.
+        batcher_cm = open_batcher(load_settings({"model_dir": str(MODEL_DIR)}, env={}))
     with tempfile.TemporaryDirectory() as tmp:
         bootstrap = args.bootstrap or start_broker(Path(tmp))
         results: list[Result] = []
@@ -270,21 +331,28 @@ async def main(args: argparse.Namespace) -> None:
                 if registry.get(name).needs_model and args.embedding_docs:
                     # Inference is ~100x slower than rule chunking: a subset keeps the run short.
                     subset = docs[: args.embedding_docs]
+                variants = ["native", "twin"] if args.cores == "both" else [args.cores]
+                if name not in CORE_MODULES or adaptive.NATIVE_CHUNK is None:
+                    variants = ["-"]  # no core, or the cores are not built/allowed here
                 # An untimed pass first: lazy imports, regex caches and the model's first
                 # batches must not count against whichever mode runs first. Then the modes
-                # alternate, best of `--repeat` each, so load from other work on a shared
-                # machine falls on both alike.
+                # (and the core variants) alternate, best of `--repeat` each, so load from
+                # other work on a shared machine falls on all alike.
                 await in_process(name, subset[:10], batcher)
-                best: dict[str, Result] = {}
+                best: dict[tuple[str, str], Result] = {}
                 for _ in range(args.repeat):
-                    for result in (
-                        await in_process(name, subset, batcher),
-                        await through_kafka(name, subset, bootstrap),
-                    ):
-                        kept = best.get(result.mode)
-                        if kept is None or result.seconds < kept.seconds:
-                            best[result.mode] = result
-                results.extend([best["in-process"], best["kafka"]])
+                    for cores in variants:
+                        with cores_as(name, cores):
+                            for result in (
+                                await in_process(name, subset, batcher, cores),
+                                await through_kafka(name, subset, bootstrap, cores),
+                            ):
+                                key = (result.mode, cores)
+                                kept = best.get(key)
+                                if kept is None or result.seconds < kept.seconds:
+                                    best[key] = result
+                for cores in variants:
+                    results.extend([best[("in-process", cores)], best[("kafka", cores)]])
                 print(f"{name}: done", flush=True)
             if batcher_cm:
                 await batcher_cm.__aexit__(None, None, None)
@@ -295,6 +363,9 @@ async def main(args: argparse.Namespace) -> None:
                 )
     print(f"\n{os.cpu_count()} CPUs; same process, same run\n")
     print(table(results))
+    if any(r.cores == "twin" for r in results):
+        print("\ncompiled core ÷ pure-Python twin, same run:\n")
+        print(cores_table(results))
     if args.plot:
         plot(results, Path(args.plot))
         print(f"\nplot: {args.plot}")
@@ -316,5 +387,14 @@ if __name__ == "__main__":
         help="embedding strategies use only the first N documents (0 = all)",
     )
     parser.add_argument("--bootstrap", default=None, help="use this broker instead of a new one")
+    parser.add_argument(
+        "--cores",
+        choices=["native", "twin", "both"],
+        default="native",
+        help="adaptive/lexical on their compiled cores, their Python twins, or both (same run)",
+    )
+    parser.add_argument(
+        "--min-mb", type=float, default=0.0, help="repeat the corpus to at least this many MB"
+    )
     parser.add_argument("--plot", default=None, help="write a PNG plot here")
     asyncio.run(main(parser.parse_args()))

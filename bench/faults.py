@@ -57,6 +57,7 @@ from worker.chunking import registry  # noqa: E402
 from worker.config import Settings  # noqa: E402
 from worker.events import ChunkEvent, DeadLetterEvent, DocumentEvent  # noqa: E402
 from worker.kafka import create_topics  # noqa: E402
+from worker.pipeline import chunk_document_sync  # noqa: E402
 from worker.records import chunk_id, doc_version  # noqa: E402
 
 STRATEGY_PARAMS = {"chunk_size": "300"}
@@ -165,7 +166,7 @@ def expected_chunk_ids(
     built = registry.build("sentence", params)
     expected: dict[str, set[str]] = {}
     for doc in docs:
-        chunks = built.chunker.chunk(doc.text, content_type=doc.content_type)  # type: ignore[union-attr]
+        chunks = chunk_document_sync(built, doc.text, doc.content_type, None)
         version = doc_version(doc)
         expected[doc.id] = {
             chunk_id(doc.id, version, built.fingerprint, i) for i in range(len(chunks))

@@ -34,8 +34,9 @@ from bench.corpus import Document, gather
 from bench.seams import Scores, SeamDocument, score, seam_documents
 from worker.batcher import embed_batch
 from worker.chunking import registry
-from worker.chunking.types import EmbeddingChunker
 from worker.embedding.embedder import OnnxEmbedder
+from worker.embedding.manifest import DEFAULT_MODEL_DIR
+from worker.pipeline import chunk_document_sync
 
 
 class Timed:
@@ -59,12 +60,10 @@ Runner = Callable[[str], list[int]]  # document text → chunk start offsets
 
 def ours(name: str, model_dir: str, embed: Timed) -> Runner:
     built = registry.build(name, {}, registry.BuildContext(model_dir=model_dir))
-    chunker = built.chunker
-    assert isinstance(chunker, EmbeddingChunker)
+    assert built.needs_model
 
     def run(text: str) -> list[int]:
-        plan = chunker.plan(text)
-        chunks = chunker.assemble(plan, embed(list(plan.texts)))
+        chunks = chunk_document_sync(built, text, "text/plain", embed)
         return [c.start_index for c in chunks]
 
     return run
@@ -127,7 +126,7 @@ def quality(run: Runner, docs: list[SeamDocument]) -> Scores:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--max-kb", type=int, default=120)
-    parser.add_argument("--model", default=".cache/models/all-MiniLM-L6-v2")
+    parser.add_argument("--model", default=str(DEFAULT_MODEL_DIR))
     parser.add_argument("--threads", type=int, default=None)
     args = parser.parse_args()
 

@@ -1,56 +1,58 @@
-"""Large documents are chunked off the event loop, whatever the machine's speed."""
+"""Large documents are chunked off the event loop, small ones inline — whatever the speed.
+
+No clock is read: a rule strategy that only proceeds once the event loop has run a callback
+scheduled from inside it proves the loop kept running during the chunking (on the loop thread
+that callback could never run, and the wait times out); the thread the strategy ran on is
+recorded as well.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import time
+import threading
 
 from worker.chunking import registry
 from worker.chunking.types import Chunk, ContentType
-from worker.config import load_settings
-from worker.service import Worker
-
-BLOCK_S = 0.6
+from worker.pipeline import THREAD_CHUNKING_CHARS, chunk_document
 
 
-class SlowChunker:
-    """Holds the thread for BLOCK_S, as a heavy pure-Python strategy would."""
+class GatedChunker:
+    """Records whether the loop could run while ``chunk`` was in progress, and where it ran."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self.loop_ran_meanwhile: bool | None = None
+        self.thread: threading.Thread | None = None
 
     def chunk(self, text: str, *, content_type: ContentType = "text/plain") -> list[Chunk]:
-        time.sleep(BLOCK_S)
-        return [
-            Chunk(
-                text=text,
-                start_index=0,
-                end_index=len(text),
-                token_count=len(text),
-                strategy="slow",
-            )
-        ]
+        self.thread = threading.current_thread()
+        if self.thread is threading.main_thread():
+            # Inline on the loop thread: the loop cannot run until we return; do not wait.
+            self.loop_ran_meanwhile = False
+        else:
+            ran = threading.Event()
+            self._loop.call_soon_threadsafe(ran.set)
+            self.loop_ran_meanwhile = ran.wait(timeout=60)
+        return [Chunk(text, 0, len(text), len(text), "gated")]
 
 
-async def max_tick_lateness(work: asyncio.Future[object]) -> float:
-    loop = asyncio.get_running_loop()
-    worst = 0.0
-    while not work.done():
-        before = loop.time()
-        await asyncio.sleep(0.02)
-        worst = max(worst, loop.time() - before - 0.02)
-    return worst
+def built_with(chunker: GatedChunker) -> registry.BuiltStrategy:
+    return registry.BuiltStrategy("gated", chunker, needs_model=False, fingerprint="x")
 
 
-async def chunk_with(size: int) -> float:
-    worker = Worker(load_settings({}, env={}))
-    built = registry.BuiltStrategy("slow", SlowChunker(), needs_model=False, fingerprint="x")
-    work = asyncio.ensure_future(worker._chunk(built, "x" * size, "text/plain"))
-    lateness = await max_tick_lateness(work)
-    assert (await work)[0].end_index == size
-    return lateness
+async def test_a_large_document_is_chunked_on_another_thread_while_the_loop_runs() -> None:
+    assert threading.current_thread() is threading.main_thread()  # the loop's thread
+    chunker = GatedChunker(asyncio.get_running_loop())
+    size = THREAD_CHUNKING_CHARS
+    chunks = await chunk_document(built_with(chunker), "x" * size, "text/plain", None)
+    assert chunks[0].end_index == size
+    assert chunker.thread is not threading.main_thread()
+    assert chunker.loop_ran_meanwhile
 
 
-async def test_large_documents_leave_the_loop_free_small_ones_stay_inline() -> None:
-    # A large document: the loop keeps ticking while the strategy works.
-    assert await chunk_with(200_000) < BLOCK_S / 3
-    # A small one runs inline (a thread hop would cost more than it saves) - and that
-    # shows: this measurement is what would catch a large document run inline.
-    assert await chunk_with(1_000) >= BLOCK_S * 0.9
+async def test_a_small_document_is_chunked_inline() -> None:
+    chunker = GatedChunker(asyncio.get_running_loop())
+    size = THREAD_CHUNKING_CHARS - 1
+    chunks = await chunk_document(built_with(chunker), "x" * size, "text/plain", None)
+    assert chunks[0].end_index == size
+    assert chunker.thread is threading.main_thread()

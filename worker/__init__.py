@@ -1,5 +1,65 @@
-"""chunkstream: a streaming document-chunking worker for RAG ingestion pipelines."""
+"""chunkstream: a streaming document-chunking worker for RAG ingestion pipelines.
+
+The public surface for library users (pinned by tests/test_public_api.py):
+
+- :data:`__version__`;
+- :class:`Settings` and :func:`load_settings` (env ``CHUNKSTREAM_*`` and flags, validated);
+- :class:`Chunk` and :func:`build` (a strategy by name: see :mod:`worker.chunking` for the
+  strategies themselves, their parameters and the registry's errors);
+- :func:`chunk_document` / :func:`chunk_document_sync`: one document through a built strategy,
+  the dispatch the worker and the CLI use;
+- :func:`open_batcher`: the model behind a token-bounded micro-batcher, from settings;
+- :class:`Worker`: the Kafka worker itself (``await Worker(settings).run()``).
+
+Names are imported on first use: ``import worker`` stays cheap and loads neither aiokafka nor
+onnxruntime.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from worker._version import __version__
 
-__all__ = ["__version__"]
+if TYPE_CHECKING:
+    from worker.chunking.registry import build
+    from worker.chunking.types import Chunk
+    from worker.config import Settings, load_settings
+    from worker.embedding.runtime import open_batcher
+    from worker.pipeline import chunk_document, chunk_document_sync
+    from worker.service import Worker
+
+_WHERE = {
+    "Chunk": "worker.chunking.types",
+    "Settings": "worker.config",
+    "Worker": "worker.service",
+    "build": "worker.chunking.registry",
+    "chunk_document": "worker.pipeline",
+    "chunk_document_sync": "worker.pipeline",
+    "load_settings": "worker.config",
+    "open_batcher": "worker.embedding.runtime",
+}
+
+__all__ = [
+    "Chunk",
+    "Settings",
+    "Worker",
+    "__version__",
+    "build",
+    "chunk_document",
+    "chunk_document_sync",
+    "load_settings",
+    "open_batcher",
+]
+
+
+def __getattr__(name: str) -> Any:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module 'worker' has no attribute {name!r}")
+    return getattr(importlib.import_module(where), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

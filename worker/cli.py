@@ -4,22 +4,36 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from worker._version import __version__
 from worker.chunking.registry import StrategyError
-from worker.errors import ConfigError
+from worker.errors import CommandError, ConfigError, InputUnreadable
+
+if TYPE_CHECKING:
+    from worker.chunking import registry
+    from worker.chunking.types import Chunk, ContentType
+    from worker.config import Settings
 
 MARKDOWN_SUFFIXES = frozenset({".md", ".markdown", ".mdx"})
 
+# Exit statuses (README, "Exit status"). Expected failures print one line on stderr, never a
+# traceback: 1 = the command could not do its job with what it was given (an unreadable input,
+# no model built, a missing extra, a stopped worker); 2 = a setting, flag, parameter or
+# strategy name is wrong (the message names it; argparse's own usage errors are 2 as well).
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
 
-def content_type_for(path: Path) -> str:
+
+def content_type_for(path: Path) -> ContentType:
     return "text/markdown" if path.suffix.lower() in MARKDOWN_SUFFIXES else "text/plain"
 
 
@@ -54,56 +68,73 @@ def _parse_kv(items: Sequence[str] | None) -> dict[str, str]:
     return params
 
 
+def read_text(path: Path) -> str:
+    """A UTF-8 input file's text, or :class:`InputUnreadable` saying why not (one line)."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputUnreadable(
+            f"cannot read {path}: not UTF-8 (byte {exc.start} is 0x{exc.object[exc.start]:02x})"
+        ) from None
+    except OSError as exc:
+        raise InputUnreadable(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
 def _cmd_chunk(args: argparse.Namespace) -> int:
     from worker.chunking import registry
-    from worker.chunking.types import ContentType, EmbeddingChunker
+    from worker.embedding.runtime import inference_settings, model_dir_of, require_model
 
-    built = registry.build(
-        args.strategy, _parse_kv(args.param), registry.BuildContext(model_dir=args.model)
-    )
-    embed = None
-    if isinstance(built.chunker, EmbeddingChunker):
+    strategy = registry.get(args.strategy)
+    params = _parse_kv(args.param)
+    settings = inference_settings()
+    model_dir = args.model or settings.model_dir
+    if strategy.needs_model:
+        # Refused before the strategy loads its tokenizer, with the command that builds it.
+        require_model(Path(args.model or params.get("embedding_model") or model_dir_of(settings)))
+    built = registry.build(args.strategy, params, registry.BuildContext(model_dir=model_dir))
+    # Every file is read before anything is printed: a bad one costs no partial output.
+    documents = [(name, read_text(Path(name))) for name in args.files]
+    if built.needs_model:
         # A strategy may name its own model (`context`'s embedding_model); --model wins.
-        embed = _offline_embedder(args.model or getattr(built.chunker, "model_dir", None))
+        named = model_dir or getattr(built.chunker, "model_dir", None)
+        settings = msgspec.structs.replace(settings, model_dir=named)
+    return asyncio.run(_chunk_files(built, documents, settings))
+
+
+async def _chunk_files(
+    built: registry.BuiltStrategy, documents: Sequence[tuple[str, str]], settings: Settings
+) -> int:
+    from worker.embedding.runtime import open_batcher
+    from worker.pipeline import chunk_document
+
     out = sys.stdout
-    for name in args.files:
-        path = Path(name)
-        text = path.read_text(encoding="utf-8")
-        ctype: ContentType = (
-            "text/markdown" if content_type_for(path) == "text/markdown" else ("text/plain")
-        )
-        chunker = built.chunker
-        if isinstance(chunker, EmbeddingChunker):
-            assert embed is not None
-            plan = chunker.plan(text, content_type=ctype)
-            chunks = chunker.assemble(plan, embed(list(plan.texts)))
-        else:
-            chunks = chunker.chunk(text, content_type=ctype)
-        for index, chunk in enumerate(chunks):
-            record: dict[str, Any] = {
-                "doc_id": str(path),
-                "index": index,
-                "text": chunk.text,
-                "start_index": chunk.start_index,
-                "end_index": chunk.end_index,
-                "token_count": chunk.token_count,
-                "strategy": chunk.strategy,
-                "metadata": chunk.metadata,
-            }
-            if chunk.spans is not None:
-                record["spans"] = [[s.start, s.end] for s in chunk.spans]
-            out.write(msgspec.json.encode(record).decode() + "\n")
+    async with contextlib.AsyncExitStack() as stack:
+        embed = None
+        if built.needs_model:
+            # The worker's batcher, with the worker's bounds: no inference batch ever holds
+            # more than max_batch_tokens, however long the document.
+            embed = (await stack.enter_async_context(open_batcher(settings))).submit
+        for name, text in documents:
+            chunks = await chunk_document(built, text, content_type_for(Path(name)), embed)
+            for index, chunk in enumerate(chunks):
+                out.write(msgspec.json.encode(_chunk_record(name, index, chunk)).decode() + "\n")
     return 0
 
 
-DEFAULT_MODEL_DIR = Path(".cache/models/all-MiniLM-L6-v2")
-
-
-def _offline_embedder(model_dir: str | None) -> Any:
-    from worker.embedding.embedder import OnnxEmbedder
-
-    embedder = OnnxEmbedder.load(Path(model_dir) if model_dir else DEFAULT_MODEL_DIR)
-    return embedder.embed
+def _chunk_record(doc_id: str, index: int, chunk: Chunk) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "doc_id": doc_id,
+        "index": index,
+        "text": chunk.text,
+        "start_index": chunk.start_index,
+        "end_index": chunk.end_index,
+        "token_count": chunk.token_count,
+        "strategy": chunk.strategy,
+        "metadata": chunk.metadata,
+    }
+    if chunk.spans is not None:
+        record["spans"] = [[s.start, s.end] for s in chunk.spans]
+    return record
 
 
 # -- produce / tail / topics ------------------------------------------------------------------
@@ -121,11 +152,9 @@ def _client_settings(args: argparse.Namespace) -> Any:
 
 
 def _cmd_produce(args: argparse.Namespace) -> int:
-    from aiokafka import AIOKafkaProducer
-
     from worker.codec import EventEncoder
     from worker.events import DocumentEvent
-    from worker.kafka import connection_options
+    from worker.kafka import make_document_producer
 
     settings = _client_settings(args)
     encoder = EventEncoder(args.encoding)
@@ -136,16 +165,14 @@ def _cmd_produce(args: argparse.Namespace) -> int:
         documents.append(
             DocumentEvent(
                 id=f"{args.id_prefix}{name}",
-                text=path.read_text(encoding="utf-8"),
-                content_type=content_type_for(path),  # type: ignore[arg-type]
+                text=read_text(path),
+                content_type=content_type_for(path),
                 source=str(path),
             )
         )
 
     async def main() -> int:
-        producer = AIOKafkaProducer(
-            acks="all", max_request_size=args.max_request_bytes, **connection_options(settings)
-        )
+        producer = make_document_producer(settings, max_request_size=args.max_request_bytes)
         await producer.start()
         sent = 0
         total_bytes = 0
@@ -207,23 +234,17 @@ def _describe_event(value: bytes, headers: Sequence[tuple[str, bytes]]) -> str:
 
 
 def _cmd_tail(args: argparse.Namespace) -> int:
-    from aiokafka import AIOKafkaConsumer
     from aiokafka.errors import UnknownTopicOrPartitionError
 
     from worker.codec import decode_as
     from worker.events import ChunkEvent
-    from worker.kafka import connection_options
+    from worker.kafka import make_reader
 
     settings = _client_settings(args)
 
     async def main() -> int:
         # No group: every partition is read from the beginning, and nothing is committed.
-        consumer = AIOKafkaConsumer(
-            args.topic,
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-            **connection_options(settings),
-        )
+        consumer = make_reader(settings, args.topic)
         try:
             await consumer.start()
         except UnknownTopicOrPartitionError:
@@ -274,21 +295,19 @@ def _cmd_topics(args: argparse.Namespace) -> int:
 
 async def group_lag(settings: Any, group: str, topic: str) -> dict[int, tuple[int, int]]:
     """partition → (committed offset, end offset) of ``group`` on ``topic``."""
-    from aiokafka import AIOKafkaConsumer, TopicPartition
-    from aiokafka.admin import AIOKafkaAdminClient
+    from aiokafka import TopicPartition
     from aiokafka.errors import CoordinatorLoadInProgressError, GroupCoordinatorNotAvailableError
 
-    from worker.kafka import connection_options
+    from worker.kafka import make_admin, make_reader
 
-    options = connection_options(settings)
-    consumer = AIOKafkaConsumer(topic, enable_auto_commit=False, **options)
+    consumer = make_reader(settings, topic)
     await consumer.start()
     try:
         partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
         end = await consumer.end_offsets(partitions)
     finally:
         await consumer.stop()
-    admin = AIOKafkaAdminClient(**options)
+    admin = make_admin(settings)
     await admin.start()
     try:
         try:
@@ -432,9 +451,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.func(args)
     except (ConfigError, StrategyError) as exc:
         print(f"chunkstream: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
+    except CommandError as exc:
+        print(f"chunkstream: {exc}", file=sys.stderr)
+        return EXIT_FAILED
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     return code
 
 

@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from worker.embedding.manifest import DEFAULT_MODEL_DIR
 from worker.errors import ConfigError
 
 ENV_PREFIX = "CHUNKSTREAM_"
@@ -121,7 +122,7 @@ SETTING_HELP: dict[str, str] = {
     "ssl_certfile": "client certificate (mutual TLS)",
     "ssl_keyfile": "client private key (mutual TLS)",
     "model_dir": "ONNX model directory for embedding strategies (`chunkstream model build`); "
-    "default `.cache/models/all-MiniLM-L6-v2`",
+    f"default `{DEFAULT_MODEL_DIR}`",
     "model_int8": "use the per-channel int8 model (`model.int8.onnx`)",
     "inference_threads": "onnxruntime intra-op threads of each running batch "
     "(0 = the CPUs available ÷ concurrent batches)",

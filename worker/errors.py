@@ -90,3 +90,21 @@ ERROR_KINDS: tuple[str, ...] = tuple(
 
 class ConfigError(ValueError):
     """A setting is invalid; the message names the setting. Raised only at start-up."""
+
+
+class CommandError(Exception):
+    """An expected failure of a command: the CLI prints the message as one line and exits 1.
+
+    The message says what to do (the command that builds the model, the extra to install)."""
+
+
+class ModelNotBuilt(CommandError):
+    """The model directory holds no built model."""
+
+
+class ExtraMissing(CommandError):
+    """An optional dependency group (a pip extra) is not installed."""
+
+
+class InputUnreadable(CommandError):
+    """An input file is missing, unreadable, or not UTF-8."""

@@ -165,3 +165,27 @@ async def diagnose_connection(settings: Settings) -> str:
         f"cannot connect to the Kafka brokers at {servers} ({error!r}): check "
         "CHUNKSTREAM_BOOTSTRAP_SERVERS and CHUNKSTREAM_SECURITY_PROTOCOL"
     )
+
+
+# -- the command-line tools' clients ------------------------------------------------------------
+
+
+def make_document_producer(settings: Settings, *, max_request_size: int) -> AIOKafkaProducer:
+    """The producer of ``chunkstream produce``: acks=all, records up to ``max_request_size``."""
+    return AIOKafkaProducer(
+        acks="all", max_request_size=max_request_size, **connection_options(settings)
+    )
+
+
+def make_reader(settings: Settings, *topics: str) -> AIOKafkaConsumer:
+    """A consumer in no group that reads from the beginning and commits nothing (tail, lag)."""
+    return AIOKafkaConsumer(
+        *topics,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        **connection_options(settings),
+    )
+
+
+def make_admin(settings: Settings) -> AIOKafkaAdminClient:
+    return AIOKafkaAdminClient(**connection_options(settings))

@@ -64,7 +64,7 @@ class StrategyResolver:
             return cached
         try:
             built = registry.build(override.name, override.params, self.context)
-        except registry.UnknownStrategy as exc:
+        except registry.NoSuchStrategy as exc:
             raise UnknownStrategy(str(exc)) from None
         except registry.StrategyError as exc:
             raise InvalidStrategyParams(str(exc)) from None

@@ -24,7 +24,7 @@ from worker.chunking.rules import lexical
 from worker.chunking.rules.lexical import LexicalChunker, chunk_reference
 from worker.chunking.types import Chunk, ContentType
 
-if not lexical.NATIVE:
+if lexical.NATIVE_CHUNK is None:
     if os.environ.get(REQUIRE_NATIVE_ENV) == "1":
         pytest.fail("the compiled lexical core is required but not built", pytrace=False)
     pytest.skip("the compiled lexical core is not built", allow_module_level=True)

@@ -1,13 +1,20 @@
-"""A deterministic, deliberately slow embedding backend for backpressure tests."""
+"""Small fakes: a slow embedding backend, and in-memory Kafka clients for fast loop tests.
+
+The real-broker tests beside them (tests/kafka/test_*kafka*.py, test_full_worker.py) check the
+same behaviour against a real broker; these make the loop's decisions testable in milliseconds.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import threading
 import time
 from collections.abc import Sequence
 
 import numpy as np
+from aiokafka import TopicPartition
+from aiokafka.structs import ConsumerRecord, OffsetAndMetadata
 from numpy.typing import NDArray
 
 
@@ -34,3 +41,108 @@ class SlowHashBackend:
             rows.append(np.frombuffer(digest, dtype=np.uint8).astype(np.float32) - 127.5)
         out = np.stack(rows) if rows else np.zeros((0, self.dimension), np.float32)
         return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+class FakeConsumer:
+    """The consumer methods :class:`worker.consumer.ConsumeLoop` uses, over in-memory records.
+
+    ``feed`` queues records of a partition; ``getmany`` hands out what is queued for
+    partitions that are assigned and not paused (up to ``max_records``), and yields to the
+    loop like a real fetch. Commits are recorded in order."""
+
+    def __init__(self) -> None:
+        self._queued: dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]] = {}
+        self._assigned: set[TopicPartition] = set()
+        self._paused: set[TopicPartition] = set()
+        self.commits: list[dict[TopicPartition, int]] = []
+        self.pause_calls = 0
+        self.resume_calls = 0
+        self.fetches = 0
+
+    def assign(self, *partitions: TopicPartition) -> None:
+        self._assigned |= set(partitions)
+
+    def feed(self, tp: TopicPartition, values: Sequence[bytes], *, first_offset: int = 0) -> None:
+        records = self._queued.setdefault(tp, [])
+        for i, value in enumerate(values):
+            records.append(
+                ConsumerRecord(
+                    topic=tp.topic,
+                    partition=tp.partition,
+                    offset=first_offset + i,
+                    timestamp=0,
+                    timestamp_type=0,
+                    key=None,
+                    value=value,
+                    checksum=None,
+                    serialized_key_size=0,
+                    serialized_value_size=len(value),
+                    headers=(),
+                )
+            )
+
+    async def getmany(
+        self, *partitions: TopicPartition, timeout_ms: int = 0, max_records: int | None = None
+    ) -> dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]]:
+        self.fetches += 1
+        await asyncio.sleep(0)
+        budget = max_records if max_records is not None else 1 << 30
+        out: dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]] = {}
+        for tp in sorted(self._assigned - self._paused):
+            queued = self._queued.get(tp, [])
+            taken, self._queued[tp] = queued[:budget], queued[budget:]
+            budget -= len(taken)
+            if taken:
+                out[tp] = taken
+        return out
+
+    def assignment(self) -> set[TopicPartition]:
+        return set(self._assigned)
+
+    def paused(self) -> set[TopicPartition]:
+        return set(self._paused)
+
+    def pause(self, *partitions: TopicPartition) -> None:
+        self.pause_calls += 1
+        self._paused |= set(partitions)
+
+    def resume(self, *partitions: TopicPartition) -> None:
+        self.resume_calls += 1
+        self._paused -= set(partitions)
+
+    async def commit(self, offsets: dict[TopicPartition, OffsetAndMetadata]) -> None:
+        self.commits.append({tp: meta.offset for tp, meta in offsets.items()})
+
+    def committed_offset(self, tp: TopicPartition) -> int | None:
+        for commit in reversed(self.commits):
+            if tp in commit:
+                return commit[tp]
+        return None
+
+
+class FakeProducer:
+    """The producer methods :class:`worker.publisher.Publisher` uses: every send is
+    acknowledged at once (or fails with ``fail_next`` errors first), and kept in ``sent``."""
+
+    def __init__(self, partitions: int = 3) -> None:
+        self._partitions = set(range(partitions))
+        self.sent: list[tuple[str, bytes | None, bytes, int | None]] = []
+        self.fail_next: list[Exception] = []
+
+    async def partitions_for(self, topic: str) -> set[int]:
+        return set(self._partitions)
+
+    async def send(
+        self,
+        topic: str,
+        value: bytes,
+        key: bytes | None = None,
+        headers: object = None,
+        partition: int | None = None,
+    ) -> asyncio.Future[None]:
+        if self.fail_next:
+            raise self.fail_next.pop(0)
+        self.sent.append((topic, key, value, partition))
+        ack: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        ack.set_result(None)
+        return ack

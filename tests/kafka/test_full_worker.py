@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import threading
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -19,6 +20,7 @@ from tests.kafka import helpers
 from tests.kafka.fakes import SlowHashBackend
 from tests.kafka.test_worker_kafka import check_complete, make_docs
 from worker.chunking.rules import adaptive
+from worker.chunking.types import Chunk, ContentType
 from worker.events import ChunkEvent, DocumentEvent, StrategyOverride
 from worker.service import State, Worker
 
@@ -264,20 +266,34 @@ async def test_chunk_embeddings_from_the_real_model(
 async def test_large_documents_do_not_block_the_event_loop(
     kafka_bootstrap: str, topic_names: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Chunking multi-megabyte documents on the real stack keeps the loop on time: every
-    100 ms tick within 0.5 s, far under the 3 s heartbeat interval. (That the offload is what
-    makes this true, independent of machine speed, is shown in tests/test_loop_offload.py.)
+    """Large documents on the real stack are chunked off the event loop, and the loop keeps
+    running meanwhile — asserted without reading a clock, so the verdict does not depend on
+    how long chunking takes on this machine.
 
-    The strategy runs on its pure-Python twin here: the compiled core chunks these documents
-    in a few tens of milliseconds, too fast for the loop to notice where the work runs, while
-    the twin takes seconds — the load this test is about (a slow strategy on a large
-    document)."""
-    monkeypatch.setattr(adaptive, "NATIVE_CHUNK", None)
+    The real ``adaptive`` strategy is wrapped: before chunking, the wrapper schedules a
+    callback on the worker's event loop and waits for it to run. On a worker thread that
+    happens at once; on the loop's own thread it never could (the loop is busy with us), the
+    wait times out and the test fails. (Without the offload the heartbeats of a slow strategy
+    would stall just the same.)"""
+    loop = asyncio.get_running_loop()
+    real_chunk = adaptive.AdaptiveChunker.chunk
+    calls: list[tuple[bool, bool]] = []  # (off the loop thread, the loop ran meanwhile)
+
+    def gated_chunk(
+        self: adaptive.AdaptiveChunker, text: str, *, content_type: ContentType = "text/plain"
+    ) -> list[Chunk]:
+        off_loop = threading.current_thread() is not threading.main_thread()
+        ran = threading.Event()
+        loop.call_soon_threadsafe(ran.set)
+        calls.append((off_loop, off_loop and ran.wait(timeout=60)))
+        return real_chunk(self, text, content_type=content_type)
+
+    monkeypatch.setattr(adaptive.AdaptiveChunker, "chunk", gated_chunk)
     paragraph = (
         "Kafka keeps an ordered log per partition. Consumers track offsets and commit them. "
         "def handler(event): return process(event.value) if event else None\n\n"
     )
-    text = paragraph * (6_000_000 // len(paragraph))
+    text = paragraph * (1_000_000 // len(paragraph))
 
     port = free_port()
     settings = helpers.make_settings(
@@ -305,11 +321,7 @@ async def test_large_documents_do_not_block_the_event_loop(
         worker.request_stop()
         assert await task == 0
     assert total(m, "chunkstream_documents_completed_total") == 2
-    lag_count = total(m, "chunkstream_event_loop_lag_seconds_count")
-    buckets = m["chunkstream_event_loop_lag_seconds_bucket"]
-    within = buckets[(("le", "0.5"),)]
-    assert lag_count >= 10  # the watcher ran throughout
-    assert within == lag_count, f"{lag_count - within} loop ticks were late by more than 0.5 s"
+    assert calls == [(True, True), (True, True)]
 
 
 @pytest.mark.parametrize("strategy", ["semantic", "sdpm", "context"])

@@ -24,12 +24,13 @@ class StrategyError(ValueError):
     """A strategy name or its parameters are not acceptable."""
 
 
-class UnknownStrategy(StrategyError):
-    pass
+class NoSuchStrategy(StrategyError):
+    """No strategy is registered under the name (the document-side twin is
+    :class:`worker.errors.UnknownStrategy`, the dead-letter kind)."""
 
 
 class InvalidParameters(StrategyError):
-    pass
+    """A parameter is unknown or its value is refused; the message names it."""
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,7 @@ def get(name: str) -> Strategy[Any]:
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise UnknownStrategy(
+        raise NoSuchStrategy(
             f"unknown strategy {name!r}; known: {', '.join(sorted(_REGISTRY))}"
         ) from None
 

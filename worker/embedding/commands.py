@@ -8,13 +8,18 @@ unbuilt model directory, an unreadable input) print one line to stderr and retur
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 from pathlib import Path
 
+import msgspec
 import numpy as np
+from numpy.typing import NDArray
 
+from worker.config import Settings
 from worker.embedding.manifest import DEFAULT_MODEL_DIR, ManifestError
 from worker.embedding.source import SourceError
+from worker.errors import ConfigError, ModelNotBuilt
 
 # What `ArgumentParser.add_subparsers()` returns (argparse keeps the class name private).
 SubParsers = argparse._SubParsersAction
@@ -57,8 +62,13 @@ def add_embed_command(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
 
 
 def run_model_build(args: argparse.Namespace) -> int:
-    from worker.embedding.build import build_model  # needs the `model` extra (onnx, safetensors)
-
+    try:
+        from worker.embedding.build import build_model  # the `model` extra: onnx, safetensors
+    except ImportError as exc:
+        return _fail(
+            f"`chunkstream model build` needs the 'model' extra ({exc.name} is not installed): "
+            "pip install 'chunkstream[model]'"
+        )
     try:
         manifest = build_model(args.source, args.out, int8=args.int8)
     except SourceError as exc:
@@ -73,21 +83,29 @@ def run_model_build(args: argparse.Namespace) -> int:
 
 
 def run_embed(args: argparse.Namespace) -> int:
-    from worker.batcher import embed_batch
-    from worker.embedding.embedder import OnnxEmbedder
+    from worker.embedding.runtime import inference_settings
 
     try:
         texts = read_lines(args.input)
     except (OSError, UnicodeDecodeError) as exc:
         return _fail(f"cannot read {args.input}: {exc}")
+    settings = inference_settings(model_int8=args.int8 or None, inference_threads=args.threads)
+    settings = msgspec.structs.replace(settings, model_dir=str(args.model))
     try:
-        embedder = OnnxEmbedder.load(args.model, int8=args.int8, intra_op_threads=args.threads)
-    except ManifestError as exc:
+        vectors = asyncio.run(_embed(settings, texts))
+    except (ModelNotBuilt, ManifestError, ConfigError) as exc:
         return _fail(str(exc))
-    vectors = embed_batch(embedder, texts)
     np.save(args.output, vectors.astype(np.float32, copy=False))
     print(f"embedded {len(texts)} texts → {args.output} {vectors.shape}", file=sys.stderr)
     return 0
+
+
+async def _embed(settings: Settings, texts: list[str]) -> NDArray[np.float32]:
+    """Through the worker's batcher and bounds (a file of long lines never becomes one batch)."""
+    from worker.embedding.runtime import open_batcher
+
+    async with open_batcher(settings) as batcher:
+        return await batcher.submit(texts)
 
 
 def read_lines(path: Path) -> list[str]:

@@ -7,6 +7,11 @@
  * loops and keeps its own text struct. The abbreviations are handed over by each core's
  * configure() (from segment.ABBREVIATIONS) and read by abbreviations_read.
  *
+ * The terminator and closer sets below (is_line_break, is_latin_stop, is_latin_closer,
+ * is_cjk_stop, is_cjk_closer, is_arabic_stop) are worker/chunking/text/terminators.py's, the
+ * one place they are stated; tests/chunking/test_terminators.py reads this file and fails when
+ * a set here differs from that module.
+ *
  * Include after <Python.h> (with PY_SSIZE_T_CLEAN).
  */
 #ifndef CHUNKSTREAM_SENTENCE_RULES_H

@@ -22,11 +22,7 @@ import msgspec
 from worker.chunking.text.segment import split_to_cap
 from worker.chunking.text.tokens import CharacterCounter, TokenCounter, make_counter
 from worker.chunking.types import Span
-
-# The model the project builds by default (`chunkstream model build`), relative to the cwd.
-# Mirrors worker.embedding.manifest.DEFAULT_MODEL_DIR; importing that package would load
-# onnxruntime, which the pure chunking code must not.
-DEFAULT_MODEL_DIR = Path(".cache/models/all-MiniLM-L6-v2")
+from worker.embedding.manifest import DEFAULT_MODEL_DIR, MANIFEST_NAME, TOKENIZER_NAME
 
 # [CLS] and [SEP] take two places of the model's window.
 SPECIAL_TOKENS = 2
@@ -71,8 +67,8 @@ def load_model_window(model_dir: str | Path | None) -> ModelWindow:
     """
     explicit = model_dir is not None
     directory = Path(model_dir) if model_dir is not None else DEFAULT_MODEL_DIR
-    manifest_path = directory / "manifest.json"
-    tokenizer_path = directory / "tokenizer.json"
+    manifest_path = directory / MANIFEST_NAME
+    tokenizer_path = directory / TOKENIZER_NAME
     if not (manifest_path.is_file() and tokenizer_path.is_file()):
         if explicit:
             raise ValueError(

@@ -20,6 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from worker.chunking.embedding.model_window import ModelWindow
+from worker.chunking.text import terminators
 from worker.chunking.text.segment import cap_spans, split_sentences
 from worker.chunking.text.tokens import CharacterCounter, TokenCounter
 from worker.chunking.types import ContentType, Span
@@ -87,7 +88,7 @@ def sentence_units(
 
 
 # A line that ends on one of these closes its sentence; a wrap after anything else may not.
-_CLOSERS = frozenset(".!?…。！？؟۔؛:;")
+_CLOSERS = frozenset(terminators.ALL + ":;")
 
 
 def join_soft_wraps(text: str, sentences: list[Span]) -> list[Span]:

@@ -22,7 +22,8 @@ from __future__ import annotations
 import secrets
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping
-from typing import Annotated
+from types import ModuleType
+from typing import Annotated, cast
 
 import msgspec
 import numpy as np
@@ -97,19 +98,17 @@ def _pick(override: object, value: object) -> object:
 _NativeChunk = Callable[[str, int, int, int, int, bool, int, float, dict[str, object]], list[Chunk]]
 
 
-def _load_core() -> _NativeChunk | None:
-    if not native.allowed():
-        return None
-    try:
-        from worker.chunking._native import _adaptive_core
-    except ImportError:
-        return None
+def _configure(core: ModuleType) -> None:
     classes, tech, stop = native_tables()
     # The seed lays out the core's hash tables (never the output): drawn per process so that
     # no document can be crafted to collide in them.
     seed = secrets.randbits(64)
-    _adaptive_core.configure(classes, tech, stop, sorted(ABBREVIATIONS), Chunk, NAME, seed)
-    return _adaptive_core.chunk
+    core.configure(classes, tech, stop, sorted(ABBREVIATIONS), Chunk, NAME, seed)
+
+
+def _load_core() -> _NativeChunk | None:
+    core = native.load("_adaptive_core", _configure)
+    return None if core is None else cast(_NativeChunk, core.chunk)
 
 
 NATIVE_MAX_CHARS = 1 << 29

@@ -15,7 +15,8 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import compress
-from typing import Any
+from types import ModuleType
+from typing import Any, cast
 
 import msgspec
 import numpy as np
@@ -427,12 +428,12 @@ class LexicalChunker:
     """Block-by-block merging by lexical cues; markdown or plain text by content type.
 
     ``native=False`` always runs the Python reference; otherwise the compiled core runs when
-    it is built and allowed (:data:`NATIVE`), with the reference for the documents it hands
+    it is built and allowed (:data:`NATIVE_CHUNK`), with the reference for the documents it hands
     back (None).
     """
 
     def __init__(self, *, native: bool = True) -> None:
-        self._native = _native_chunk if native else None
+        self._native = NATIVE_CHUNK if native else None
 
     def chunk(
         self,
@@ -555,18 +556,11 @@ class _Builder:
 # -- the compiled core ----------------------------------------------------------------------------
 
 
-def _load_native() -> Callable[[str, str, str, bool], list[Chunk] | None] | None:
-    """``_lexical_core.chunk`` configured with this module's tables, or None when the core
-    is not built or CHUNKSTREAM_PURE_PYTHON=1 asks for the reference."""
-    if not native.allowed():
-        return None
-    try:
-        from worker.chunking._native import _lexical_core
-    except ImportError:
-        return None
+def _configure(core: ModuleType) -> None:
+    """Hands the compiled core this module's tables (see :mod:`worker.chunking._native`)."""
     if tuple(lexicon.LADDER_PHRASES) != LADDER[:5]:
         raise RuntimeError("lexicon.LADDER_PHRASES must list the prefix rules in LADDER order")
-    _lexical_core.configure(
+    core.configure(
         chunk_type=Chunk,
         strategy=NAME,
         reasons=(_TRANSITION_BREAK, *LADDER, INITIAL, STRUCTURAL),
@@ -584,9 +578,10 @@ def _load_native() -> Callable[[str, str, str, bool], list[Chunk] | None] | None
         list_keyword_overlap_min=lexicon.LIST_KEYWORD_OVERLAP_MIN,
         lead_window=_LEAD_WINDOW,
     )
-    return _lexical_core.chunk
 
 
-_native_chunk = _load_native()
-NATIVE = _native_chunk is not None
-"""Whether :class:`LexicalChunker` runs the compiled core by default."""
+NATIVE_CHUNK = cast(
+    Callable[[str, str, str, bool], list[Chunk] | None] | None,
+    getattr(native.load("_lexical_core", _configure), "chunk", None),
+)
+"""The configured core's entry point, or None when it is not built (or not allowed)."""

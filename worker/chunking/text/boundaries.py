@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 
+from worker.chunking.text import terminators
 from worker.chunking.text.segment import false_stop_at
 
 _SPACES = (" ", "\t", "\u3000", "\xa0")
@@ -59,11 +60,11 @@ def fence_lines(text: str) -> list[int]:
     return sorted(lines)
 
 
-_LATIN_MARKS = ".!?…"
-_CJK_MARKS = "。！？"
-_LINE_BREAKS = "\r\n\u2028\u2029"
-_LATIN_CLOSERS = "”’\"'»)]"
-_CJK_CLOSERS = "」』”’\"'）)]"
+_LATIN_MARKS = terminators.LATIN
+_CJK_MARKS = terminators.CJK
+_LINE_BREAKS = terminators.LINE_BREAKS
+_LATIN_CLOSERS = terminators.LATIN_CLOSERS
+_CJK_CLOSERS = terminators.CJK_CLOSERS
 
 
 class SentenceIndex:

@@ -30,6 +30,7 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import NDArray
 
+from worker.chunking.text import terminators
 from worker.chunking.text.lexicon import (
     ARABIC_COMPLEX_MIN_LETTERS,
     CODE_PUNCTUATION,
@@ -124,12 +125,10 @@ _LATIN = 32  # . ! ? … : ends a sentence when whitespace (or a closer, then wh
 _MARK = 64  # CJK 。！？ and Arabic ؟۔؛ : end a sentence with or without a following space
 _FOLLOW = 128  # whitespace or a closing quote/bracket: may follow a Latin terminator
 
-LATIN_CLOSERS: Final = "”’\"'»)]"
-"""Closing quotes and brackets that stay with a sentence ended by a Latin terminator."""
-CJK_CLOSERS: Final = "」』”’\"'）)]"
-"""Closing quotes and brackets that stay with a sentence ended by a CJK terminator."""
-CJK_MARKS: Final = "。！？"
-_LINE_BREAKS = "\r\n\u2028\u2029"
+LATIN_CLOSERS: Final = terminators.LATIN_CLOSERS
+CJK_CLOSERS: Final = terminators.CJK_CLOSERS
+CJK_MARKS: Final = terminators.CJK
+_LINE_BREAKS = terminators.LINE_BREAKS
 
 
 def _class_table() -> np.ndarray[Any, np.dtype[np.uint8]]:
@@ -146,9 +145,9 @@ def _class_table() -> np.ndarray[Any, np.dtype[np.uint8]]:
     table[ord(".")] |= _DOT
     for ch in _LINE_BREAKS:
         table[ord(ch)] |= _BREAK
-    for ch in ".!?…":
+    for ch in terminators.LATIN:
         table[ord(ch)] |= _LATIN
-    for ch in CJK_MARKS + "؟۔؛":
+    for ch in terminators.CJK + terminators.ARABIC:
         table[ord(ch)] |= _MARK
     for ch in LATIN_CLOSERS:
         table[ord(ch)] |= _FOLLOW

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from worker.chunking.text import terminators
 from worker.chunking.text.tokens import CharacterCounter, TokenCounter
 from worker.chunking.types import Span
 
@@ -25,20 +26,26 @@ ABBREVIATIONS = frozenset(
     }
 )  # fmt: skip
 
+
+def _set(chars: str) -> str:
+    """``chars`` as the inside of a regex character class."""
+    return "".join(re.escape(c) for c in chars)
+
+
 # One pass finds every place a sentence may end; the exceptions are then checked only at
 # those places. Latin terminators must be followed by whitespace (or the end), which is what
 # keeps decimals (3.14), versions (v1.2.3), URLs, e-mail addresses and "?"/"!" inside URLs
 # whole. CJK and Arabic marks end a sentence with or without a following space.
-_CANDIDATE_BODY = r"""
+_CANDIDATE_BODY = rf"""
       (?P<line>\r\n?|[\n\u2028\u2029])
-    | [。！？]+[」』”’"'）)\]]*
-    | [؟۔؛]+
-    | (?P<latin>[.!?…]+)[”’"'»)\]]*(?=\s|\Z)
+    | [{_set(terminators.CJK)}]+[{_set(terminators.CJK_CLOSERS)}]*
+    | [{_set(terminators.ARABIC)}]+
+    | (?P<latin>[{_set(terminators.LATIN)}]+)[{_set(terminators.LATIN_CLOSERS)}]*(?=\s|\Z)
 """
 # Every alternative starts with one of these characters. Stating it as a leading look-ahead
 # changes no match, but lets the regex engine skip ordinary text in a tight loop instead of
 # trying each alternative at every position (about three times faster on prose).
-_CANDIDATE_FIRST = r"\r\n\u2028\u2029。！？؟۔؛.!?…"
+_CANDIDATE_FIRST = _set(terminators.LINE_BREAKS + terminators.ALL)
 CANDIDATE = re.compile(f"(?=[{_CANDIDATE_FIRST}])(?:{_CANDIDATE_BODY})", re.VERBOSE)
 CLAUSE_CANDIDATE = re.compile(f"(?=[{_CANDIDATE_FIRST}،])(?:{_CANDIDATE_BODY}|،)", re.VERBOSE)
 

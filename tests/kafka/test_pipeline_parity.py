@@ -1,0 +1,114 @@
+"""`chunkstream chunk` and the worker give the same chunks for the same document.
+
+Both run :func:`worker.pipeline.chunk_document` over a batcher built by
+:func:`worker.embedding.runtime.open_batcher` from the same settings; this checks it end to
+end: the CLI in a subprocess, the worker against the real broker and the real model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.kafka import helpers
+from tests.long_document import long_markdown
+from worker.events import DocumentEvent
+from worker.service import Worker
+
+pytestmark = [pytest.mark.kafka, pytest.mark.model]
+REPO = Path(__file__).resolve().parents[2]
+MODEL = REPO / ".cache" / "models" / "all-MiniLM-L6-v2"
+CHUNK = [sys.executable, "-m", "worker.cli", "chunk"]
+
+
+@pytest.fixture(scope="module")
+def model_dir() -> Path:
+    from worker.embedding.build import ensure_model
+    from worker.embedding.source import default_source_dir
+
+    ensure_model(default_source_dir(), MODEL, int8=True)
+    return MODEL
+
+
+def comparable(row: dict[str, Any]) -> tuple[object, ...]:
+    spans = row.get("spans")
+    return (
+        row["index"],
+        row["text"],
+        row["start_index"],
+        row["end_index"],
+        row["token_count"],
+        row["strategy"],
+        json.dumps(row["metadata"], sort_keys=True),
+        None if spans is None else [list(s) for s in spans],
+    )
+
+
+# The embedding strategies: plan → batcher → assemble; lexical: the rule path, on a thread
+# (the document is over 64 KB).
+@pytest.mark.parametrize("strategy", ["semantic", "sdpm", "context", "lexical"])
+async def test_cli_and_worker_produce_the_same_chunks(
+    kafka_bootstrap: str,
+    topic_names: dict[str, str],
+    model_dir: Path,
+    tmp_path: Path,
+    strategy: str,
+) -> None:
+    text = long_markdown(120_000, seed=5)
+    path = tmp_path / "doc.md"
+    path.write_text(text, encoding="utf-8")
+    cli = await asyncio.to_thread(
+        subprocess.run,
+        [*CHUNK, "--strategy", strategy, "--model", str(model_dir), str(path)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=240,
+        check=True,
+    )
+    from_cli = [comparable(json.loads(line)) for line in cli.stdout.splitlines()]
+
+    settings = helpers.make_settings(
+        kafka_bootstrap, topic_names, strategy=strategy, model_dir=str(model_dir)
+    )
+    await helpers.create(settings, partitions=1)
+    doc = DocumentEvent(id="doc", text=text, content_type="text/markdown")
+    await helpers.produce_raw(
+        kafka_bootstrap, settings.input_topic, helpers.encode_documents([doc])
+    )
+    worker = Worker(settings)
+    task = asyncio.create_task(worker.run())
+    try:
+        await asyncio.wait_for(
+            helpers.wait_committed_to_end(
+                kafka_bootstrap, settings.group_id, settings.input_topic, timeout_s=200
+            ),
+            220,
+        )
+    finally:
+        worker.request_stop()
+        assert await task == 0
+    events = await helpers.chunk_events(kafka_bootstrap, settings.output_topic)
+    from_worker = [
+        comparable(
+            {
+                "index": e.index,
+                "text": e.text,
+                "start_index": e.start_index,
+                "end_index": e.end_index,
+                "token_count": e.token_count,
+                "strategy": e.strategy,
+                "metadata": e.metadata,
+                "spans": None if e.spans is None else [[s.start, s.end] for s in e.spans],
+            }
+        )
+        for e in sorted(events, key=lambda e: e.index)
+    ]
+    assert len(from_cli) > 20
+    assert from_worker == from_cli

@@ -1,0 +1,201 @@
+"""The consume loop against an in-memory consumer: commits, backpressure, revocation, bugs.
+
+Fast and deterministic; tests/kafka/test_worker_kafka.py and test_full_worker.py check the
+same promises against the real broker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from aiokafka import TopicPartition
+
+from tests.kafka.fakes import FakeConsumer
+from worker.config import load_settings
+from worker.consumer import ConsumeLoop
+from worker.metrics import Metrics
+from worker.records import InputRecord
+
+P0 = TopicPartition("documents", 0)
+P1 = TopicPartition("documents", 1)
+
+
+class Gated:
+    """A process function whose documents finish when the test says so."""
+
+    def __init__(self) -> None:
+        self.started: list[tuple[int, int]] = []
+        self._gates: dict[tuple[int, int], asyncio.Event] = {}
+        self.fail: set[tuple[int, int]] = set()
+
+    def gate(self, partition: int, offset: int) -> asyncio.Event:
+        return self._gates.setdefault((partition, offset), asyncio.Event())
+
+    def release(self, partition: int, offset: int) -> None:
+        self.gate(partition, offset).set()
+
+    async def __call__(self, rec: InputRecord) -> None:
+        key = (rec.partition, rec.offset)
+        self.started.append(key)
+        await self.gate(*key).wait()
+        if key in self.fail:
+            raise RuntimeError("a bug")
+
+
+def make_loop(
+    consumer: FakeConsumer, process: Gated, **settings: Any
+) -> tuple[ConsumeLoop, asyncio.Event, dict[str, int]]:
+    flags = {"commit_interval_ms": "1", **{k: str(v) for k, v in settings.items()}}
+    stopping = asyncio.Event()
+    stats = {"documents": 0, "chunks": 0, "dead_letters": 0, "rebalances": 0}
+    loop = ConsumeLoop(
+        consumer,
+        load_settings(flags, env={}),
+        process,
+        metrics=Metrics(),
+        stats=stats,
+        stopping=stopping,
+    )
+    return loop, stopping, stats
+
+
+async def until(condition: Callable[[], bool], consumer: FakeConsumer) -> None:
+    """Wait for ``condition``, then let the loop go round a few more fetches."""
+    for _ in range(10_000):
+        if condition():
+            break
+        await asyncio.sleep(0)
+    else:
+        raise AssertionError("condition never held")
+    fetches = consumer.fetches
+    for _ in range(10_000):
+        if consumer.fetches >= fetches + 3:
+            return
+        await asyncio.sleep(0)
+
+
+async def test_commits_only_the_contiguous_prefix_of_finished_offsets() -> None:
+    consumer = FakeConsumer()
+    consumer.assign(P0)
+    process = Gated()
+    loop, stopping, stats = make_loop(consumer, process)
+    loop.on_assigned({P0})
+    consumer.feed(P0, [b"a", b"b", b"c", b"d", b"e"])
+    task = asyncio.create_task(loop.run())
+    await until(lambda: len(process.started) == 5, consumer)
+
+    process.release(0, 2)
+    process.release(0, 3)
+    await until(lambda: stats["documents"] == 2, consumer)
+    assert consumer.committed_offset(P0) is None  # offset 0 is unfinished: nothing passes it
+
+    process.release(0, 0)
+    await until(lambda: consumer.committed_offset(P0) == 1, consumer)
+    process.release(0, 1)
+    await until(lambda: consumer.committed_offset(P0) == 4, consumer)
+    process.release(0, 4)
+    stopping.set()
+    await task
+    await loop.finish()
+    assert consumer.committed_offset(P0) == 5
+    assert stats["documents"] == 5
+    offsets = [c[P0] for c in consumer.commits]
+    assert offsets == sorted(offsets)  # never backwards
+
+
+async def test_pauses_at_the_in_flight_limit_and_resumes_when_half_drained() -> None:
+    consumer = FakeConsumer()
+    consumer.assign(P0, P1)
+    process = Gated()
+    loop, stopping, stats = make_loop(consumer, process, max_in_flight_documents=4)
+    loop.on_assigned({P0, P1})
+    consumer.feed(P0, [b"x"] * 6)
+    consumer.feed(P1, [b"y"] * 6)
+    task = asyncio.create_task(loop.run())
+    await until(lambda: loop.paused, consumer)
+    assert consumer.pause_calls == 1
+    assert consumer.paused() == {P0, P1}
+    assert len(process.started) == 4  # the fetch asks for no more than the room left
+    assert loop.in_flight.documents == 4
+
+    # Three of four finish: 1 in flight ≤ half of 4, so the partitions resume.
+    for key in process.started[:3]:
+        process.release(*key)
+    await until(lambda: not loop.paused, consumer)
+    assert consumer.resume_calls == 1
+
+    for _ in range(20):  # release everything as it starts
+        for key in list(process.started):
+            process.release(*key)
+        await asyncio.sleep(0)
+    await until(lambda: stats["documents"] == 12, consumer)
+    stopping.set()
+    await task
+    await loop.finish()
+    assert consumer.committed_offset(P0) == 6
+    assert consumer.committed_offset(P1) == 6
+
+
+async def test_records_of_a_partition_not_owned_are_not_started() -> None:
+    consumer = FakeConsumer()
+    consumer.assign(P0, P1)  # the fetch still returns P1's records…
+    process = Gated()
+    loop, stopping, _ = make_loop(consumer, process)
+    loop.on_assigned({P0})  # …but the group took P1 away meanwhile
+    consumer.feed(P0, [b"a"])
+    consumer.feed(P1, [b"b"])
+    task = asyncio.create_task(loop.run())
+    await until(lambda: len(process.started) == 1, consumer)
+    assert process.started == [(0, 0)]
+    process.release(0, 0)
+    stopping.set()
+    await task
+    await loop.finish()
+    assert consumer.committed_offset(P1) is None
+
+
+async def test_revocation_drains_commits_and_forgets_the_partition() -> None:
+    consumer = FakeConsumer()
+    consumer.assign(P0, P1)
+    process = Gated()
+    loop, stopping, _ = make_loop(consumer, process, drain_timeout_s=30)
+    loop.on_assigned({P0, P1})
+    consumer.feed(P0, [b"a", b"b"])
+    consumer.feed(P1, [b"c"])
+    task = asyncio.create_task(loop.run())
+    await until(lambda: len(process.started) == 3, consumer)
+    revoking = asyncio.create_task(loop.on_revoked({P0}))
+    await asyncio.sleep(0)
+    assert not revoking.done()  # waits for P0's documents
+    process.release(0, 0)
+    process.release(0, 1)
+    await revoking
+    assert consumer.committed_offset(P0) == 2
+    assert P0 not in loop.in_flight.tasks
+    process.release(1, 0)
+    stopping.set()
+    await task
+    await loop.finish()
+    assert consumer.committed_offset(P1) == 1
+
+
+async def test_a_bug_stops_the_loop_and_its_offset_is_never_committed() -> None:
+    consumer = FakeConsumer()
+    consumer.assign(P0)
+    process = Gated()
+    process.fail.add((0, 1))
+    loop, stopping, _ = make_loop(consumer, process)
+    loop.on_assigned({P0})
+    consumer.feed(P0, [b"a", b"b", b"c"])
+    task = asyncio.create_task(loop.run())
+    await until(lambda: len(process.started) == 3, consumer)
+    process.release(0, 0)
+    process.release(0, 2)
+    process.release(0, 1)
+    await asyncio.wait_for(task, 10)  # the loop ends on its own
+    assert stopping.is_set()
+    assert isinstance(loop.fatal, RuntimeError)
+    await loop.finish()
+    assert consumer.committed_offset(P0) == 1  # offset 1 failed: nothing from it on

@@ -1,0 +1,323 @@
+"""The consume loop: fetch, start each document, pause and resume, commit, drain, rebalance.
+
+Invariants:
+
+- An offset is committed only as part of the contiguous prefix of finished offsets of its
+  partition (:class:`~worker.offsets.OffsetTracker`), so a commit never passes an unfinished
+  document: at least once.
+- ``getmany`` is called even while every partition is paused: it returns nothing then, but
+  keeps the member's poll interval alive, so the group never evicts us.
+- Records of a partition revoked while their fetch was in flight are not started.
+- On revocation and on shutdown: stop taking work, drain the in-flight documents within a
+  deadline (cancel the rest; they are replayed), commit, then let go.
+- A document whose processing raises something that is not the input's fault is a bug: the
+  loop stops (``fatal``), rather than skip the offset or stall the partition.
+
+The client is anything with aiokafka's consumer methods used here (tests pass a small fake).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from aiokafka import ConsumerRebalanceListener, TopicPartition
+from aiokafka.errors import KafkaError
+from aiokafka.structs import ConsumerRecord, OffsetAndMetadata
+
+from worker.backpressure import Backpressure, Verdict
+from worker.config import Settings
+from worker.metrics import Metrics
+from worker.offsets import OffsetTracker
+from worker.records import InputRecord
+from worker.unreadable import StuckPartitions, locate
+
+log = logging.getLogger("chunkstream.worker")
+
+ProcessFn = Callable[[InputRecord], Awaitable[None]]
+# How long one fetch may wait: it bounds how long a stop request waits for the loop to notice.
+_FETCH_TIMEOUT_MS = 250
+_FETCH_MAX_RECORDS = 500
+
+
+class ConsumerClient(Protocol):
+    """The part of ``AIOKafkaConsumer`` the loop uses."""
+
+    async def getmany(
+        self, *partitions: TopicPartition, timeout_ms: int = ..., max_records: int | None = ...
+    ) -> dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]]: ...
+
+    def assignment(self) -> set[TopicPartition]: ...
+
+    def pause(self, *partitions: TopicPartition) -> None: ...
+
+    def resume(self, *partitions: TopicPartition) -> None: ...
+
+    async def commit(self, offsets: Any = None) -> None: ...
+
+    async def position(self, partition: TopicPartition) -> int: ...
+
+    async def committed(self, partition: TopicPartition) -> int | None: ...
+
+    def seek(self, partition: TopicPartition, offset: int) -> None: ...
+
+    async def seek_to_beginning(self, *partitions: TopicPartition) -> None: ...
+
+
+@dataclass
+class InFlight:
+    tasks: dict[TopicPartition, set[asyncio.Task[None]]] = field(default_factory=dict)
+    documents: int = 0
+    bytes: int = 0
+
+
+class ConsumeLoop:
+    """Runs ``process`` for every record of the assigned partitions, commits what finished."""
+
+    def __init__(
+        self,
+        consumer: ConsumerClient,
+        settings: Settings,
+        process: ProcessFn,
+        *,
+        metrics: Metrics,
+        stats: dict[str, int],
+        stopping: asyncio.Event,
+        queue_full: Callable[[], bool] = lambda: False,
+    ) -> None:
+        self._consumer = consumer
+        self.settings = settings
+        self._process_record = process
+        self._metrics = metrics
+        self._stats = stats
+        self._stopping = stopping
+        self._queue_full = queue_full
+        self._tracker: OffsetTracker[TopicPartition] = OffsetTracker()
+        self._owned: set[TopicPartition] = set()
+        self.in_flight = InFlight()
+        self._backpressure = Backpressure(
+            max_documents=settings.max_in_flight_documents,
+            max_bytes=settings.max_in_flight_bytes,
+        )
+        self.stuck = StuckPartitions()
+        self._last_commit = time.monotonic()
+        self.joined = False
+        self.fatal: BaseException | None = None
+
+    @property
+    def paused(self) -> bool:
+        return self._backpressure.paused
+
+    def listener(self) -> ConsumerRebalanceListener:
+        return _Rebalance(self)
+
+    async def run(self) -> None:
+        """Consume until stopping is set (then :meth:`finish`)."""
+        s = self.settings
+        while not self._stopping.is_set():
+            room = max(1, s.max_in_flight_documents - self.in_flight.documents)
+            self._retry_stuck()
+            try:
+                batch = await self._consumer.getmany(
+                    timeout_ms=_FETCH_TIMEOUT_MS, max_records=min(_FETCH_MAX_RECORDS, room)
+                )
+            except Exception as exc:
+                if not await self._on_unreadable(exc):
+                    raise
+                continue
+            for tp, records in batch.items():
+                if tp not in self._owned:
+                    continue  # revoked while the fetch was in flight
+                for record in records:
+                    self._start(tp, record)
+            self._apply_backpressure()
+            if time.monotonic() - self._last_commit >= s.commit_interval_ms / 1000:
+                await self.commit()
+
+    async def _on_unreadable(self, exc: Exception) -> bool:
+        """A record batch the client cannot read (see :mod:`worker.unreadable`): pause its
+        partition, say so, and rewind the others. False if ``exc`` is something else."""
+        found = locate(exc)
+        if found is None or found.partition not in self._owned:
+            return False
+        tp = found.partition
+        offset = found.offset if found.offset is not None else await self._consumer.position(tp)
+        log.error(
+            "unreadable record batch: partition paused, nothing from it on is committed "
+            "(a codec library missing from this install, or a corrupt batch)",
+            extra={
+                "topic": tp.topic,
+                "partition": tp.partition,
+                "offset": offset,
+                "error": found.error,
+                "retry_in_s": self.stuck.retry_s,
+            },
+        )
+        self._consumer.pause(tp)
+        self.stuck.add(dataclasses.replace(found, offset=offset), time.monotonic())
+        self._metrics.unreadable_batches.labels(str(tp.partition)).inc()
+        self._metrics.unreadable_partitions.set(len(self.stuck))
+        # The client may have taken other partitions' records in the same call and lost them
+        # with the exception: fetch each again from the record after the last one we took.
+        for other in self._owned - {tp}:
+            next_offset = self._tracker.next_offset(other)
+            if next_offset is not None:
+                self._consumer.seek(other, next_offset)
+            else:
+                committed = await self._consumer.committed(other)
+                if committed is not None:
+                    self._consumer.seek(other, committed)
+                elif self.settings.auto_offset_reset == "earliest":
+                    await self._consumer.seek_to_beginning(other)
+        return True
+
+    def _retry_stuck(self) -> None:
+        for tp in self.stuck.due(time.monotonic()):
+            if tp in self._owned and not self.paused:
+                self._consumer.resume(tp)
+        self._metrics.unreadable_partitions.set(len(self.stuck))
+
+    async def finish(self) -> None:
+        """Shutdown: let in-flight documents finish within the drain timeout, commit."""
+        await self.drain(self.settings.drain_timeout_s)
+        await self.commit()
+
+    def _start(self, tp: TopicPartition, record: ConsumerRecord[bytes, bytes]) -> None:
+        self._tracker.add(tp, record.offset)
+        size = len(record.value or b"")
+        self._metrics.documents_consumed.inc()
+        self._metrics.input_bytes.inc(size)
+        self.in_flight.documents += 1
+        self.in_flight.bytes += size
+        task = asyncio.create_task(self._process(tp, record, size))
+        tasks = self.in_flight.tasks.setdefault(tp, set())
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+
+    def _apply_backpressure(self) -> None:
+        docs, size = self.in_flight.documents, self.in_flight.bytes
+        queue_full = self._queue_full()
+        verdict = self._backpressure.update(docs, size, queue_full)
+        assigned = self._consumer.assignment()
+        if verdict is Verdict.PAUSE:
+            self._consumer.pause(*assigned)
+            self._metrics.backpressure_pauses.inc()
+            self._metrics.paused_partitions.set(len(assigned))
+            log.info(
+                "paused",
+                extra={"in_flight": docs, "in_flight_bytes": size, "queue_full": queue_full},
+            )
+        elif verdict is Verdict.RESUME:
+            self._consumer.resume(*(tp for tp in assigned if tp not in self.stuck))
+            self._metrics.paused_partitions.set(0)
+            log.info("resumed", extra={"in_flight": docs, "in_flight_bytes": size})
+
+    async def _process(
+        self, tp: TopicPartition, record: ConsumerRecord[bytes, bytes], size: int
+    ) -> None:
+        rec = InputRecord(
+            topic=tp.topic,
+            partition=tp.partition,
+            offset=record.offset,
+            key=record.key,
+            value=record.value,
+            headers=list(record.headers),
+            timestamp_ms=record.timestamp,
+        )
+        try:
+            await self._process_record(rec)
+            if self._tracker.mark_done(tp, record.offset):
+                self._stats["documents"] += 1
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            # Not the input's fault and not a transient Kafka error: a bug. The offset must
+            # not be skipped, and silently stalling the partition is worse than a restart.
+            log.exception(
+                "unexpected failure; stopping the worker",
+                extra={"partition": tp.partition, "offset": record.offset},
+            )
+            self.fatal = exc
+            self._stopping.set()
+        finally:
+            self.in_flight.documents -= 1
+            self.in_flight.bytes -= size
+
+    # -- commits, revocation, drain ----------------------------------------------------------
+
+    async def commit(self, partitions: set[TopicPartition] | None = None) -> None:
+        self._last_commit = time.monotonic()
+        offsets = self._tracker.committable(partitions)
+        if not offsets:
+            return
+        started = time.perf_counter()
+        try:
+            await self._consumer.commit({tp: OffsetAndMetadata(o, "") for tp, o in offsets.items()})
+        except KafkaError as exc:
+            # A commit can fail during a rebalance; the offsets stay committable and go out
+            # with the next commit, or the new owner replays them (at-least-once).
+            self._metrics.commit_failures.inc()
+            log.warning("commit failed", extra={"error": repr(exc)})
+            return
+        self._metrics.commit_seconds.observe(time.perf_counter() - started)
+        self._metrics.last_commit.set(time.time())
+        self._tracker.committed(offsets)
+
+    async def drain(self, deadline_s: float, partitions: set[TopicPartition] | None = None) -> None:
+        tasks = [
+            task
+            for tp, group in self.in_flight.tasks.items()
+            if partitions is None or tp in partitions
+            for task in group
+        ]
+        if not tasks:
+            return
+        _, pending = await asyncio.wait(tasks, timeout=deadline_s)
+        for task in pending:
+            task.cancel()
+        if pending:
+            log.warning("drain deadline passed", extra={"abandoned": len(pending)})
+            await asyncio.wait(pending)
+
+    async def on_revoked(self, revoked: set[TopicPartition]) -> None:
+        self._owned -= revoked
+        # Bounded by the rebalance timeout: the group waits for us, so leave headroom.
+        budget = max(1.0, self.settings.rebalance_timeout_ms / 1000 - 5.0)
+        await self.drain(min(budget, self.settings.drain_timeout_s), revoked)
+        await self.commit(revoked)
+        self._tracker.forget(revoked)
+        self.stuck.forget(revoked)
+        for tp in revoked:
+            self.in_flight.tasks.pop(tp, None)
+            with contextlib.suppress(KeyError):  # no lag sample was taken for it
+                self._metrics.consumer_lag.remove(str(tp.partition))
+
+    def on_assigned(self, assigned: set[TopicPartition]) -> None:
+        self._stats["rebalances"] += 1
+        self._metrics.rebalances.inc()
+        self.joined = True
+        self._owned |= assigned
+        log.info(
+            "partitions assigned",
+            extra={"partitions": sorted(f"{tp.topic}:{tp.partition}" for tp in assigned)},
+        )
+        if self.paused and assigned:
+            # The new assignment starts unpaused in aiokafka; keep our state consistent.
+            self._consumer.pause(*assigned)
+
+
+class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
+    def __init__(self, loop: ConsumeLoop) -> None:
+        self._loop = loop
+
+    async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+        await self._loop.on_revoked(set(revoked))
+
+    async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+        self._loop.on_assigned(set(assigned))
