@@ -259,6 +259,7 @@ class Worker:
                     "dir": str(model_dir),
                     "variant": "int8" if s.model_int8 else "fp32",
                     "dimension": str(embedder.dimension),
+                    "identity": model_identity(s) or "",
                 }
             )
             backend = embedder
@@ -612,16 +613,16 @@ class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
 
 
 def model_identity(settings: Settings) -> str | None:
-    """Digest of the ONNX file the worker would load (fp32 or int8), from the manifest."""
-    from worker.embedding.manifest import ManifestError, read_manifest
+    """Who the model is (None without a model directory): the manifest's ``identity`` for the
+    variant the worker loads, never a digest of the files (worker.embedding.identity)."""
+    from worker.embedding.identity import IdentityError, read_model_head, variant_identity
 
     model_dir = Path(settings.model_dir) if settings.model_dir else DEFAULT_MODEL_DIR
     try:
-        manifest = read_manifest(model_dir)
-    except ManifestError:
-        return None
-    digest = manifest.files.get("model.int8.onnx" if settings.model_int8 else "model.onnx")
-    return None if digest is None else digest[:16]
+        head = read_model_head(model_dir)
+        return None if head is None else variant_identity(head, model_dir, int8=settings.model_int8)
+    except IdentityError as exc:
+        raise ConfigError(f"invalid setting CHUNKSTREAM_MODEL_DIR: {exc}") from None
 
 
 class _MeteredBackend:
