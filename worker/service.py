@@ -28,6 +28,7 @@ from aiokafka.errors import KafkaConnectionError, KafkaError
 from aiokafka.structs import ConsumerRecord, OffsetAndMetadata
 from numpy.typing import NDArray
 
+from worker import cgroups, resources
 from worker.batcher import Batcher
 from worker.chunking import registry
 from worker.chunking.types import Chunk, ContentType, EmbeddingChunker, RuleChunker
@@ -147,7 +148,8 @@ class Worker:
         return ready, checks
 
     async def run(self) -> int:
-        s = self.settings
+        budgets = resources.plan(self.settings, cgroups.host_view(), resources.affinity_cpus())
+        self.settings = s = budgets.settings
         self.state = State.STARTING
         context = registry.BuildContext(model_dir=s.model_dir, model_id=model_identity(s))
         default = self._build_default_strategy(context)
@@ -176,6 +178,8 @@ class Worker:
                 "needs_model": self._needs_model,
             },
         )
+        log.info("budget", extra=budgets.log_fields())
+        self.metrics.record_budgets(budgets)
         async with contextlib.AsyncExitStack() as stack:
             if s.metrics_port:
                 self._health = HealthServer(
@@ -354,6 +358,10 @@ class Worker:
         # timeout bounds how long a stop request waits for the loop to notice.
         while not self._stopping.is_set():
             room = max(1, s.max_in_flight_documents - self._in_flight.documents)
+            # Taken by bytes too: n records ≤ the byte room ÷ the largest document, so the
+            # window overshoots its byte mark by one document at most (the memory bound's term).
+            room_bytes = s.max_in_flight_bytes - self._in_flight.bytes
+            room = min(room, max(1, room_bytes // s.max_document_bytes))
             batch = await self._consumer.getmany(timeout_ms=250, max_records=min(500, room))
             for tp, records in batch.items():
                 if tp not in self._owned:
