@@ -33,8 +33,13 @@ def test_defaults_env_and_flag_precedence() -> None:
 
 def test_embedding_concurrency_defaults_to_the_batchers_measured_default() -> None:
     from worker.batcher import DEFAULT_CONCURRENT_BATCHES
+    from worker.cgroups import CgroupLimits
+    from worker.resources import plan
 
-    assert load_settings({}, env={}).concurrent_batches == DEFAULT_CONCURRENT_BATCHES
+    # 0 = derived from the CPU budget: the batcher's default once the budget has room for it.
+    assert load_settings({}, env={}).concurrent_batches == 0
+    derived = plan(load_settings({}, env={}), CgroupLimits(None, None), 8).settings
+    assert derived.concurrent_batches == DEFAULT_CONCURRENT_BATCHES
     s = load_settings({}, env={"CHUNKSTREAM_CONCURRENT_BATCHES": "1"})
     assert (s.concurrent_batches, s.inference_threads) == (1, 0)
 
@@ -66,7 +71,8 @@ def test_json_params() -> None:
         ),
         ({"CHUNKSTREAM_FORWARD_HEADERS": "tenant,Traceparent"}, "CHUNKSTREAM_FORWARD_HEADERS"),
         ({"CHUNKSTREAM_FORWARD_HEADERS": "content-type"}, "CHUNKSTREAM_FORWARD_HEADERS"),
-        ({"CHUNKSTREAM_CONCURRENT_BATCHES": "0"}, "CHUNKSTREAM_CONCURRENT_BATCHES"),
+        ({"CHUNKSTREAM_CONCURRENT_BATCHES": "-1"}, "CHUNKSTREAM_CONCURRENT_BATCHES"),
+        ({"CHUNKSTREAM_MEMORY_BUDGET": "-5"}, "CHUNKSTREAM_MEMORY_BUDGET"),
     ],
 )
 def test_bad_values_name_the_setting(env: dict[str, str], needle: str) -> None:

@@ -47,7 +47,13 @@ class Gated:
 def make_loop(
     consumer: FakeConsumer, process: Gated, **settings: Any
 ) -> tuple[ConsumeLoop, asyncio.Event, dict[str, int]]:
-    flags = {"commit_interval_ms": "1", **{k: str(v) for k, v in settings.items()}}
+    # The worker plans its in-flight byte window from the container's memory at start-up
+    # (worker.resources.plan; 0 = derive); these tests set one, as the plan would.
+    flags = {
+        "commit_interval_ms": "1",
+        "max_in_flight_bytes": str(64 << 20),
+        **{k: str(v) for k, v in settings.items()},
+    }
     stopping = asyncio.Event()
     stats = {"documents": 0, "chunks": 0, "dead_letters": 0, "rebalances": 0}
     loop = ConsumeLoop(

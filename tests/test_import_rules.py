@@ -127,6 +127,7 @@ RULES = [
         (
             "worker.kafka",
             "worker.consumer",
+            "worker.unreadable",  # reads aiokafka's own tracebacks: part of the consumer edge
             "worker.publisher",
             "worker.document",
             "worker.service",

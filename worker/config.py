@@ -8,6 +8,7 @@ operator reading a crash-looping pod's log knows what to fix.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import re
@@ -41,7 +42,7 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     max_record_bytes: Annotated[int, msgspec.Meta(ge=64 * 1024)] = 1 * MiB
     max_chunks_per_document: Positive = 20_000
     max_in_flight_documents: Positive = 256
-    max_in_flight_bytes: Positive = 256 * MiB
+    max_in_flight_bytes: Annotated[int, msgspec.Meta(ge=0)] = 0
     commit_interval_ms: Positive = 1000
     drain_timeout_s: Annotated[float, msgspec.Meta(gt=0)] = 25.0
     session_timeout_ms: Annotated[int, msgspec.Meta(ge=1000)] = 10_000
@@ -68,12 +69,15 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     model_dir: str | None = None
     model_int8: bool = False
     inference_threads: Annotated[int, msgspec.Meta(ge=0)] = 0
-    concurrent_batches: Positive = 2
+    concurrent_batches: Annotated[int, msgspec.Meta(ge=0)] = 0
     max_batch_tokens: Annotated[int, msgspec.Meta(ge=256)] = 4096
     max_batch_size: Positive = 64
     max_wait_ms: Annotated[float, msgspec.Meta(ge=0)] = 5.0
     max_queued_tokens: Annotated[int, msgspec.Meta(ge=1024)] = 65536
     include_embeddings: bool = False
+    # Container budgets (worker/resources.py): 0 = read the cgroup limits.
+    cpu_budget: Annotated[float, msgspec.Meta(ge=0)] = 0.0
+    memory_budget: Annotated[int, msgspec.Meta(ge=0)] = 0
 
 
 # One line per setting: the README's configuration table is generated from this.
@@ -96,7 +100,8 @@ SETTING_HELP: dict[str, str] = {
     "max_chunks_per_document": "a document cutting into more chunks is dead-lettered "
     "(`too_many_chunks`): bounds the output one input can cause",
     "max_in_flight_documents": "high watermark: partitions pause above it",
-    "max_in_flight_bytes": "high watermark on input bytes being processed",
+    "max_in_flight_bytes": "high watermark on input bytes being processed (0 = the largest "
+    "that fits the memory budget, at most 256 MiB)",
     "commit_interval_ms": "how often finished offsets are committed",
     "drain_timeout_s": "on SIGTERM, how long in-flight documents may take to finish",
     "session_timeout_ms": "consumer group session timeout",
@@ -125,14 +130,19 @@ SETTING_HELP: dict[str, str] = {
     f"default `{DEFAULT_MODEL_DIR}`",
     "model_int8": "use the per-channel int8 model (`model.int8.onnx`)",
     "inference_threads": "onnxruntime intra-op threads of each running batch "
-    "(0 = the CPUs available ÷ concurrent batches)",
-    "concurrent_batches": "embedding batches run at once, each on its own thread",
+    "(0 = derived from the CPU budget)",
+    "concurrent_batches": "embedding batches run at once, each on its own thread (0 = derived: "
+    "threads × batches ≤ CPU budget − 1, at least 1)",
     "max_batch_tokens": "embedding batch budget: padded length × batch size",
     "max_batch_size": "most texts in one embedding batch",
     "max_wait_ms": "longest a text waits for its batch to fill",
     "max_queued_tokens": "high watermark of the embedding queue (partitions pause above it, "
     "resume below half)",
     "include_embeddings": "add each chunk's embedding (float32 little-endian bytes) to its event",
+    "cpu_budget": "CPU cores the worker may use (0 = the cgroup CPU quota, else the CPUs it "
+    "may run on); inference threads are derived from it",
+    "memory_budget": "bytes of memory the worker must stay under (0 = the cgroup memory limit, "
+    "if any); the in-flight window is derived from it and checked against it",
 }
 
 SECRET_FIELDS = frozenset({"sasl_password"})
@@ -289,16 +299,17 @@ def _check_producer(s: Settings, bad: Callable[[str, str], ConfigError]) -> None
 
 
 def codec_available(name: str) -> bool:
-    """Whether aiokafka finds the library of a compression codec (cramjam for all but gzip)."""
-    from aiokafka import codec
-
-    checks: dict[str, Callable[[], bool]] = {
-        "gzip": codec.has_gzip,
-        "snappy": codec.has_snappy,
-        "lz4": codec.has_lz4,
-        "zstd": codec.has_zstd,
-    }
-    return checks[name]()
+    """Whether the library of a compression codec is importable. aiokafka (≥ 0.11) uses the
+    standard library for gzip and cramjam for snappy, lz4 and zstd; asked here by importing
+    cramjam rather than through aiokafka, so that settings stay free of the Kafka client
+    (docs/architecture.md: Kafka stays at the edge)."""
+    if name == "gzip":
+        return True
+    try:
+        importlib.import_module("cramjam")
+    except ImportError:
+        return False
+    return True
 
 
 def redacted(settings: Settings) -> dict[str, Any]:

@@ -91,6 +91,9 @@ class ConsumeLoop:
         stopping: asyncio.Event,
         queue_full: Callable[[], bool] = lambda: False,
     ) -> None:
+        if settings.max_in_flight_bytes <= 0:
+            # 0 means "derive from the container" (worker.resources.plan), done at start-up.
+            raise ValueError("ConsumeLoop needs planned settings (worker.resources.plan)")
         self._consumer = consumer
         self.settings = settings
         self._process_record = process
@@ -122,6 +125,10 @@ class ConsumeLoop:
         s = self.settings
         while not self._stopping.is_set():
             room = max(1, s.max_in_flight_documents - self.in_flight.documents)
+            # Taken by bytes too: n records ≤ the byte room ÷ the largest document, so the
+            # window overshoots its byte mark by one document at most (the memory bound's term).
+            room_bytes = s.max_in_flight_bytes - self.in_flight.bytes
+            room = min(room, max(1, room_bytes // s.max_document_bytes))
             self._retry_stuck()
             try:
                 batch = await self._consumer.getmany(

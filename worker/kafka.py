@@ -13,6 +13,7 @@ from aiokafka.errors import KafkaError, SaslAuthenticationFailed, UnsupportedSas
 from aiokafka.helpers import create_ssl_context
 
 from worker.config import Settings
+from worker.resources import fetch_max_bytes
 
 
 def connection_options(settings: Settings) -> dict[str, Any]:
@@ -45,9 +46,10 @@ def make_consumer(settings: Settings) -> AIOKafkaConsumer:
         heartbeat_interval_ms=settings.heartbeat_interval_ms,
         rebalance_timeout_ms=settings.rebalance_timeout_ms,
         max_poll_interval_ms=settings.max_poll_interval_ms,
-        # A single record may be as large as the document limit; the fetch must admit it.
+        # A single record may be as large as the document limit; the fetch must admit it. A
+        # response brings at most the in-flight window (worker/resources.py: the memory bound).
         max_partition_fetch_bytes=max(1024 * 1024, settings.max_document_bytes + 64 * 1024),
-        fetch_max_bytes=max(52_428_800, settings.max_document_bytes + 64 * 1024),
+        fetch_max_bytes=fetch_max_bytes(settings),
         isolation_level="read_committed",
         **connection_options(settings),
     )

@@ -8,6 +8,7 @@ of our own input topic. Histogram buckets are defined once, below.
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from prometheus_client import (
     CollectorRegistry,
@@ -18,6 +19,9 @@ from prometheus_client import (
 )
 
 from worker._version import __version__
+
+if TYPE_CHECKING:
+    from worker.resources import Budgets
 
 # Buckets in one place (TEI-style): seconds for latencies, counts for batch shapes.
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
@@ -36,6 +40,27 @@ class Metrics:
         self.build_info = Info(p + "build", "Worker version", registry=r)
         self.build_info.info({"version": __version__})
         self.model_info = Info(p + "model", "Embedding model in use (empty if none)", registry=r)
+        # Budgets the worker derived its threads and in-flight window from (worker/resources.py).
+        self.cpu_budget = Gauge(
+            p + "cpu_budget_cores",
+            "CPU cores the worker may use (cgroup quota or affinity)",
+            registry=r,
+        )
+        self.inference_threads = Gauge(
+            p + "inference_threads",
+            "Inference threads in all: per batch × concurrent batches",
+            registry=r,
+        )
+        self.memory_budget = Gauge(
+            p + "memory_budget_bytes",
+            "Memory the worker must stay under (0: none known)",
+            registry=r,
+        )
+        self.memory_bound = Gauge(
+            p + "memory_bound_bytes",
+            "Resident memory the effective settings allow at most",
+            registry=r,
+        )
 
         self.documents_consumed = Counter(
             p + "documents_consumed_total", "Input records taken from the input topic", registry=r
@@ -171,3 +196,10 @@ class Metrics:
             p + "start_time_seconds", "Unix time the worker started", registry=r
         )
         self.started_at.set(time.time())
+
+    def record_budgets(self, budgets: Budgets) -> None:
+        s = budgets.settings
+        self.cpu_budget.set(budgets.cpu_cores)
+        self.inference_threads.set(s.inference_threads * s.concurrent_batches)
+        self.memory_budget.set(budgets.memory_bytes or 0)
+        self.memory_bound.set(budgets.memory_bound)

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.errors import KafkaConnectionError, KafkaError
 
+from worker import cgroups, resources
 from worker.batcher import Batcher
 from worker.chunking import registry
 from worker.codec import EventEncoder
@@ -134,7 +135,8 @@ class Worker:
         return ready, checks
 
     async def run(self) -> int:
-        s = self.settings
+        budgets = resources.plan(self.settings, cgroups.host_view(), resources.affinity_cpus())
+        self.settings = s = budgets.settings
         self.state = State.STARTING
         context = registry.BuildContext(model_dir=s.model_dir, model_id=model_identity(s))
         default = self._build_default_strategy(context)
@@ -153,6 +155,8 @@ class Worker:
                 "needs_model": self._needs_model,
             },
         )
+        log.info("budget", extra=budgets.log_fields())
+        self.metrics.record_budgets(budgets)
         async with contextlib.AsyncExitStack() as stack:
             if s.metrics_port:
                 self._health = HealthServer(

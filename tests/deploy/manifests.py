@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import shlex
 import subprocess
 import sys
@@ -76,6 +77,16 @@ def config_map_data(objs: list[Obj], ref: str) -> dict[str, str]:
     return dict(one(objs, "ConfigMap", ref)["data"])
 
 
+def quantity(value: str | int) -> float:
+    """A Kubernetes quantity (cpu "1", "500m"; memory "768Mi", "1Gi", bytes) as a number."""
+    text = str(value)
+    units = {"m": 1e-3, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "k": 1e3, "M": 1e6, "G": 1e9}
+    for suffix in sorted(units, key=len, reverse=True):
+        if text.endswith(suffix):
+            return float(text[: -len(suffix)]) * units[suffix]
+    return float(text)
+
+
 def container_env(objs: list[Obj], pod_name: str) -> dict[str, str]:
     """The environment the kubelet gives the worker container (ConfigMaps via envFrom, then
     `env` with the downward API resolved for a pod called ``pod_name``)."""
@@ -86,6 +97,13 @@ def container_env(objs: list[Obj], pod_name: str) -> dict[str, str]:
     for item in c.get("env", []):
         if "value" in item:
             env[item["name"]] = item["value"]
+            continue
+        if "resourceFieldRef" in item["valueFrom"]:
+            ref = item["valueFrom"]["resourceFieldRef"]
+            assert ref["containerName"] == c["name"]
+            kind, _, resource = ref["resource"].partition(".")
+            amount = quantity(c["resources"][kind][resource]) / quantity(ref.get("divisor", "1"))
+            env[item["name"]] = str(math.ceil(amount))  # the kubelet rounds up
             continue
         field = item["valueFrom"]["fieldRef"]["fieldPath"]
         assert field == "metadata.name", f"unsupported downward API field {field}"

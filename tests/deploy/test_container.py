@@ -7,8 +7,13 @@ from __future__ import annotations
 import fnmatch
 import json
 import subprocess
+import tomllib
+from pathlib import Path
 
 import yaml
+from packaging.markers import Marker
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from tests.deploy import manifests as m
 
@@ -24,10 +29,22 @@ def test_dockerfile_contract() -> None:
     instructions = m.dockerfile_instructions()
     froms = [rest for k, rest in instructions if k == "FROM"]
     assert len(froms) == 2
-    assert all(":" in f and "latest" not in f for f in froms)
-    build = instructions[: [k for k, _ in instructions].index("FROM", 1)]
+    # The base image is a build argument (a release passes it with @sha256:<digest>); its
+    # default is tagged, never latest.
+    assert [f.split()[0] for f in froms] == ["${BASE_IMAGE}", "${BASE_IMAGE}"]
+    (default,) = [r for k, r in instructions if k == "ARG" and r.startswith("BASE_IMAGE=")]
+    base = default.split("=", 1)[1]
+    assert ":" in base
+    assert "latest" not in base
+    assert instructions[0] == ("ARG", default)  # declared before the first FROM
+    from_at = [i for i, (k, _) in enumerate(instructions) if k == "FROM"]
+    build = instructions[from_at[0] : from_at[1]]
     build_runs = " ".join(rest for k, rest in build if k == "RUN")
-    assert 'pip install ".[model]"' in build_runs
+    # Third-party packages only from the hash-pinned files, exactly as listed.
+    assert "pip install --require-hashes --no-deps -r requirements/build.txt" in build_runs
+    assert "pip install --require-hashes --no-deps -r requirements/runtime.txt" in build_runs
+    installs = [part for part in build_runs.split("&&") if "pip install" in part]
+    assert all("--no-deps" in part for part in installs), installs
     assert "chunkstream model build --int8 --out /opt/chunkstream/model" in build_runs
     final = m.final_stage()
     env = m.image_env()
@@ -69,7 +86,13 @@ def test_dockerignore_sends_only_what_the_build_copies() -> None:
         for line in (m.REPO / ".dockerignore").read_text().splitlines()
         if line.strip() and not line.startswith("#")
     ]
-    for needed in ("pyproject.toml", "README.md", "worker/cli.py", "worker/embedding/build.py"):
+    for needed in (
+        "pyproject.toml",
+        "README.md",
+        "worker/cli.py",
+        "worker/embedding/build.py",
+        "deploy/docker/requirements/build.txt",
+    ):
         assert not _ignored(needed, patterns), needed
     for heavy in (
         ".venv/bin/python",
@@ -118,3 +141,61 @@ def test_compose_stack() -> None:
     )["datasources"][0]
     assert datasource["type"] == "prometheus"
     assert datasource["url"] == "http://prometheus:9090"
+
+
+REQUIREMENTS = m.DEPLOY / "docker" / "requirements"
+
+
+def pinned(path: Path) -> dict[str, tuple[str, str, list[str]]]:
+    """name → (version, marker, hashes) of a `pip-compile --generate-hashes` style file."""
+    out: dict[str, tuple[str, str, list[str]]] = {}
+    text = path.read_text().replace("\\\n", " ")
+    for line in text.splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        spec, *options = line.split(" --hash=")
+        requirement = Requirement(spec.strip())
+        (specifier,) = requirement.specifier
+        assert specifier.operator == "==", line
+        hashes = [h.strip() for h in options]
+        assert hashes, f"{requirement.name} has no hash"
+        assert all(h.startswith("sha256:") and len(h) == 71 for h in hashes), line
+        key = f"{canonicalize_name(requirement.name)};{requirement.marker or ''}"
+        out[key] = (specifier.version, str(requirement.marker or ""), hashes)
+    return out
+
+
+def test_requirement_files_pin_every_dependency_with_hashes() -> None:
+    """What pyproject.toml asks for is in the hash-pinned files, at versions it allows; the
+    runtime file is the build file's versions. (Fails after a dependency change until
+    deploy/docker/requirements/update is run.)"""
+    project = tomllib.loads((m.REPO / "pyproject.toml").read_text())["project"]
+    build, runtime = pinned(REQUIREMENTS / "build.txt"), pinned(REQUIREMENTS / "runtime.txt")
+    env = {
+        "python_version": "3.11",
+        "python_full_version": "3.11.9",
+        "sys_platform": "linux",
+        "platform_machine": "x86_64",
+    }
+
+    def installed(lock: dict[str, tuple[str, str, list[str]]]) -> dict[str, str]:
+        return {
+            key.split(";")[0]: version
+            for key, (version, marker, _) in lock.items()
+            if not marker or Marker(marker).evaluate(env)
+        }
+
+    in_build, in_runtime = installed(build), installed(runtime)
+    for spec in project["dependencies"]:
+        requirement = Requirement(spec)
+        name = canonicalize_name(requirement.name)
+        assert name in in_runtime, f"{name} missing from runtime.txt"
+        assert requirement.specifier.contains(in_runtime[name]), (name, in_runtime[name])
+    for spec in project["optional-dependencies"]["model"]:
+        requirement = Requirement(spec)
+        name = canonicalize_name(requirement.name)
+        assert requirement.specifier.contains(in_build[name]), (name, in_build.get(name))
+    assert {"setuptools", "wheel"} <= set(in_build)
+    assert "torch" not in in_build  # the weights package's declared deps are never installed
+    assert all(in_build[name] == version for name, version in in_runtime.items())

@@ -5,6 +5,7 @@ on, and the pod spec keeps the worker's contract (probes, grace period, security
 from __future__ import annotations
 
 import copy
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -12,7 +13,9 @@ import pytest
 import yaml
 
 from tests.deploy import manifests as m
+from worker.cgroups import CgroupLimits
 from worker.config import ENV_PREFIX, Settings, load_settings
+from worker.resources import memory_bound, plan, runnable_strategies
 
 ALL = list(m.KUSTOMIZATIONS)
 KEDA = ["keda", "managed-kafka"]
@@ -83,13 +86,14 @@ def test_pod_contract(name: str) -> None:
     assert "args" not in c
     assert m.image_entrypoint() == ["chunkstream", "run"]
 
-    # Probes on the metrics port: liveness /healthz, readiness /readyz, startup /readyz.
+    # Probes on the metrics port: liveness /healthz, readiness /readyz, startup /healthz (a
+    # slow group join must leave the pod unready, not get it killed).
     port = next(p for p in c["ports"] if p["name"] == "metrics")["containerPort"]
     metrics_port = int(env.get("CHUNKSTREAM_METRICS_PORT", image_env["CHUNKSTREAM_METRICS_PORT"]))
     assert port == metrics_port == 9400
     assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
     assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
-    assert c["startupProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
+    assert c["startupProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
     startup = c["startupProbe"]
     # Room for the model load and a group join (measured: ready in ~4 s; a join can wait for
     # a rebalance up to CHUNKSTREAM_REBALANCE_TIMEOUT_MS, 20 s by default).
@@ -119,8 +123,6 @@ def test_pod_contract(name: str) -> None:
     res = c["resources"]
     assert _cpu(res["requests"]["cpu"]) <= _cpu(res["limits"]["cpu"])
     assert _mem(res["requests"]["memory"]) <= _mem(res["limits"]["memory"])
-    threads = int(env.get("CHUNKSTREAM_INFERENCE_THREADS", "0"))
-    assert 1 <= threads <= max(1, int(_cpu(res["limits"]["cpu"])))
 
     # Every variable is a real setting and the whole environment passes the worker's own
     # validation (file paths pointed at stand-ins).
@@ -132,6 +134,90 @@ def test_pod_contract(name: str) -> None:
         and k != "CHUNKSTREAM_SASL_PASSWORD_FILE"
     }
     assert not unknown
+
+
+# Measured throughput of one inference core (docs/deploy.md "Sizing": 0.29 CPU-s per 4.4 KB
+# document for semantic, int8; sdpm and context from the relative costs in docs/worker.md's
+# end-to-end table, 1.7x and 2.75x): input bytes per second.
+EMBEDDING_BYTES_PER_S = {"semantic": 15_000, "sdpm": 8_800, "context": 5_400}
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_rendered_settings_fit_the_pods_cpu_memory_and_drain(name: str, tmp_path: Path) -> None:
+    """Acceptance: the worker's own budget plan, given the container's limits as its cgroup
+    would show them on a 64-core node: threads x batches <= the CPU limit (and leave the event
+    loop its core where there is one), the memory bound <= the memory limit, and the in-flight
+    window of an embedding strategy finishes within the revocation drain."""
+    objs = m.render(name)
+    c = m.container(objs)
+    limits = c["resources"]["limits"]
+    cpu, memory = m.quantity(limits["cpu"]), int(m.quantity(limits["memory"]))
+    env = {**m.image_env(), **m.container_env(objs, "chunkstream-0")}
+    env["CHUNKSTREAM_MODEL_DIR"] = str(tmp_path)
+    env.pop("CHUNKSTREAM_SASL_PASSWORD_FILE", None)
+    env.update(CHUNKSTREAM_SECURITY_PROTOCOL="PLAINTEXT")
+    settings = load_settings({}, env=env)
+    assert settings.memory_budget == memory  # the downward API hands the limit over
+
+    budgets = plan(settings, CgroupLimits(cpu, memory), affinity=64)
+    s = budgets.settings
+    assert budgets.cpu_cores == cpu
+    slots = s.inference_threads * s.concurrent_batches
+    assert slots <= cpu
+    assert slots == 1 or slots + 1 <= cpu
+    assert budgets.memory_bound == memory_bound(s, runnable_strategies(s)) <= memory
+
+    drain = min(s.rebalance_timeout_ms / 1000 - 5, s.drain_timeout_s)
+    if s.strategy in EMBEDDING_BYTES_PER_S:
+        seconds = s.max_in_flight_bytes / (EMBEDDING_BYTES_PER_S[s.strategy] * slots)
+        assert seconds <= drain, f"{seconds:.0f} s of work in flight, drain budget {drain} s"
+
+
+def test_one_image_setting_reaches_every_workload(tmp_path: Path) -> None:
+    """A release edits components/image once; every overlay's workloads run that image."""
+    component = m.DEPLOY / "k8s" / "components" / "image" / "kustomization.yaml"
+    (setting,) = yaml.safe_load(component.read_text())["images"]
+    expected = f"{setting['newName']}:{setting['newTag']}"
+    for name in ALL:
+        images = {
+            c["image"]
+            for o in m.render(name)
+            if o["kind"] in ("Deployment", "StatefulSet")
+            for c in o["spec"]["template"]["spec"]["containers"]
+        }
+        assert images == {expected}, name
+    # The same on a copy with the release's edit: a digest reaches every overlay.
+    copy_root = tmp_path / "deploy"
+    shutil.copytree(m.DEPLOY, copy_root)
+    digest = "sha256:" + "ab" * 32
+    edited = copy_root / component.relative_to(m.DEPLOY)
+    raw = yaml.safe_load(edited.read_text())
+    raw["images"] = [{"name": "chunkstream", "newName": "reg.example/cs", "digest": digest}]
+    edited.write_text(yaml.safe_dump(raw))
+    for name, directory in m.KUSTOMIZATIONS.items():
+        out = subprocess.run(
+            [str(m.KUBECTL), "kustomize", str(copy_root / directory.relative_to(m.DEPLOY))],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        ).stdout
+        workloads = [
+            o for o in yaml.safe_load_all(out) if o and o["kind"] in ("Deployment", "StatefulSet")
+        ]
+        assert workloads, name
+        for o in workloads:
+            (c,) = o["spec"]["template"]["spec"]["containers"]
+            assert c["image"] == f"reg.example/cs@{digest}", name
+
+
+def test_network_policy_admits_only_the_monitoring_namespace() -> None:
+    policy = m.one(m.render("base"), "NetworkPolicy")
+    (rule,) = policy["spec"]["ingress"]
+    assert rule["from"] == [
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}
+    ]
+    assert rule["ports"] == [{"port": "metrics", "protocol": "TCP"}]
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -279,9 +365,25 @@ def test_prometheus_rule_fields() -> None:
         "ChunkstreamLagGrowing",
         "ChunkstreamDeadLetterRate",
         "ChunkstreamNoCommits",
+        "ChunkstreamWorkersAbsent",
         "ChunkstreamRebalanceStorm",
         "ChunkstreamNotReady",
     } <= set(alerts)
+    # Pod-level symptoms aggregate per pod, so healthy pods cannot hide a stuck one.
+    for alert in ("ChunkstreamNoCommits", "ChunkstreamRebalanceStorm", "ChunkstreamNotReady"):
+        expr = alerts[alert]["expr"]
+        assert expr.count("by (namespace, job, pod)") >= 1, alert
+        assert "by (namespace, job)" not in expr, alert
+    # Stuck publishes hold documents in flight while the lag gauge reads 0.
+    assert "chunkstream_in_flight_documents" in alerts["ChunkstreamNoCommits"]["expr"]
+    assert alerts["ChunkstreamWorkersAbsent"]["expr"].startswith("absent(")
+    # Above normal KEDA scaling: one pod removed per 120 s is 7.5 rebalances in 15 minutes,
+    # and at most maxReplicaCount - 1 joins on the way up.
+    so = m.one(m.render("keda"), "ScaledObject")
+    normal = 15 * 60 / 120 + so["spec"]["maxReplicaCount"] - 1
+    storm = alerts["ChunkstreamRebalanceStorm"]["expr"]
+    assert "[15m]" in storm
+    assert float(storm.rsplit(">", 1)[1]) > normal
     for r in alerts.values():
         assert r["for"].endswith("m")
         assert r["labels"]["severity"] in ("warning", "critical")

@@ -38,7 +38,8 @@ class BuildContext:
     """Resources a factory may need that are not parameters (shared, built once per process)."""
 
     model_dir: str | None = None
-    # Identity of the embedding model (a digest of its ONNX file). Part of the fingerprint of
+    # Identity of the embedding model and variant (the manifest's `identity`, not a digest of the
+    # ONNX bytes: worker/embedding/identity.py). Part of the fingerprint of
     # strategies that need a model: another model moves boundaries, so it must mint new ids.
     model_id: str | None = None
 

@@ -18,6 +18,7 @@ import onnx
 from safetensors.numpy import load_file
 
 from worker.embedding.graph import OPSET, build_graph
+from worker.embedding.identity import onnx_identity
 from worker.embedding.manifest import (
     BUILDER_VERSION,
     INT8_MODEL_NAME,
@@ -70,10 +71,24 @@ def ensure_model(source_dir: Path | None, out_dir: Path, *, int8: bool = False) 
     fresh = (
         manifest.build.builder_version == BUILDER_VERSION
         and (manifest.build.int8 or not int8)  # an int8 build also serves fp32 callers
-        and manifest.source_sha256 == sha256_file(source.weights_path)
+        and manifest.identity == source_identity(source)
         and not mismatched_files(out_dir, manifest)
     )
     return manifest if fresh else build_model(source.directory, out_dir, int8=int8)
+
+
+def source_identity(source: ModelSource) -> str:
+    """The identity a build of ``source`` by this builder gets (no graph is built for it)."""
+    return onnx_identity(
+        weights_sha256=sha256_file(source.weights_path),
+        tokenizer_sha256=sha256_file(source.tokenizer_path),
+        config=source.config,
+        pooling=source.pooling,
+        normalization="l2",
+        max_seq_length=source.max_seq_length,
+        builder_version=BUILDER_VERSION,
+        opset=OPSET,
+    )
 
 
 def _build_into(source: ModelSource, directory: Path, *, int8: bool) -> Manifest:
@@ -106,6 +121,7 @@ def _build_into(source: ModelSource, directory: Path, *, int8: bool) -> Manifest
             int8=int8,
             quantization=INT8_RECIPE if int8 else None,
         ),
+        identity=source_identity(source),
     )
     write_manifest(directory, manifest)
     return manifest

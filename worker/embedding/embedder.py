@@ -12,7 +12,6 @@ once on the way through.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -43,9 +42,16 @@ ENCODING_CACHE_SIZE = 16384
 
 def intra_op_threads_for(concurrent_batches: int) -> int:
     """Intra-op threads per session run when ``concurrent_batches`` run at once: the CPUs this
-    process may use, shared out (at least one). More would make the runs fight over cores."""
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(1, (cpus or 1) // concurrent_batches)
+    process may use — the cgroup CPU quota when there is one, not the node's cores — shared
+    out (at least one). More would make the runs fight over cores (and be throttled)."""
+    from worker.cgroups import host_view
+    from worker.resources import affinity_cpus
+
+    cpus = affinity_cpus()
+    quota = host_view().cpu_cores
+    if quota is not None:
+        cpus = min(cpus, max(1, int(quota)))
+    return max(1, cpus // concurrent_batches)
 
 
 class OnnxEmbedder:

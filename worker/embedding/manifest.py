@@ -2,6 +2,8 @@
 
 The manifest is written last, so a directory with a manifest is a complete build; the digests let
 a cache (tests, CI, a container image) reuse a build only when every file is byte-identical.
+``identity`` says which model this is (:mod:`worker.embedding.identity`): equal for two builds of
+the same source by the same builder, whatever onnx/onnxruntime serialised the files.
 """
 
 from __future__ import annotations
@@ -49,6 +51,11 @@ class Manifest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     normalization: Literal["l2"]
     files: dict[str, str]  # file name in the directory → sha256 hex digest
     build: BuildOptions
+    # What the vectors depend on, digested (worker.embedding.identity.onnx_identity). None only
+    # in manifests written before it existed: those directories are rebuilt, never trusted.
+    identity: str | None = None
+    # Every model manifest says its kind; static token-vector directories say "static".
+    kind: Literal["onnx"] = "onnx"
 
 
 class ManifestError(ValueError):

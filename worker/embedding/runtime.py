@@ -32,11 +32,8 @@ from worker.config import Settings, env_name, load_settings
 from worker.embedding.backend import EmbeddingBackend
 from worker.embedding.manifest import (
     DEFAULT_MODEL_DIR,
-    INT8_MODEL_NAME,
     MANIFEST_NAME,
-    MODEL_NAME,
     ManifestError,
-    read_manifest,
 )
 from worker.errors import ConfigError, ModelNotBuilt
 from worker.metrics import Metrics
@@ -56,13 +53,16 @@ def require_model(model_dir: Path) -> None:
 
 
 def model_identity(settings: Settings) -> str | None:
-    """Digest of the ONNX file the worker would load (fp32 or int8), from the manifest."""
+    """Who the model is (None without a model directory): the manifest's ``identity`` for the
+    variant the worker loads, never a digest of the files (worker.embedding.identity)."""
+    from worker.embedding.identity import IdentityError, read_model_head, variant_identity
+
+    model_dir = model_dir_of(settings)
     try:
-        manifest = read_manifest(model_dir_of(settings))
-    except ManifestError:
-        return None
-    digest = manifest.files.get(INT8_MODEL_NAME if settings.model_int8 else MODEL_NAME)
-    return None if digest is None else digest[:16]
+        head = read_model_head(model_dir)
+        return None if head is None else variant_identity(head, model_dir, int8=settings.model_int8)
+    except IdentityError as exc:
+        raise ConfigError(f"invalid setting CHUNKSTREAM_MODEL_DIR: {exc}") from None
 
 
 async def load_backend(settings: Settings, metrics: Metrics | None = None) -> EmbeddingBackend:
@@ -85,6 +85,7 @@ async def load_backend(settings: Settings, metrics: Metrics | None = None) -> Em
                 "dir": str(model_dir),
                 "variant": "int8" if settings.model_int8 else "fp32",
                 "dimension": str(embedder.dimension),
+                "identity": model_identity(settings) or "",
             }
         )
     return embedder

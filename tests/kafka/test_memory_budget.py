@@ -1,0 +1,100 @@
+"""A flood of multi-MB documents through a real `chunkstream run` process given a memory
+budget: the worker derives its in-flight window from the budget, pauses, is never killed, never
+stalls, and its peak resident memory (the kernel's VmHWM, not a sample) stays under the budget.
+
+No cgroup is created (the CI machine's cgroups belong to whoever runs it); the budget is the
+setting a pod gets from its memory limit, and the kernel's own high-water mark is the check.
+Nothing here is timed: the deadline of `wait_committed_to_end` only turns a stall into a
+failure."""
+
+from __future__ import annotations
+
+import random
+import signal
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import free_port
+from tests.kafka import helpers
+from tests.kafka.test_worker_kafka import check_complete
+from worker.events import DocumentEvent
+from worker.resources import EXPANSION
+
+REPO = Path(__file__).resolve().parents[2]
+MiB = 1 << 20
+
+
+def prose(size: int, seed: int) -> str:
+    paragraphs = [
+        block.strip()
+        for path in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+        for block in path.read_text(encoding="utf-8").split("\n\n")
+        if len(block.strip()) > 80 and not block.strip().startswith("|")
+    ]
+    rng = random.Random(seed)
+    parts: list[str] = []
+    total = 0
+    while total < size:
+        parts.append(rng.choice(paragraphs))
+        total += len(parts[-1].encode()) + 2
+    return "\n\n".join(parts)[:size]
+
+
+def vm_hwm(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmHWM")
+
+
+@pytest.mark.kafka
+@pytest.mark.slow
+async def test_multi_mb_flood_under_a_memory_budget(
+    kafka_bootstrap: str, topic_names: dict[str, str], tmp_path: Path
+) -> None:
+    budget = 384 * MiB
+    docs = [
+        DocumentEvent(id=f"big-{i}", text=prose(2 * MiB + i * 64 * 1024, seed=i)) for i in range(24)
+    ]
+    flood = sum(len(d.text.encode()) for d in docs)
+    settings = helpers.make_settings(
+        kafka_bootstrap,
+        topic_names,
+        strategy="sentence",
+        metrics_port=free_port(),
+        memory_budget=budget,
+        max_document_bytes=4 * MiB,
+    )
+    await helpers.create(settings)
+    await helpers.produce_raw(kafka_bootstrap, settings.input_topic, helpers.encode_documents(docs))
+
+    log = tmp_path / "worker.log"
+    proc = helpers.worker_process(settings, log)
+    try:
+        await helpers.wait_committed_to_end(
+            kafka_bootstrap, settings.group_id, settings.input_topic, timeout_s=600
+        )
+        peak = vm_hwm(proc.pid)
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert code == 0, log.read_text()[-3000:]  # drained and exited: never OOM-killed
+
+    (budget_line,) = helpers.log_events(log, "budget")
+    window = budget_line["max_in_flight_bytes"]
+    assert budget_line["memory_source"] == "setting"
+    assert budget_line["memory_bound_bytes"] <= budget
+    # The window was derived from the budget, and taking the flood in whole would not fit.
+    assert 0 < window < flood
+    assert EXPANSION["sentence"] * flood > budget
+    assert helpers.log_events(log, "paused"), "the window never filled: the test proves nothing"
+    print(f"flood {flood >> 20} MiB, window {window >> 20} MiB, peak RSS {peak >> 20} MiB")
+    assert peak <= budget, f"peak RSS {peak >> 20} MiB above the {budget >> 20} MiB budget"
+
+    events = await helpers.chunk_events(kafka_bootstrap, settings.output_topic)
+    check_complete(docs, events)
+    assert not await helpers.dead_letters(kafka_bootstrap, settings.dlq_topic)

@@ -1,0 +1,132 @@
+"""Container budgets: cgroup limits read from fake cgroup trees (v1 and v2), and the threads
+and in-flight window derived from them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from worker.cgroups import CgroupLimits, read_limits
+from worker.config import load_settings
+from worker.errors import ConfigError
+from worker.resources import DEFAULT_IN_FLIGHT_BYTES, memory_bound, plan, runnable_strategies
+
+MiB = 1 << 20
+
+
+def write(root: Path, relative: str, text: str) -> None:
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text + "\n")
+
+
+def test_v2_root_of_a_container(tmp_path: Path) -> None:
+    write(tmp_path, "cgroup.controllers", "cpu memory")
+    write(tmp_path, "cpu.max", "150000 100000")
+    write(tmp_path, "memory.max", str(768 * MiB))
+    assert read_limits(tmp_path, "0::/\n") == CgroupLimits(1.5, 768 * MiB)
+
+
+def test_v2_nested_limits_take_the_smallest_on_the_path(tmp_path: Path) -> None:
+    write(tmp_path, "cgroup.controllers", "cpu memory")
+    write(tmp_path, "kubepods/cpu.max", "400000 100000")
+    write(tmp_path, "kubepods/memory.max", "max")
+    write(tmp_path, "kubepods/pod1/cpu.max", "max 100000")
+    write(tmp_path, "kubepods/pod1/memory.max", str(512 * MiB))
+    write(tmp_path, "kubepods/pod1/c1/cpu.max", "max 100000")
+    assert read_limits(tmp_path, "0::/kubepods/pod1/c1\n") == CgroupLimits(4.0, 512 * MiB)
+    # A host path not visible under the mount (a container's own namespace): the root applies.
+    write(tmp_path, "cpu.max", "100000 100000")
+    assert read_limits(tmp_path, "0::/elsewhere/x\n") == CgroupLimits(1.0, None)
+
+
+def test_v2_without_limits(tmp_path: Path) -> None:
+    write(tmp_path, "cgroup.controllers", "cpu memory")
+    write(tmp_path, "cpu.max", "max 100000")
+    write(tmp_path, "memory.max", "max")
+    assert read_limits(tmp_path, "0::/\n") == CgroupLimits(None, None)
+
+
+def test_v1_quota_period_and_memory_limit(tmp_path: Path) -> None:
+    write(tmp_path, "cpu,cpuacct/cpu.cfs_quota_us", "-1")
+    write(tmp_path, "cpu,cpuacct/cpu.cfs_period_us", "100000")
+    write(tmp_path, "cpu,cpuacct/pod/cpu.cfs_quota_us", "200000")
+    write(tmp_path, "cpu,cpuacct/pod/cpu.cfs_period_us", "100000")
+    write(tmp_path, "memory/memory.limit_in_bytes", "9223372036854771712")  # unlimited
+    write(tmp_path, "memory/pod/memory.limit_in_bytes", str(1024 * MiB))
+    self_cgroup = "12:memory:/pod\n4:cpu,cpuacct:/pod\n1:name=systemd:/\n"
+    assert read_limits(tmp_path, self_cgroup) == CgroupLimits(2.0, 1024 * MiB)
+    unlimited = "12:memory:/\n4:cpu,cpuacct:/\n"
+    assert read_limits(tmp_path, unlimited) == CgroupLimits(None, None)
+    assert read_limits(tmp_path / "nothing", "0::/\n") == CgroupLimits(None, None)
+
+
+@pytest.mark.parametrize(
+    ("quota", "affinity", "want"),
+    [
+        (1.0, 64, (1, 1)),  # the issue's pod: 1 CPU on a 64-core node
+        (1.5, 64, (1, 1)),
+        (2.0, 64, (1, 1)),  # one inference thread + the event loop
+        (4.0, 64, (1, 2)),  # 3 slots: two batches of one thread
+        (8.0, 64, (3, 2)),
+        (None, 2, (1, 1)),
+        (None, 16, (7, 2)),
+        (32.0, 4, (1, 2)),  # affinity below the quota wins
+    ],
+)
+def test_threads_times_batches_plus_the_loop_fit_the_cpu_budget(
+    quota: float | None, affinity: int, want: tuple[int, int]
+) -> None:
+    budgets = plan(load_settings({}, env={}), CgroupLimits(quota, None), affinity)
+    s = budgets.settings
+    assert (s.inference_threads, s.concurrent_batches) == want
+    assert budgets.cpu_cores == min(quota or affinity, affinity)
+    product = s.inference_threads * s.concurrent_batches
+    assert product == 1 or product + 1 <= budgets.cpu_cores
+
+
+def test_explicit_cpu_settings_are_kept() -> None:
+    env = {"CHUNKSTREAM_INFERENCE_THREADS": "2", "CHUNKSTREAM_CPU_BUDGET": "6"}
+    s = plan(load_settings({}, env=env), CgroupLimits(1.0, None), 64).settings
+    assert (s.inference_threads, s.concurrent_batches) == (2, 2)
+    env = {"CHUNKSTREAM_CONCURRENT_BATCHES": "3"}
+    s = plan(load_settings({}, env=env), CgroupLimits(None, None), 8).settings
+    assert (s.inference_threads, s.concurrent_batches) == (2, 3)
+
+
+def test_without_a_memory_budget_nothing_is_derived() -> None:
+    budgets = plan(load_settings({}, env={}), CgroupLimits(None, None), 2)
+    assert budgets.settings.max_in_flight_bytes == DEFAULT_IN_FLIGHT_BYTES
+    assert budgets.memory_bytes is None
+
+
+@pytest.mark.parametrize("strategy", ["sentence", "lexical", "semantic"])
+@pytest.mark.parametrize("limit_mib", [768, 2048])
+def test_the_derived_window_is_the_largest_that_fits_the_limit(
+    strategy: str, limit_mib: int
+) -> None:
+    env = {"CHUNKSTREAM_STRATEGY": strategy, "CHUNKSTREAM_MAX_DOCUMENT_BYTES": str(MiB)}
+    settings = load_settings({}, env=env)
+    budgets = plan(settings, CgroupLimits(None, limit_mib * MiB), 2)
+    s = budgets.settings
+    strategies = runnable_strategies(s)
+    assert budgets.memory_bound == memory_bound(s, strategies) <= limit_mib * MiB
+    assert 0 < s.max_in_flight_bytes <= DEFAULT_IN_FLIGHT_BYTES
+    if s.max_in_flight_bytes < DEFAULT_IN_FLIGHT_BYTES:
+        bigger = msgspec.structs.replace(s, max_in_flight_bytes=s.max_in_flight_bytes + 1)
+        assert memory_bound(bigger, strategies) > limit_mib * MiB
+
+
+def test_a_window_or_document_limit_that_cannot_fit_fails_naming_the_setting() -> None:
+    env = {"CHUNKSTREAM_MAX_IN_FLIGHT_BYTES": str(512 * MiB)}
+    with pytest.raises(ConfigError, match="CHUNKSTREAM_MAX_IN_FLIGHT_BYTES"):
+        plan(load_settings({}, env=env), CgroupLimits(None, 768 * MiB), 2)
+    env = {"CHUNKSTREAM_STRATEGY": "semantic"}  # 10 MiB documents x 160 in memory
+    with pytest.raises(ConfigError, match="CHUNKSTREAM_MAX_DOCUMENT_BYTES"):
+        plan(load_settings({}, env=env), CgroupLimits(None, 768 * MiB), 2)
+    budget = {"CHUNKSTREAM_MEMORY_BUDGET": str(400 * MiB)}  # the setting beats the cgroup
+    budgets = plan(load_settings({}, env=budget), CgroupLimits(None, 8192 * MiB), 2)
+    assert (budgets.memory_bytes, budgets.memory_source) == (400 * MiB, "setting")
+    assert budgets.memory_bound <= 400 * MiB

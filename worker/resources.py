@@ -1,0 +1,217 @@
+"""CPU and memory budgets: what a worker may use, and the settings that follow from it.
+
+Invariants:
+- The CPU budget is ``CHUNKSTREAM_CPU_BUDGET`` if set, else the cgroup CPU quota, else the CPUs
+  this process may run on (affinity), whichever is smallest of the last two. Inference runs
+  ``concurrent_batches`` × ``inference_threads`` threads; derived values keep that product at
+  most ``budget − 1`` (one core for the event loop) and at least 1, so under a 1-CPU limit the
+  one inference thread shares its core with the loop and nothing else runs.
+- The memory budget is ``CHUNKSTREAM_MEMORY_BUDGET`` if set, else the cgroup memory limit, else
+  none (then nothing is derived and nothing is checked). With a budget, the worker's bound
+  (:func:`memory_bound`) must fit in it: a derived ``max_in_flight_bytes`` is the largest that
+  fits (at most the no-budget default), an explicit one that does not fit is a ConfigError that
+  names the setting to change, as is a ``max_document_bytes`` too large for any window.
+- Pure: :func:`plan` takes the settings and the limits seen; ``worker.cgroups`` reads them.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+
+import msgspec
+
+from worker.batcher import DEFAULT_CONCURRENT_BATCHES
+from worker.cgroups import CgroupLimits
+from worker.config import Settings
+from worker.errors import ConfigError
+
+MiB = 1024 * 1024
+# max_in_flight_bytes without a memory budget, and the most a budget ever derives.
+DEFAULT_IN_FLIGHT_BYTES = 256 * MiB
+# Peak bytes held per input byte while a document is in flight: the raw record, the decoded
+# text and the encoded chunk events (3) plus the strategy's own peak while it chunks, measured
+# with tracemalloc on 1-4 MB documents (rule-based) and 33-130 KB documents (embedding, real
+# int8 model) on 2026-11-30: sentence 4.0, adaptive 7.8, lexical 15.9, semantic 145-154,
+# sdpm 153-155, context 99-101 (the per-sentence float32 vectors and their float64 copies).
+EXPANSION = {
+    "sentence": 8,
+    "adaptive": 12,
+    "lexical": 20,
+    "semantic": 160,
+    "sdpm": 160,
+    "context": 110,
+}
+EXPANSION_UNKNOWN_RULE = 20
+EXPANSION_UNKNOWN_MODEL = 160
+# Interpreter, libraries, Kafka clients, metrics (measured ready RSS without a model: 93 MiB).
+BASE_RESERVE = 128 * MiB
+# A loaded model with its session (measured ready RSS with int8: 168 MiB in all, model files
+# 56 MB int8 / 87 MB fp32), plus the activations of one running batch: attention scores are
+# batch × 12 heads × length² floats, ≤ max_batch_tokens (4096) × 256 × 48 B = 48 MiB.
+MODEL_RESERVE = {True: 192 * MiB, False: 256 * MiB}  # keyed by int8
+BATCH_RESERVE = 48 * MiB
+# Allocator slack and whatever the terms above miss.
+HEADROOM = 64 * MiB
+# Fetched records wait undecoded in the consumer: one response (≤ fetch_max_bytes) per broker
+# that leads a partition of this member. Counted for three brokers.
+FETCH_BROKERS = 3
+# A response must admit the largest document whole; it need never bring more than the window.
+FETCH_OVERHEAD = 64 * 1024
+FETCH_CEILING = 50 * MiB
+
+
+@dataclass(frozen=True)
+class Budgets:
+    """The effective settings and where their numbers came from (logged and exported)."""
+
+    settings: Settings
+    cpu_cores: float
+    cpu_source: str  # "setting", "cgroup" or "affinity"
+    memory_bytes: int | None
+    memory_source: str  # "setting", "cgroup" or "none"
+    memory_bound: int  # memory_bound() of the effective settings
+    expansion: int
+
+    def log_fields(self) -> dict[str, object]:
+        s = self.settings
+        return {
+            "cpu_budget_cores": self.cpu_cores,
+            "cpu_source": self.cpu_source,
+            "inference_threads": s.inference_threads,
+            "concurrent_batches": s.concurrent_batches,
+            "memory_budget_bytes": self.memory_bytes,
+            "memory_source": self.memory_source,
+            "memory_bound_bytes": self.memory_bound,
+            "max_in_flight_bytes": s.max_in_flight_bytes,
+            "max_document_bytes": s.max_document_bytes,
+            "fetch_max_bytes": fetch_max_bytes(s),
+            "expansion": self.expansion,
+        }
+
+
+def affinity_cpus() -> int:
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def inference_slots(cpu_cores: float) -> int:
+    """Inference threads in all (threads × concurrent batches) a CPU budget allows."""
+    return max(1, math.floor(cpu_cores + 1e-9) - 1)
+
+
+def split_slots(slots: int, inference_threads: int, concurrent_batches: int) -> tuple[int, int]:
+    """(threads per batch, concurrent batches); 0 in a setting means "derive it". Two batches
+    when there is room (one is padded and tokenised while the other runs), never more than
+    the slots; explicit values are kept as they are."""
+    batches = concurrent_batches or (inference_threads and max(1, slots // inference_threads))
+    batches = batches or min(DEFAULT_CONCURRENT_BATCHES, slots)
+    threads = inference_threads or max(1, slots // batches)
+    return threads, batches
+
+
+def fetch_max_bytes(s: Settings) -> int:
+    """The consumer's fetch_max_bytes: one whole document, else at most the in-flight window."""
+    partition_fetch = s.max_document_bytes + FETCH_OVERHEAD
+    return max(partition_fetch, min(FETCH_CEILING, s.max_in_flight_bytes))
+
+
+def expansion(strategies: list[str]) -> int:
+    from worker.chunking import registry
+
+    factors = []
+    for name in strategies:
+        try:
+            needs_model = registry.get(name).needs_model
+        except registry.NoSuchStrategy:
+            continue  # the worker refuses it at start-up with its own message
+        default = EXPANSION_UNKNOWN_MODEL if needs_model else EXPANSION_UNKNOWN_RULE
+        factors.append(EXPANSION.get(name, default))
+    return max(factors, default=EXPANSION_UNKNOWN_RULE)
+
+
+def runnable_strategies(s: Settings) -> list[str]:
+    from worker.chunking import registry
+
+    if "*" in s.allowed_strategies:
+        return registry.names()
+    return [s.strategy, *s.allowed_strategies]
+
+
+def memory_bound(s: Settings, strategies: list[str]) -> int:
+    """The most resident memory the worker should reach with settings ``s`` (docs/worker.md):
+
+    reserve (+ model and its running batches) + headroom
+      + expansion × (max_in_flight_bytes + max_document_bytes)   # the window may overshoot
+      + FETCH_BROKERS × fetch_max_bytes                           # by one document
+    """
+    from worker.chunking import registry
+
+    needs_model = s.include_embeddings or any(
+        registry.get(n).needs_model for n in strategies if n in registry.names()
+    )
+    reserve = BASE_RESERVE + HEADROOM
+    if needs_model:
+        reserve += MODEL_RESERVE[s.model_int8] + BATCH_RESERVE * s.concurrent_batches
+    window = expansion(strategies) * (s.max_in_flight_bytes + s.max_document_bytes)
+    return reserve + window + FETCH_BROKERS * fetch_max_bytes(s)
+
+
+def plan(s: Settings, limits: CgroupLimits, affinity: int) -> Budgets:
+    """Fill in the derived settings (0 = derive) and check the result against the budgets."""
+    if s.cpu_budget > 0:
+        cpu, cpu_source = s.cpu_budget, "setting"
+    elif limits.cpu_cores is not None and limits.cpu_cores < affinity:
+        cpu, cpu_source = limits.cpu_cores, "cgroup"
+    else:
+        cpu, cpu_source = float(affinity), "affinity"
+    threads, batches = split_slots(inference_slots(cpu), s.inference_threads, s.concurrent_batches)
+    s = msgspec.structs.replace(s, inference_threads=threads, concurrent_batches=batches)
+
+    if s.memory_budget > 0:
+        memory, memory_source = s.memory_budget, "setting"
+    elif limits.memory_bytes is not None:
+        memory, memory_source = limits.memory_bytes, "cgroup"
+    else:
+        memory, memory_source = None, "none"
+    strategies = runnable_strategies(s)
+    factor = expansion(strategies)
+    if s.max_in_flight_bytes == 0:
+        derived = DEFAULT_IN_FLIGHT_BYTES
+        if memory is not None:
+            derived = _largest_window(s, strategies, memory)
+        s = msgspec.structs.replace(s, max_in_flight_bytes=derived)
+    bound = memory_bound(s, strategies)
+    if memory is not None and bound > memory:
+        raise ConfigError(
+            f"invalid setting CHUNKSTREAM_MAX_IN_FLIGHT_BYTES (--max-in-flight-bytes): "
+            f"{s.max_in_flight_bytes} needs up to {bound >> 20} MiB with strategies "
+            f"{', '.join(strategies)}, above the memory budget of {memory >> 20} MiB "
+            f"({memory_source}); lower it (or unset it to derive it) or raise the budget"
+        )
+    return Budgets(s, cpu, cpu_source, memory, memory_source, bound, factor)
+
+
+def _largest_window(s: Settings, strategies: list[str], memory: int) -> int:
+    def fits(window: int) -> bool:
+        return memory_bound(msgspec.structs.replace(s, max_in_flight_bytes=window), strategies) <= (
+            memory
+        )
+
+    low, high = 1, DEFAULT_IN_FLIGHT_BYTES
+    if not fits(low):
+        smallest = memory_bound(msgspec.structs.replace(s, max_in_flight_bytes=low), strategies)
+        raise ConfigError(
+            f"invalid setting CHUNKSTREAM_MAX_DOCUMENT_BYTES (--max-document-bytes): documents "
+            f"of {s.max_document_bytes} bytes need {smallest >> 20} MiB with strategies "
+            f"{', '.join(strategies)}, above the memory budget of {memory >> 20} MiB; "
+            "lower it, or raise the budget"
+        )
+    if fits(high):
+        return high
+    while high - low > 1:  # the bound grows with the window: the largest window that fits
+        middle = (low + high) // 2
+        low, high = (middle, high) if fits(middle) else (low, middle)
+    return low
