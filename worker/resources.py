@@ -161,14 +161,7 @@ def memory_bound(s: Settings, strategies: list[str]) -> int:
 
 def plan(s: Settings, limits: CgroupLimits, affinity: int) -> Budgets:
     """Fill in the derived settings (0 = derive) and check the result against the budgets."""
-    if s.cpu_budget > 0:
-        cpu, cpu_source = s.cpu_budget, "setting"
-    elif limits.cpu_cores is not None and limits.cpu_cores < affinity:
-        cpu, cpu_source = limits.cpu_cores, "cgroup"
-    else:
-        cpu, cpu_source = float(affinity), "affinity"
-    threads, batches = split_slots(inference_slots(cpu), s.inference_threads, s.concurrent_batches)
-    s = msgspec.structs.replace(s, inference_threads=threads, concurrent_batches=batches)
+    s, cpu, cpu_source = plan_cpu(s, limits, affinity)
 
     if s.memory_budget > 0:
         memory, memory_source = s.memory_budget, "setting"
@@ -192,6 +185,20 @@ def plan(s: Settings, limits: CgroupLimits, affinity: int) -> Budgets:
             f"({memory_source}); lower it (or unset it to derive it) or raise the budget"
         )
     return Budgets(s, cpu, cpu_source, memory, memory_source, bound, factor)
+
+
+def plan_cpu(s: Settings, limits: CgroupLimits, affinity: int) -> tuple[Settings, float, str]:
+    """The settings with inference threads and concurrent batches derived from the CPU budget,
+    the budget, and where it came from ("setting", "cgroup" or "affinity")."""
+    if s.cpu_budget > 0:
+        cpu, cpu_source = s.cpu_budget, "setting"
+    elif limits.cpu_cores is not None and limits.cpu_cores < affinity:
+        cpu, cpu_source = limits.cpu_cores, "cgroup"
+    else:
+        cpu, cpu_source = float(affinity), "affinity"
+    threads, batches = split_slots(inference_slots(cpu), s.inference_threads, s.concurrent_batches)
+    s = msgspec.structs.replace(s, inference_threads=threads, concurrent_batches=batches)
+    return s, cpu, cpu_source
 
 
 def _largest_window(s: Settings, strategies: list[str], memory: int) -> int:

@@ -51,7 +51,7 @@ def intra_op_threads_for(concurrent_batches: int) -> int:
     quota = host_view().cpu_cores
     if quota is not None:
         cpus = min(cpus, max(1, int(quota)))
-    return max(1, cpus // concurrent_batches)
+    return max(1, cpus // max(1, concurrent_batches))
 
 
 class OnnxEmbedder:

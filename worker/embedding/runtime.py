@@ -99,7 +99,17 @@ async def open_batcher(
     metrics: Metrics | None = None,
 ) -> AsyncIterator[Batcher]:
     """A running :class:`Batcher` over ``backend`` (default: the model ``settings`` name),
-    sized by the settings' batch and queue bounds; drained when the block ends."""
+    sized by the settings' batch and queue bounds; drained when the block ends.
+
+    Threads and concurrent batches left to derive (0) are planned from this process's CPU
+    budget as the worker plans them at start-up, so the CLI and the benches run inference
+    as the worker would on the same machine."""
+    if settings.inference_threads == 0 or settings.concurrent_batches == 0:
+        from worker import cgroups, resources
+
+        settings, _, _ = resources.plan_cpu(
+            settings, cgroups.host_view(), resources.affinity_cpus()
+        )
     if backend is None:
         backend = await load_backend(settings, metrics)
     if metrics is not None:
