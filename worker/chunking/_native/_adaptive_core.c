@@ -222,6 +222,7 @@ typedef struct {
     int kind;
     PyObject *text_object;
     Py_ssize_t size;
+    Py_ssize_t tail;     /* the end of the text without trailing whitespace: a sentence end */
     Positions anchors;   /* sentence-end candidates */
     Positions hit_marks; /* code punctuation and digit.digit dots */
     Positions complex;   /* first letters of Arabic words of 7+ letters */
@@ -309,6 +310,13 @@ static inline void add_word(Profile *p, Py_ssize_t start, Py_ssize_t length, uin
     if (10 * p->seen.used > 7 * (p->seen.mask + 1) && vocabulary_grow(&p->seen) < 0) p->failed = 1;
 }
 
+/* segment.soft_line_break for the break at i during the scan: the fence lines found so far
+ * are those that start at or before i, so their count's parity says whether i is in code. */
+static int soft_break(const Profile *p, Py_ssize_t i) {
+    const SentenceText text = {p->kind, p->data, p->size};
+    return soft_line_break(&text, 0, i, (int)(p->fences.count & 1));
+}
+
 /* One pass over the text, specialised for each storage width. It finds:
  * - words (maximal runs of non-separators) with their polynomial hash
  *   H(w) = sum of (code[i] + 1) * P**i mod 2**32, as density.word_hash;
@@ -354,8 +362,9 @@ static inline void add_word(Profile *p, Py_ssize_t start, Py_ssize_t length, uin
                 *decimal_free = i + 2;                                                        \
             }                                                                                 \
         }                                                                                     \
-        /* A CJK run followed by an Arabic one (or the reverse) ends twice. */                \
-        if ((k & C_BREAK) || ((k & C_LATIN) && (next & C_FOLLOW)) ||                          \
+        /* A CJK run followed by an Arabic one (or the reverse) ends twice. A soft line      \
+         * break (hard-wrapped prose; fences so far: below this break) is whitespace. */      \
+        if (((k & C_BREAK) && !soft_break(p, i)) || ((k & C_LATIN) && (next & C_FOLLOW)) ||   \
             ((k & C_MARK) && !(next & C_MARK)) ||                                             \
             ((k & next & C_MARK) && ((c >= 0x3000) != (next_c >= 0x3000))))                   \
             push(p, &p->anchors, i);                                                             \
@@ -536,6 +545,8 @@ static Py_ssize_t resolve(const Profile *p, Py_ssize_t position, Py_ssize_t sent
 /* SentenceIndex.last_end: the largest sentence end e, floor < e <= limit (trimmed); -1 none. */
 static Py_ssize_t last_end(const Profile *p, Py_ssize_t start, Py_ssize_t floor,
                            Py_ssize_t limit) {
+    if (p->tail <= limit) /* the end of the text is the last sentence end there is */
+        return p->tail > floor ? p->tail : -1;
     const Py_ssize_t *anchors = p->anchors.items;
     for (Py_ssize_t k = seek_right(&p->anchors, limit, &p->hints->last_end) - 1; k >= 0; k--) {
         if (anchors[k] < start) return -1;
@@ -562,7 +573,7 @@ static Py_ssize_t first_end(const Profile *p, Py_ssize_t floor, Py_ssize_t limit
             if (end > floor) return end;
         }
     }
-    return -1;
+    return floor < p->tail && p->tail <= limit ? p->tail : -1;
 }
 
 /* SentenceIndex.carried_start: where the trailing whole sentences within `overlap` begin. */
@@ -584,12 +595,13 @@ static Py_ssize_t carried_start(const Profile *p, Py_ssize_t start, Py_ssize_t e
     return -1;
 }
 
-/* boundaries.last_word_end: the end of the last whole word in (floor, limit]. */
+/* boundaries.last_word_end: the end of the last whole word in (floor, limit], cut at any
+ * whitespace. */
 static Py_ssize_t last_word_end(const Profile *p, Py_ssize_t floor, Py_ssize_t limit) {
     Py_ssize_t cut = -1;
     for (Py_ssize_t i = (limit < p->size ? limit : p->size - 1); i >= floor + 1; i--) {
         Py_UCS4 c = at(p, i);
-        if (c == ' ' || c == '\t' || c == 0x3000 || c == 0xa0) {
+        if (is_space(c)) {
             cut = i;
             break;
         }
@@ -795,6 +807,8 @@ static PyObject *plan(PyObject *self, PyObject *args) {
     p.kind = PyUnicode_KIND(text);
     p.data = PyUnicode_DATA(text);
     p.text_object = text;
+    p.tail = p.size;
+    while (p.tail > 0 && is_space(at(&p, p.tail - 1))) p.tail--;
     Hints hints = {0};
     p.hints = &hints;
     params.density = NULL;

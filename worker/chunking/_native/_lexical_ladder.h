@@ -216,7 +216,8 @@ static int block_spans(const Text *t, const Block *block, Spans *out)
     out->n = 0;
     if (block->end - block->start <= cfg.max_chars)
         return spans_push(out, block->start, block->end);
-    return capped(t, block->start, block->end, out);
+    int prose = block->kind == K_PARAGRAPH || block->kind == K_LIST || block->kind == K_QUOTE;
+    return capped(t, block->start, block->end, prose, out);
 }
 
 /* lexical._Builder.add */

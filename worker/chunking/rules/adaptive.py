@@ -199,7 +199,9 @@ class AdaptiveChunker:
         sections = _Sections(text, fences) if fences else None
         # One pass over the whole document: sentence-end candidates, the document's density
         # and every window's.
-        profile = DocumentProfile(text, p.base_size, sections.ends if sections else None)
+        profile = DocumentProfile(
+            text, p.base_size, sections.ends if sections else None, fences=fences
+        )
         doc_density = profile.document_density
         sentences = SentenceIndex(text, profile.anchors)
         last_end = sentences.last_end

@@ -73,6 +73,11 @@ _STANDALONE: dict[str, str] = {
 }
 
 
+_PROSE_KINDS = frozenset({"paragraph", "list", "blockquote"})
+"""Blocks whose hard-wrapped lines are read as one line when a block over the cap is cut at
+sentences; code, tables, front matter and HTML keep every line break as a cut."""
+
+
 def _alternatives(phrases: tuple[str, ...]) -> str:
     # Longest first so that "for example" is tried before "for"; a phrase must end at a word
     # edge ("so" does not match "some").
@@ -139,7 +144,8 @@ def _capped(text: str, block: Block) -> list[Span]:
         return [Span(block.start, block.end)]
     counter = CharacterCounter()
     inner = text[block.start : block.end]
-    pieces = [Span(s.start + block.start, s.end + block.start) for s in split_sentences(inner)]
+    sentences = split_sentences(inner, soft_wraps=block.kind in _PROSE_KINDS)
+    pieces = [Span(s.start + block.start, s.end + block.start) for s in sentences]
     return pack_spans(
         text, cap_spans(text, pieces, counter, LEXICAL_MAX_CHARS), counter, LEXICAL_MAX_CHARS
     )
