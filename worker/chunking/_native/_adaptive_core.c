@@ -117,6 +117,7 @@ typedef struct {
     /* Output: the Chunk type, the strategy name, the metadata keys. */
     PyObject *chunk_type, *name;
     PyObject *key_index, *key_density, *key_local, *key_target, *key_technical;
+    PyObject *key_content, *key_chars, *kind_code, *kind_technical, *kind_prose;
 } Config;
 
 static Config config;
@@ -188,7 +189,12 @@ static PyObject *configure(PyObject *self, PyObject *args) {
         intern_key(&config.key_density, "density") < 0 ||
         intern_key(&config.key_local, "local_density") < 0 ||
         intern_key(&config.key_target, "target_size") < 0 ||
-        intern_key(&config.key_technical, "technical") < 0)
+        intern_key(&config.key_technical, "technical") < 0 ||
+        intern_key(&config.key_content, "content_type") < 0 ||
+        intern_key(&config.key_chars, "char_count") < 0 ||
+        intern_key(&config.kind_code, "code") < 0 ||
+        intern_key(&config.kind_technical, "technical") < 0 ||
+        intern_key(&config.kind_prose, "prose") < 0)
         return NULL;
     keep(&config.class_bytes, classes);
     config.classes = (const uint8_t *)PyBytes_AS_STRING(classes);
@@ -668,6 +674,15 @@ static PyObject *make_chunk(const Profile *p, const Params *params, Py_ssize_t i
         PyDict_SetItem(metadata, config.key_target, target_obj) < 0 ||
         PyDict_SetItem(metadata, config.key_technical,
                        local >= params->technical_threshold ? Py_True : Py_False) < 0)
+        goto done;
+    /* adaptive.content_kind: in a fenced code section (an odd count of fence lines at or
+     * before the start), else by the local density. */
+    Py_ssize_t fences_before = seek_right(&p->fences, start, &p->hints->fence);
+    PyObject *kind = fences_before % 2 ? config.kind_code
+                     : local >= params->technical_threshold ? config.kind_technical
+                                                            : config.kind_prose;
+    if (PyDict_SetItem(metadata, config.key_content, kind) < 0 ||
+        PyDict_SetItem(metadata, config.key_chars, length_obj) < 0)
         goto done;
     if (PyDict_GET_SIZE(params->extra) && PyDict_Update(metadata, params->extra) < 0) goto done;
     PyObject *args[6] = {body, start_obj, end_obj, length_obj, config.name, metadata};

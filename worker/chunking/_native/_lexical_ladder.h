@@ -7,7 +7,7 @@
 #include "_lexical_markdown.h"
 #include "_lexical_segment.h"
 
-/* The first prefix rule (transition break included) a unit's opening matches: its list and
+/* The prefix rule (transition break included) of the longest phrase a unit's opening holds: its list and
  * quote markers skipped (_LEAD_MARKERS), then _OPENING, both inside the lead window. */
 static int opening_rule(const Text *t, const Unit *u)
 {
@@ -50,7 +50,7 @@ static int opening_rule(const Text *t, const Unit *u)
     if (first >= 128)
         return NO_OPENING;
     /* Each phrase, then "(?![A-Za-z0-9])" (the window's end counts as the text's end); the
-     * candidates come in rule order, so the first match is the first rule that fires. */
+     * candidates come longest first, ties in rule order, so the first match decides. */
     for (int k = 0; k < cfg.n_by_first[first]; k++) {
         const Phrase *ph = cfg.by_first[first][k].phrase;
         if (ph->len > room)

@@ -35,7 +35,7 @@ from worker.chunking.text.boundaries import (
     last_clause_end,
     last_word_end,
 )
-from worker.chunking.text.density import DocumentProfile, native_tables
+from worker.chunking.text.density import DocumentProfile, detect_language, native_tables
 from worker.chunking.text.lexicon import ARABIC_COMPLEX_MIN_LETTERS
 from worker.chunking.text.segment import ABBREVIATIONS
 from worker.chunking.types import Chunk, ContentType
@@ -185,7 +185,7 @@ class AdaptiveChunker:
             p.language != "en",
             ARABIC_COMPLEX_MIN_LETTERS,
             p.technical_threshold,
-            _identity(doc_id, source),
+            _identity(doc_id, source, self._language(text)),
         )
 
     def chunk_reference(self, text: str, doc_id: str = "", source: str = "") -> list[Chunk]:
@@ -211,7 +211,8 @@ class AdaptiveChunker:
         max_size, overlap = p.max_size, p.overlap
         spread = max_size - p.min_size
         threshold = p.technical_threshold
-        extra = _identity(doc_id, source)
+        extra = _identity(doc_id, source, self._language(text))
+        in_code = sections.in_code if sections is not None else _never
         chunks: list[Chunk] = []
         append = chunks.append
         floor = start  # a chunk must end after this: past any text carried over
@@ -236,6 +237,8 @@ class AdaptiveChunker:
                 "local_density": local,
                 "target_size": target,
                 "technical": local >= threshold,
+                "content_type": content_kind(in_code(start), local, threshold),
+                "char_count": end - start,
             }
             if extra:
                 metadata.update(extra)
@@ -260,6 +263,10 @@ class AdaptiveChunker:
                 chunks.extend(self.chunk(doc["text"], doc.get("doc_id", ""), doc.get("source", "")))
         return chunks
 
+    def _language(self, text: str) -> str:
+        language = self.params.language
+        return detect_language(text) if language == "auto" else language
+
     def _cut_long_sentence(self, sentences: SentenceIndex, start: int, hard_limit: int) -> int:
         """End of a chunk whose first sentence is longer than its target."""
         end = sentences.first_end(start, hard_limit)
@@ -274,9 +281,22 @@ class AdaptiveChunker:
         return end if end is not None else hard_limit
 
 
-def _identity(doc_id: str, source: str) -> dict[str, object]:
-    """The metadata every chunk of a document carries: its id and source, when given."""
-    extra: dict[str, object] = {}
+def content_kind(in_code: bool, local_density: float, technical_threshold: float) -> str:
+    """The design's naming of a chunk's content: ``code`` inside a fenced code section,
+    ``technical`` at or above the technical threshold, ``prose`` below it."""
+    if in_code:
+        return "code"
+    return "technical" if local_density >= technical_threshold else "prose"
+
+
+def _never(position: int) -> bool:
+    return False
+
+
+def _identity(doc_id: str, source: str, language: str) -> dict[str, object]:
+    """The metadata every chunk of a document carries: its language, and its id and source
+    when given."""
+    extra: dict[str, object] = {"language": language}
     if doc_id:
         extra["doc_id"] = doc_id
     if source:
@@ -319,6 +339,10 @@ class _Sections:
 
     def end(self, start: int) -> int:
         return self.stops[bisect_right(self.fences, start)]
+
+    def in_code(self, start: int) -> bool:
+        """Whether ``start`` lies in a fenced code section (its fence line included)."""
+        return bisect_right(self.fences, start) % 2 == 1
 
     def ends(self, starts: NDArray[np.int64]) -> NDArray[np.int64]:
         """:meth:`end` for many offsets at once."""

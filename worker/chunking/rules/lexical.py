@@ -78,36 +78,28 @@ _PROSE_KINDS = frozenset({"paragraph", "list", "blockquote"})
 sentences; code, tables, front matter and HTML keep every line break as a cut."""
 
 
-def _alternatives(phrases: tuple[str, ...]) -> str:
-    # Longest first so that "for example" is tried before "for"; a phrase must end at a word
-    # edge ("so" does not match "some").
-    ordered = sorted(phrases, key=len, reverse=True)
-    return "|".join(re.escape(p) for p in ordered)
-
-
-def _prefix_pattern(phrases: tuple[str, ...]) -> re.Pattern[str]:
-    # re.ASCII keeps case folding to ASCII letters.
-    return re.compile(rf"(?:{_alternatives(phrases)})(?![A-Za-z0-9])", re.IGNORECASE | re.ASCII)
-
-
-_TRANSITION = _prefix_pattern(lexicon.TRANSITION_PHRASES)
-_PREFIX_RULES = tuple(
-    (reason, _prefix_pattern(phrases)) for reason, phrases in lexicon.LADDER_PHRASES.items()
-)
 _TRANSITION_BREAK = "transition_break"
-# Every prefix rule in ladder order in one pattern: a block's opening is matched once, and the
-# named group that matched is the first rule that fires (alternation is tried left to right,
-# exactly like trying the rules one after another).
+OPENING_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (_TRANSITION_BREAK, lexicon.TRANSITION_PHRASES),
+    *lexicon.LADDER_PHRASES.items(),
+)
+"""Every prefix rule with its phrases, in ladder order."""
+# Every phrase of every prefix rule in one pattern, longest first (ties: ladder order), each
+# in a group named after its position: the longest phrase a block opens with decides, so that
+# "that is" is elaboration and "this means" cause_effect although "that"/"this" open
+# reference_continuity, which comes first. A phrase must end at a word edge ("so" does not
+# match "some"); re.ASCII keeps case folding to ASCII letters.
+_BY_LENGTH = sorted(
+    ((phrase, rule) for rule, phrases in OPENING_RULES for phrase in phrases),
+    key=lambda pair: -len(pair[0]),
+)
 _OPENING = re.compile(
     "|".join(
-        rf"(?P<{name}>(?:{_alternatives(phrases)})(?![A-Za-z0-9]))"
-        for name, phrases in (
-            (_TRANSITION_BREAK, lexicon.TRANSITION_PHRASES),
-            *lexicon.LADDER_PHRASES.items(),
-        )
+        rf"(?P<p{i}>{re.escape(phrase)}(?![A-Za-z0-9]))" for i, (phrase, _) in enumerate(_BY_LENGTH)
     ),
     re.IGNORECASE | re.ASCII,
 )
+_RULE_OF_GROUP = {f"p{i}": rule for i, (_, rule) in enumerate(_BY_LENGTH)}
 _LEAD_WINDOW = 120
 """Characters at a block's start in which its list/quote markers and first words are read."""
 # List bullets, quote marks and emphasis before a block's first word.
@@ -157,7 +149,7 @@ def _opening(text: str, unit: _Unit) -> str:
         window_end = min(unit.end, unit.start + _LEAD_WINDOW)
         lead = _LEAD_MARKERS.match(text, unit.start, window_end).end()  # type: ignore[union-attr]
         match = _OPENING.match(text, lead, window_end)
-        unit.opening = (match.lastgroup or "") if match is not None else ""
+        unit.opening = _RULE_OF_GROUP[match.lastgroup or ""] if match is not None else ""
     return unit.opening
 
 

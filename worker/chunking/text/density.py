@@ -451,6 +451,20 @@ def density_from_totals(
 
 
 _ARABIC_LETTER = re.compile(r"[\u0620-\u064a\u066e-\u06d3\u06fa-\u06ff]")
+_ARABIC_RUN = re.compile(f"{_ARABIC_LETTER.pattern}+")
+_NOT_ASCII_LETTERS = bytes(c for c in range(128) if not chr(c).isalpha())
+
+
+def detect_language(text: str) -> str:
+    """``ar`` when the text has more Arabic-script letters than ASCII letters, else ``en``:
+    which of the strategy's language rules (Arabic clause cuts) the text calls for."""
+    if text.isascii():
+        return "en"
+    arabic = sum(map(len, _ARABIC_RUN.findall(text)))
+    if not arabic:
+        return "en"
+    latin = len(text.encode("ascii", "ignore").translate(None, _NOT_ASCII_LETTERS))
+    return "ar" if arabic > latin else "en"
 
 
 def native_tables() -> tuple[bytes, list[int], list[int]]:
