@@ -71,3 +71,34 @@ def test_detect_language() -> None:
     assert detect_language("مرحبا بالعالم and words") == "ar"
     assert detect_language("English text with one word مرحبا in Arabic") == "en"
     assert detect_language("中文文本") == "en"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # after prose: the break ends the open chunk as its last block
+        ("Para one here.\n\n---\n\nPara two here.", ["Para one here.\n\n---", "Para two here."]),
+        # after a heading (no chunk open): it joins the block after it
+        ("# T\n\n***\n\n## U\n\ntext", ["# T", "***\n\n## U", "text"]),
+        ("---\n\nJust text", ["---\n\nJust text"]),
+        ("```\ncode\n```\n\n___\n\nprose after", ["```\ncode\n```", "___\n\nprose after"]),
+        # nothing after it and nothing open: alone, the one case left
+        ("```\ncode\n```\n\n---", ["```\ncode\n```", "---"]),
+    ],
+)
+def test_a_thematic_break_is_attached_to_a_neighbour(text: str, expected: list[str]) -> None:
+    for chunk in CHUNKERS:
+        chunks = chunk(text, content_type="text/markdown")
+        assert [c.text for c in chunks] == expected
+        for c in chunks:
+            if "thematic_break" in c.metadata["block_types"] and len(c.metadata["block_types"]) > 1:
+                assert "structural_boundary" in c.metadata["merge_reasons"]
+
+
+def test_a_thematic_break_never_breaks_the_cap() -> None:
+    prose = "word " * 299 + "end."  # 1,499 characters: the break does not fit after it
+    text = f"{prose}\n\n---\n\nAfter the break."
+    for chunk in CHUNKERS:
+        chunks = chunk(text, content_type="text/markdown")
+        assert all(len(c.text) <= 1500 for c in chunks)
+        assert [c.text for c in chunks] == [prose, "---\n\nAfter the break."]

@@ -64,13 +64,16 @@ _HEADING_TYPE = "heading"
 _PROSE_TYPE = "semantic"
 """content_type of heading chunks and of merged prose chunks."""
 
-# Blocks that never merge, and the content_type of their chunk.
+# Blocks that never merge by the ladder, and the content_type of their chunk. A thematic
+# break is attached to a neighbour instead (_Builder.add); it stands alone only when there is
+# none it fits with.
 _STANDALONE: dict[str, str] = {
     "code": "code_block",
     "table": "table",
     "front_matter": "front_matter",
     "thematic_break": "thematic_break",
 }
+_THEMATIC = "thematic_break"
 
 
 _PROSE_KINDS = frozenset({"paragraph", "list", "blockquote"})
@@ -221,7 +224,7 @@ def chunk_reference(
     builder = _Builder(text, doc_id, source)
     for block in blocks:
         builder.add(block)
-    builder.close()
+    builder.finish()
     chunks = builder.chunks
     if builder.words is not None and chunks:
         for chunk, value in zip(chunks, builder.words.densities(chunks), strict=True):
@@ -268,11 +271,16 @@ class _Builder:
         """The titles of ``headings`` (copied into each chunk's metadata)."""
         self.section: tuple[int, str] = (0, "")
         self.open: _Open | None = None
+        self.pending: _Unit | None = None
+        """A thematic break waiting for the block after it (only while no chunk is open)."""
         self.words = DocumentWords.of(text)
 
     def add(self, block: Block) -> None:
         text = self.text
         kind = block.kind
+        if kind == _THEMATIC:
+            self._thematic_break(_Unit(kind, block.start, block.end))
+            return
         if kind == "heading":
             self.close()
             title = heading_text(text, block)
@@ -282,13 +290,14 @@ class _Builder:
             self.path = [title for _, title in self.headings]
             self.section = (block.level, title)
             for span in _capped(text, block):
-                self._emit([_Unit("heading", span.start, span.end)], [], _HEADING_TYPE)
+                units, reasons = self._after_pending(_Unit("heading", span.start, span.end))
+                self._emit(units, reasons, _HEADING_TYPE)
             return
         if kind in _STANDALONE:
             self.close()
             for span in _capped(text, block):
-                unit = _Unit(kind, span.start, span.end)
-                self._emit([unit], [], _STANDALONE[kind], STRUCTURAL)
+                units, reasons = self._after_pending(_Unit(kind, span.start, span.end))
+                self._emit(units, reasons, _STANDALONE[kind], STRUCTURAL)
             return
         if block.end - block.start <= LEXICAL_MAX_CHARS:
             self._walk(_Unit(kind, block.start, block.end))
@@ -296,8 +305,46 @@ class _Builder:
         for span in _capped(text, block):
             self._walk(_Unit(kind, span.start, span.end))
 
+    def _thematic_break(self, unit: _Unit) -> None:
+        """A thematic break ends the open chunk, as its last unit when it fits the cap; with
+        no chunk open it waits for the block after it (and a waiting one stands alone)."""
+        chunk = self.open
+        if chunk is not None and unit.end - chunk.units[0].start <= LEXICAL_MAX_CHARS:
+            chunk.units.append(unit)
+            chunk.reasons.append(STRUCTURAL)
+            self.close()
+            return
+        self.close()
+        self._flush_pending()
+        self.pending = unit
+
+    def _after_pending(self, unit: _Unit) -> tuple[list[_Unit], list[str]]:
+        """``unit`` with the waiting thematic break before it, when both fit the cap."""
+        pending = self.pending
+        if pending is None:
+            return [unit], []
+        self.pending = None
+        if unit.end - pending.start <= LEXICAL_MAX_CHARS:
+            return [pending, unit], [STRUCTURAL]
+        self._emit([pending], [], _STANDALONE[_THEMATIC], STRUCTURAL)
+        return [unit], []
+
+    def _flush_pending(self) -> None:
+        if self.pending is not None:
+            self._emit([self.pending], [], _STANDALONE[_THEMATIC], STRUCTURAL)
+            self.pending = None
+
+    def finish(self) -> None:
+        """Closes the open chunk; a thematic break still waiting stands alone."""
+        self.close()
+        self._flush_pending()
+
     def _walk(self, unit: _Unit) -> None:
         chunk = self.open
+        if chunk is None and self.pending is not None:
+            units, reasons = self._after_pending(unit)
+            self.open = _Open(units, reasons)
+            return
         if chunk is not None:
             reason: str | None = None
             if unit.end - chunk.units[0].start <= LEXICAL_MAX_CHARS:
