@@ -118,6 +118,7 @@ typedef struct {
     PyObject *chunk_type, *name;
     PyObject *key_index, *key_density, *key_local, *key_target, *key_technical;
     PyObject *key_content, *key_chars, *kind_code, *kind_technical, *kind_prose;
+    PyObject *key_language, *language_ar, *language_en;
 } Config;
 
 static Config config;
@@ -194,7 +195,9 @@ static PyObject *configure(PyObject *self, PyObject *args) {
         intern_key(&config.key_chars, "char_count") < 0 ||
         intern_key(&config.kind_code, "code") < 0 ||
         intern_key(&config.kind_technical, "technical") < 0 ||
-        intern_key(&config.kind_prose, "prose") < 0)
+        intern_key(&config.kind_prose, "prose") < 0 ||
+        intern_key(&config.key_language, "language") < 0 ||
+        intern_key(&config.language_ar, "ar") < 0 || intern_key(&config.language_en, "en") < 0)
         return NULL;
     keep(&config.class_bytes, classes);
     config.classes = (const uint8_t *)PyBytes_AS_STRING(classes);
@@ -229,6 +232,8 @@ typedef struct {
     PyObject *text_object;
     Py_ssize_t size;
     Py_ssize_t tail;     /* the end of the text without trailing whitespace: a sentence end */
+    int line_is_text;      /* during the scan: the current line is flush-left text */
+    int crlf_soft;         /* during the scan: the answer for the last '\r' */
     Positions anchors;   /* sentence-end candidates */
     Positions hit_marks; /* code punctuation and digit.digit dots */
     Positions complex;   /* first letters of Arabic words of 7+ letters */
@@ -316,11 +321,23 @@ static inline void add_word(Profile *p, Py_ssize_t start, Py_ssize_t length, uin
     if (10 * p->seen.used > 7 * (p->seen.mask + 1) && vocabulary_grow(&p->seen) < 0) p->failed = 1;
 }
 
-/* segment.soft_line_break for the break at i during the scan: the fence lines found so far
- * are those that start at or before i, so their count's parity says whether i is in code. */
-static int soft_break(const Profile *p, Py_ssize_t i) {
+/* segment.soft_line_break for the break at i during the scan, which meets every line break
+ * in order: the fence lines found so far are those that start at or before i (their count's
+ * parity says whether i is in code), and the current line started after the previous break.
+ * The '\n' of "\r\n" gets the answer of its '\r'. */
+static int soft_break(Profile *p, Py_ssize_t i) {
+    Py_UCS4 c = at(p, i);
+    if (c == '\n' && i > 0 && at(p, i - 1) == '\r') return p->crlf_soft;
+    /* The same decision as soft_line_break(text, 0, i, line, in_code), with the status of
+     * the line before the break known from the break that began it. */
     const SentenceText text = {p->kind, p->data, p->size};
-    return soft_line_break(&text, 0, i, (int)(p->fences.count & 1));
+    Py_ssize_t after = i + 1;
+    if (c == '\r' && after < p->size && at(p, after) == '\n') after++;
+    int before_is_text = p->line_is_text;
+    p->line_is_text = line_is_text(&text, after);
+    int soft = before_is_text && p->line_is_text && c != 0x2029 && !(p->fences.count & 1);
+    p->crlf_soft = soft;
+    return soft;
 }
 
 /* One pass over the text, specialised for each storage width. It finds:
@@ -630,6 +647,33 @@ static Py_ssize_t skip_space(const Profile *p, Py_ssize_t position) {
     return position;
 }
 
+/* density.detect_language: "ar" when the text has more characters of the Arabic block
+ * (U+0600-U+06FF) than ASCII letters, else "en". A one-byte str holds no Arabic. */
+#define DEFINE_COUNT_SCRIPTS(NAME, CHAR_T)                                                    \
+    static void NAME(const CHAR_T *t, Py_ssize_t n, Py_ssize_t *arabic, Py_ssize_t *latin) {  \
+        Py_ssize_t a = 0, l = 0;                                                              \
+        for (Py_ssize_t i = 0; i < n; i++) {                                                  \
+            uint32_t c = t[i];                                                                \
+            a += (c >> 8) == 6;                                                               \
+            l += ((c | 0x20) - 'a') < 26u;                                                    \
+        }                                                                                     \
+        *arabic = a;                                                                          \
+        *latin = l;                                                                           \
+    }
+DEFINE_COUNT_SCRIPTS(count_scripts_ucs2, Py_UCS2)
+DEFINE_COUNT_SCRIPTS(count_scripts_ucs4, Py_UCS4)
+
+static PyObject *detect_language(PyObject *text) {
+    int kind = PyUnicode_KIND(text);
+    if (kind == PyUnicode_1BYTE_KIND) return config.language_en;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), arabic, latin;
+    if (kind == PyUnicode_2BYTE_KIND)
+        count_scripts_ucs2(PyUnicode_2BYTE_DATA(text), n, &arabic, &latin);
+    else
+        count_scripts_ucs4(PyUnicode_4BYTE_DATA(text), n, &arabic, &latin);
+    return arabic > latin ? config.language_ar : config.language_en;
+}
+
 /* -- the chunk loop (AdaptiveChunker.chunk) ---------------------------------------------- */
 
 typedef struct {
@@ -637,6 +681,7 @@ typedef struct {
     int clause_cuts;
     double technical_threshold;
     PyObject *extra;   /* dict merged into every chunk's metadata (doc_id, source) */
+    PyObject *language; /* "ar" or "en" (borrowed from config or the caller) */
     PyObject *density; /* the document density (a float) */
 } Params;
 
@@ -682,7 +727,8 @@ static PyObject *make_chunk(const Profile *p, const Params *params, Py_ssize_t i
                      : local >= params->technical_threshold ? config.kind_technical
                                                             : config.kind_prose;
     if (PyDict_SetItem(metadata, config.key_content, kind) < 0 ||
-        PyDict_SetItem(metadata, config.key_chars, length_obj) < 0)
+        PyDict_SetItem(metadata, config.key_chars, length_obj) < 0 ||
+        PyDict_SetItem(metadata, config.key_language, params->language) < 0)
         goto done;
     if (PyDict_GET_SIZE(params->extra) && PyDict_Update(metadata, params->extra) < 0) goto done;
     PyObject *args[6] = {body, start_obj, end_obj, length_obj, config.name, metadata};
@@ -804,10 +850,11 @@ static PyObject *plan(PyObject *self, PyObject *args) {
     Params params;
     Profile p;
     memset(&p, 0, sizeof p);
-    if (!PyArg_ParseTuple(args, "UnnnnpidO!", &text, &params.base_size, &params.min_size,
+    PyObject *language;
+    if (!PyArg_ParseTuple(args, "UnnnnpidO!U", &text, &params.base_size, &params.min_size,
                           &params.max_size, &params.overlap, &params.clause_cuts,
                           &p.min_arabic_letters, &params.technical_threshold, &PyDict_Type,
-                          &params.extra))
+                          &params.extra, &language))
         return NULL;
     if (config.classes == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "configure() was not called");
@@ -822,7 +869,14 @@ static PyObject *plan(PyObject *self, PyObject *args) {
     p.kind = PyUnicode_KIND(text);
     p.data = PyUnicode_DATA(text);
     p.text_object = text;
+    params.language = PyUnicode_CompareWithASCIIString(language, "auto") == 0
+                          ? detect_language(text)
+                          : language;
     p.tail = p.size;
+    if (p.size > 0) {
+        const SentenceText whole = {p.kind, p.data, p.size};
+        p.line_is_text = line_is_text(&whole, 0);
+    }
     while (p.tail > 0 && is_space(at(&p, p.tail - 1))) p.tail--;
     Hints hints = {0};
     p.hints = &hints;
@@ -859,7 +913,7 @@ static PyMethodDef methods[] = {
      "at import (it replaces the tables chunk() reads)"},
     {"chunk", plan, METH_VARARGS,
      "chunk(text, base_size, min_size, max_size, overlap, clause_cuts, arabic_min_letters, "
-     "technical_threshold, extra_metadata) -> list[Chunk]"},
+     "technical_threshold, extra_metadata, language) -> list[Chunk]"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -138,7 +138,7 @@ static int split_sentences(const Text *t, Py_ssize_t base, Py_ssize_t limit, int
             continue;
         }
         if (line && soft_wraps) {
-            int soft = soft_line_break(&view, base, p, in_code);
+            int soft = soft_line_break(&view, base, p, -1, in_code);
             if (at(t, end - 1) == '\n' && end < limit && fence_line_at(t, end, limit))
                 in_code = !in_code;
             if (soft) {

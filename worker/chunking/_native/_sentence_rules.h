@@ -275,9 +275,19 @@ static inline int opens_block(const SentenceText *t, Py_ssize_t at)
     return digits + 1 == end || is_line_end(sentence_read(t, digits + 1));
 }
 
+/* Whether the line starting at `line` is flush-left text that opens no block: what both
+ * lines around a soft break must be (segment.soft_line_break). */
+static inline int line_is_text(const SentenceText *t, Py_ssize_t line)
+{
+    return line < t->size && !is_space(sentence_read(t, line)) && !opens_block(t, line);
+}
+
 /* segment.soft_line_break on t[base:t->size] (base counts as a line start): 1 when the line
- * break at `at` is a hard wrap inside a paragraph, read as a space. */
-static inline int soft_line_break(const SentenceText *t, Py_ssize_t base, Py_ssize_t at, int in_code)
+ * break at `at` is a hard wrap inside a paragraph, read as a space. `line` is where the line
+ * ending at the break starts, or -1 to find it here (a caller walking the text in order
+ * knows it already). */
+static inline int soft_line_break(const SentenceText *t, Py_ssize_t base, Py_ssize_t at, Py_ssize_t line,
+                                  int in_code)
 {
     Py_ssize_t end = t->size;
     Py_UCS4 c = sentence_read(t, at);
@@ -290,9 +300,11 @@ static inline int soft_line_break(const SentenceText *t, Py_ssize_t base, Py_ssi
         at--;
     if (after >= end || is_space(sentence_read(t, after)) || opens_block(t, after))
         return 0;
-    Py_ssize_t line = at;
-    while (line > base && !is_line_break(sentence_read(t, line - 1)))
-        line--;
+    if (line < 0) {
+        line = at;
+        while (line > base && !is_line_break(sentence_read(t, line - 1)))
+            line--;
+    }
     return line < at && !is_space(sentence_read(t, line)) && !opens_block(t, line);
 }
 

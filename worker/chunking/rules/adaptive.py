@@ -94,7 +94,9 @@ def _pick(override: object, value: object) -> object:
 
 # The compiled core (``_adaptive_core.c``): the whole of chunk_reference() for a document in
 # one call, with the same rules and the same output.
-_NativeChunk = Callable[[str, int, int, int, int, bool, int, float, dict[str, object]], list[Chunk]]
+_NativeChunk = Callable[
+    [str, int, int, int, int, bool, int, float, dict[str, object], str], list[Chunk]
+]
 
 
 def _load_core() -> _NativeChunk | None:
@@ -185,7 +187,8 @@ class AdaptiveChunker:
             p.language != "en",
             ARABIC_COMPLEX_MIN_LETTERS,
             p.technical_threshold,
-            _identity(doc_id, source, self._language(text)),
+            _identity(doc_id, source),
+            p.language,
         )
 
     def chunk_reference(self, text: str, doc_id: str = "", source: str = "") -> list[Chunk]:
@@ -211,7 +214,8 @@ class AdaptiveChunker:
         max_size, overlap = p.max_size, p.overlap
         spread = max_size - p.min_size
         threshold = p.technical_threshold
-        extra = _identity(doc_id, source, self._language(text))
+        extra = _identity(doc_id, source)
+        language = detect_language(text) if p.language == "auto" else p.language
         in_code = sections.in_code if sections is not None else _never
         chunks: list[Chunk] = []
         append = chunks.append
@@ -239,6 +243,7 @@ class AdaptiveChunker:
                 "technical": local >= threshold,
                 "content_type": content_kind(in_code(start), local, threshold),
                 "char_count": end - start,
+                "language": language,
             }
             if extra:
                 metadata.update(extra)
@@ -262,10 +267,6 @@ class AdaptiveChunker:
             else:
                 chunks.extend(self.chunk(doc["text"], doc.get("doc_id", ""), doc.get("source", "")))
         return chunks
-
-    def _language(self, text: str) -> str:
-        language = self.params.language
-        return detect_language(text) if language == "auto" else language
 
     def _cut_long_sentence(self, sentences: SentenceIndex, start: int, hard_limit: int) -> int:
         """End of a chunk whose first sentence is longer than its target."""
@@ -293,10 +294,9 @@ def _never(position: int) -> bool:
     return False
 
 
-def _identity(doc_id: str, source: str, language: str) -> dict[str, object]:
-    """The metadata every chunk of a document carries: its language, and its id and source
-    when given."""
-    extra: dict[str, object] = {"language": language}
+def _identity(doc_id: str, source: str) -> dict[str, object]:
+    """The metadata every chunk of a document carries: its id and source, when given."""
+    extra: dict[str, object] = {}
     if doc_id:
         extra["doc_id"] = doc_id
     if source:
