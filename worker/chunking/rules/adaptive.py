@@ -9,12 +9,14 @@ it starts, so a prose introduction followed by a code section gets large then sm
 Code fences are section edges too: a chunk that starts in prose ends before a fence, and one
 that starts inside fenced code ends after the closing fence.
 
-Sentences accumulate until the next one would pass the target. On overflow the chunk is
+Sentences (hard-wrapped prose read as one line; the end of the text always ends the last one)
+accumulate until the next one would pass the target. On overflow the chunk is
 emitted and its trailing whole sentences of at most ``overlap`` characters start the next
 chunk (dropped when they would leave no room for a new sentence). A first sentence longer than
 the target is kept whole up to ``max_size``; beyond that it is cut at an Arabic clause mark
 (when ``language`` allows), then a word boundary, then a character. All sizes are characters,
-and ``max_size`` is a hard cap. Chunks are contiguous slices of the document.
+and ``max_size`` is a hard cap. Chunks are contiguous slices of the document. Each carries
+its ``content_type`` (``code``/``technical``/``prose``), ``char_count`` and ``language``.
 """
 
 from __future__ import annotations

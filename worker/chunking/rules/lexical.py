@@ -1,10 +1,12 @@
 """The ``lexical`` strategy: walk the blocks and ask whether each continues the chunk.
 
-Headings start a section and are chunks of their own; code blocks, tables, front matter and
-thematic breaks stand alone. Every other block (paragraph, list, block quote, HTML) goes down
-a fixed ladder, first match deciding: the size cap, a transition phrase (ends the chunk),
-then the merge reasons in :data:`LADDER`. Chunks are contiguous slices of the document.
-The word lists and limits live in :mod:`worker.chunking.text.lexicon`.
+Headings start a section and are chunks of their own; code blocks, tables and front matter
+stand alone; a thematic break is attached to a neighbour (the open chunk, else the next
+block). Every other block (paragraph, list, block quote, HTML) goes down a fixed ladder, first
+match deciding: the size cap, an opening phrase (the longest one decides: a transition ends
+the chunk, the others merge), then the other merge reasons in :data:`LADDER`. Chunks are
+contiguous slices of the document, at most 1,500 characters. The word lists and limits live
+in :mod:`worker.chunking.text.lexicon`.
 """
 
 from __future__ import annotations
