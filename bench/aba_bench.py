@@ -124,7 +124,7 @@ def main() -> int:
     )
     rows: list[tuple[str, str, dict[str, Any]]] = [
         ("semantic", "semantic", {}),
-        ("sdpm (defaults: level = curve percentile, skip_window=2)", "sdpm", {}),
+        ("sdpm (defaults: level = non-valley percentile, skip_window=2)", "sdpm", {}),
         ("sdpm skip_window=1", "sdpm", {"skip_window": 1}),
         ("sdpm merge_threshold=0.8 skip_window=1 (the old defaults)", "sdpm",
          {"merge_threshold": 0.8, "skip_window": 1}),

@@ -52,12 +52,16 @@ def test_merges_never_break_the_cap() -> None:
     assert len(chunks) > 1
 
 
-def test_merge_level_is_a_percentile_of_the_document_curve_by_default() -> None:
-    curve = np.array([0.1, 0.2, 0.3, 0.4, 0.5])
-    # 80th percentile with linear interpolation, as the first pass's cut: 0.42
-    assert SDPMParams().merge_level(curve) == pytest.approx(0.42)
-    assert SDPMParams(threshold=0.5).merge_level(curve) == pytest.approx(0.3)
+def test_merge_level_is_a_percentile_of_the_non_valley_gaps_by_default() -> None:
+    # Valleys at gaps 0 (0.1, an edge lower than its neighbour) and 3 (0.2): the level is
+    # read from the other gaps, 0.5 0.6 0.7 0.9, by linear interpolation as the first pass's
+    # cut: the 80th percentile is 0.78, the 50th 0.65.
+    curve = np.array([0.1, 0.5, 0.6, 0.2, 0.7, 0.9])
+    assert SDPMParams().merge_level(curve) == pytest.approx(0.78)
+    assert SDPMParams(threshold=0.5).merge_level(curve) == pytest.approx(0.65)
     assert SDPMParams(threshold=0.6, merge_threshold=0.2).merge_level(curve) == 0.2
+    # No valley (a flat curve): every gap counts. No gap: no merge.
+    assert SDPMParams().merge_level(np.array([0.4, 0.4])) == pytest.approx(0.4)
     assert SDPMParams().merge_level(np.array([])) == float("inf")
 
 

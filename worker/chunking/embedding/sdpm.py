@@ -9,12 +9,13 @@
 5. passes repeat until one makes no merge.
 
 ``threshold`` keeps its ``semantic`` meaning (a percentile of valley similarities for the first
-pass). The merge level is derived from the same document the same way: unset
-``merge_threshold``, it is the ``threshold`` percentile of the document's whole similarity
-curve (every gap, not only the valleys), so two groups merge when they are more alike than
-that share of the document's neighbouring sentence windows — a level that follows the model
-and the document, as the first pass's cut does. A document with no gap (one unit) merges
-nothing. ``merge_threshold`` set is a fixed cosine similarity instead (the seed's reading).
+pass). The merge level is derived from the same document the same way, from the other part
+of its similarity curve: unset ``merge_threshold``, it is the ``threshold`` percentile of the
+gaps that are *not* valleys — the places where the first pass saw no possible topic change —
+so two groups merge when they are more alike than that share of the document's within-topic
+neighbouring windows. The level follows the model and the document, as the first pass's cut
+does. A document with no gap (one unit) merges nothing. ``merge_threshold`` set is a fixed
+cosine similarity instead (the seed's reading).
 ``skip_window`` defaults to 2, so a merge may bridge one group: a topic resumed after a short
 digression is rejoined (measured in docs/semantic.md).
 
@@ -43,7 +44,12 @@ from worker.chunking.embedding.semantic import (
     start_metadata,
     unit_size,
 )
-from worker.chunking.embedding.similarity import cosine, gap_similarities, percentile_cut
+from worker.chunking.embedding.similarity import (
+    cosine,
+    gap_similarities,
+    local_minima,
+    percentile_cut,
+)
 from worker.chunking.embedding.units import SentencePlan, merge_params, unit_vectors
 from worker.chunking.text.tokens import CHARACTER
 from worker.chunking.types import Chunk, ContentType, EmbeddingPlan, Metadata, Span
@@ -57,7 +63,7 @@ class SDPMParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """First pass: percentile (as a fraction) of the valley similarities that cut."""
     merge_threshold: Annotated[float, msgspec.Meta(ge=-1.0, le=1.0)] | None = None
     """Second pass: cosine similarity a merge must exceed; unset, the ``threshold``
-    percentile of this document's similarity curve."""
+    percentile of this document's non-valley gap similarities."""
     skip_window: Annotated[int, msgspec.Meta(ge=1)] = 2
     """How many groups ahead a group is compared with (2: a merge may bridge one group)."""
     similarity_window: Annotated[int, msgspec.Meta(ge=1)] = 3
@@ -76,11 +82,16 @@ class SDPMParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         )
 
     def merge_level(self, curve: NDArray[np.float64]) -> float:
-        """The similarity a merge must exceed in a document with this similarity ``curve``
-        (empty: one unit, no level and no merge)."""
+        """The similarity a merge must exceed in a document with this similarity ``curve``:
+        ``merge_threshold`` when set, else the ``threshold`` percentile of the gaps that are
+        not valleys (all gaps when every one is). Empty curve (one unit): no merge."""
         if self.merge_threshold is not None:
             return self.merge_threshold
-        return percentile_cut(curve.tolist(), self.threshold) if len(curve) else float("inf")
+        if not len(curve):
+            return float("inf")
+        valleys = set(local_minima(curve))
+        rest = [float(value) for gap, value in enumerate(curve) if gap not in valleys]
+        return percentile_cut(rest or curve.tolist(), self.threshold)
 
 
 @dataclass
