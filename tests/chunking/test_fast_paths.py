@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from tests.chunking.texts import any_text
 from worker.chunking.rules import lexical
-from worker.chunking.rules.lexical import LexicalChunker, _keyword_count, _keyword_set, _word_count
+from worker.chunking.rules.lexical import LexicalChunker
+from worker.chunking.rules.lexical_words import keyword_count, keyword_set, word_count
 from worker.chunking.text import lexicon
 from worker.chunking.text.density import density
 
@@ -58,20 +59,20 @@ def test_density_matches_the_formula(text: str) -> None:
 @given(texts)
 def test_keyword_count_matches_the_regex(text: str) -> None:
     found = re.findall(rf"[^\W\d_]{{{lexicon.KEYWORD_MIN_LETTERS},}}", text.lower())
-    assert _keyword_count(text) == sum(w not in lexicon.STOP_WORDS for w in found)
+    assert keyword_count(text) == sum(w not in lexicon.STOP_WORDS for w in found)
 
 
 @settings(max_examples=400, deadline=None)
 @given(texts)
 def test_keyword_set_matches_the_regex(text: str) -> None:
     found = re.findall(rf"[^\W\d_]{{{lexicon.KEYWORD_MIN_LETTERS},}}", text.lower())
-    assert _keyword_set(text) == frozenset(found) - lexicon.STOP_WORDS
+    assert keyword_set(text) == frozenset(found) - lexicon.STOP_WORDS
 
 
 @settings(max_examples=400, deadline=None)
 @given(texts)
 def test_word_count_matches_split(text: str) -> None:
-    assert _word_count(text) == len(text.split())
+    assert word_count(text) == len(text.split())
 
 
 _prose_words = st.sampled_from(
@@ -92,10 +93,10 @@ def test_document_words_match_the_block_reading(text: str, content_type: str) ->
     path gives (the reference: the compiled core is compared with it elsewhere)."""
     chunker = LexicalChunker(native=False)
     fast = chunker.chunk(text, content_type=content_type)  # type: ignore[arg-type]
-    original = lexical._DocumentWords.of
+    original = lexical.DocumentWords.of
     try:
-        lexical._DocumentWords.of = classmethod(lambda cls, text: None)  # type: ignore[assignment,method-assign]
+        lexical.DocumentWords.of = classmethod(lambda cls, text: None)  # type: ignore[assignment,method-assign]
         plain = chunker.chunk(text, content_type=content_type)  # type: ignore[arg-type]
     finally:
-        lexical._DocumentWords.of = original  # type: ignore[method-assign]
+        lexical.DocumentWords.of = original  # type: ignore[method-assign]
     assert fast == plain

@@ -72,7 +72,7 @@ SECOND = (
 @pytest.mark.parametrize(
     ("opening", "reason"),
     [
-        ("This means", "reference_continuity"),
+        ("This means", "cause_effect"),  # the longest phrase decides: not "This"
         ("THESE", "reference_continuity"),
         ("In other words,", "elaboration"),
         ("Furthermore,", "elaboration"),

@@ -52,3 +52,12 @@ def test_sentence_strategy_token_cap(tokenizer_path: str, text: str, size: int) 
     counter = make_counter(tokenizer_path)
     chunks = SentenceChunker(SentenceParams(chunk_size=size, tokenizer=tokenizer_path)).chunk(text)
     assert_all(text, chunks, counter, size)
+
+
+def test_a_character_over_the_token_cap_is_a_chunk_alone(tokenizer_path: str) -> None:
+    # Found by hypothesis: each Hangul syllable here counts 2-3 tokens, so under a cap of 2 the
+    # text cannot be cut any finer than by character; nothing is lost or merged past the cap.
+    counter = make_counter(tokenizer_path)
+    chunks = SentenceChunker(SentenceParams(chunk_size=2, tokenizer=tokenizer_path)).chunk("한국어")
+    assert [c.text for c in chunks] == ["한", "국", "어"]
+    assert [c.token_count for c in chunks] == [counter.count(ch) for ch in "한국어"]

@@ -38,7 +38,7 @@ windows = st.builds(ModelWindow, st.just(COUNTER), st.integers(4, 80))
 @given(
     text=documents,
     chunk_size=st.integers(1, 400),
-    threshold=st.floats(0.05, 1.0),
+    threshold=st.floats(0.0, 1.0),
     similarity_window=st.integers(1, 4),
     min_sentences=st.integers(1, 3),
     min_characters=st.integers(0, 40),
@@ -75,7 +75,7 @@ def test_semantic_invariants(
 @given(
     text=documents,
     chunk_size=st.integers(1, 400),
-    threshold=st.floats(0.05, 1.0),
+    threshold=st.floats(0.0, 1.0),
     merge_threshold=st.floats(-1.0, 1.0),
     skip_window=st.integers(1, 4),
     window=windows,

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
 import pytest
 
 from tests.semantic.fakes import RecordingEmbedder, embed, topic_document
@@ -51,9 +52,33 @@ def test_merges_never_break_the_cap() -> None:
     assert len(chunks) > 1
 
 
-def test_threshold_doubles_as_merge_threshold_by_default() -> None:
-    assert SDPMParams(threshold=0.6).effective_merge_threshold == 0.6
-    assert SDPMParams(threshold=0.6, merge_threshold=0.2).effective_merge_threshold == 0.2
+def test_merge_level_is_a_percentile_of_the_non_valley_gaps_by_default() -> None:
+    # Valleys at gaps 0 (0.1, an edge lower than its neighbour) and 3 (0.2): the level is
+    # read from the other gaps, 0.5 0.6 0.7 0.9, by linear interpolation as the first pass's
+    # cut: the 80th percentile is 0.78, the 50th 0.65.
+    curve = np.array([0.1, 0.5, 0.6, 0.2, 0.7, 0.9])
+    assert SDPMParams().merge_level(curve) == pytest.approx(0.78)
+    assert SDPMParams(threshold=0.5).merge_level(curve) == pytest.approx(0.65)
+    assert SDPMParams(threshold=0.6, merge_threshold=0.2).merge_level(curve) == 0.2
+    # No valley (a flat curve): every gap counts. No gap: no merge.
+    assert SDPMParams().merge_level(np.array([0.4, 0.4])) == pytest.approx(0.4)
+    assert SDPMParams().merge_level(np.array([])) == float("inf")
+
+
+def test_the_derived_level_merges_and_is_reported() -> None:
+    # Three topics over-split by the first pass: at defaults (no merge_threshold) the second
+    # pass merges back within topics, and every chunk says which level it merged at.
+    text, _ = topic_document(["cooking", "astronomy", "finance"], 6)
+    settings = {"similarity_window": 1, "threshold": 1.0}
+    first = SemanticChunker(embed, **settings).chunk(text)
+    chunks = SDPMChunker(embed, **settings).chunk(text)
+    assert len(chunks) < len(first)
+    assert {c.metadata["merge_level"] for c in chunks} == {chunks[0].metadata["merge_level"]}
+    assert all(
+        m["similarity"] > chunks[0].metadata["merge_level"]
+        for c in chunks
+        for m in c.metadata["merges"]
+    )
 
 
 def test_one_embedding_call_with_distinct_texts() -> None:

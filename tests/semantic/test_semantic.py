@@ -166,3 +166,19 @@ def test_plan_units_lists_sizes_in_the_unit() -> None:
     plan = plan_units(text, units, COUNTER, character_window())
     assert list(plan.sizes) == [15.0, 11.0]
     assert plan.texts == ("First sentence.", "Second one!")
+
+
+def test_threshold_zero_is_the_deepest_valley_only() -> None:
+    # The design's range is 0.0-1.0: 0.0 takes the 0th percentile, so only the valley of
+    # least similarity (and any tied with it) is a candidate.
+    text, seams = topic_document(["cooking", "astronomy", "finance"], 5)
+    chunks = SemanticChunker(embed, similarity_window=2, threshold=0.0).chunk(text)
+    assert len(chunks) == 2
+    assert chunks[1].start_index in seams
+    lowest = min(
+        c.metadata["boundary_similarity"]
+        for c in SemanticChunker(embed, similarity_window=2, threshold=1.0).chunk(text)[1:]
+    )
+    assert chunks[1].metadata["boundary_similarity"] == lowest
+    assert registry.build("semantic", {"threshold": "0.0"}).chunker.params.threshold == 0.0
+    assert registry.build("sdpm", {"threshold": "0"}).chunker.params.threshold == 0.0

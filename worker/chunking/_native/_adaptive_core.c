@@ -117,6 +117,8 @@ typedef struct {
     /* Output: the Chunk type, the strategy name, the metadata keys. */
     PyObject *chunk_type, *name;
     PyObject *key_index, *key_density, *key_local, *key_target, *key_technical;
+    PyObject *key_content, *key_chars, *kind_code, *kind_technical, *kind_prose;
+    PyObject *key_language, *language_ar, *language_en;
 } Config;
 
 static Config config;
@@ -188,7 +190,14 @@ static PyObject *configure(PyObject *self, PyObject *args) {
         intern_key(&config.key_density, "density") < 0 ||
         intern_key(&config.key_local, "local_density") < 0 ||
         intern_key(&config.key_target, "target_size") < 0 ||
-        intern_key(&config.key_technical, "technical") < 0)
+        intern_key(&config.key_technical, "technical") < 0 ||
+        intern_key(&config.key_content, "content_type") < 0 ||
+        intern_key(&config.key_chars, "char_count") < 0 ||
+        intern_key(&config.kind_code, "code") < 0 ||
+        intern_key(&config.kind_technical, "technical") < 0 ||
+        intern_key(&config.kind_prose, "prose") < 0 ||
+        intern_key(&config.key_language, "language") < 0 ||
+        intern_key(&config.language_ar, "ar") < 0 || intern_key(&config.language_en, "en") < 0)
         return NULL;
     keep(&config.class_bytes, classes);
     config.classes = (const uint8_t *)PyBytes_AS_STRING(classes);
@@ -222,6 +231,9 @@ typedef struct {
     int kind;
     PyObject *text_object;
     Py_ssize_t size;
+    Py_ssize_t tail;     /* the end of the text without trailing whitespace: a sentence end */
+    int line_is_text;      /* during the scan: the current line is flush-left text */
+    int crlf_soft;         /* during the scan: the answer for the last '\r' */
     Positions anchors;   /* sentence-end candidates */
     Positions hit_marks; /* code punctuation and digit.digit dots */
     Positions complex;   /* first letters of Arabic words of 7+ letters */
@@ -309,6 +321,25 @@ static inline void add_word(Profile *p, Py_ssize_t start, Py_ssize_t length, uin
     if (10 * p->seen.used > 7 * (p->seen.mask + 1) && vocabulary_grow(&p->seen) < 0) p->failed = 1;
 }
 
+/* segment.soft_line_break for the break at i during the scan, which meets every line break
+ * in order: the fence lines found so far are those that start at or before i (their count's
+ * parity says whether i is in code), and the current line started after the previous break.
+ * The '\n' of "\r\n" gets the answer of its '\r'. */
+static int soft_break(Profile *p, Py_ssize_t i) {
+    Py_UCS4 c = at(p, i);
+    if (c == '\n' && i > 0 && at(p, i - 1) == '\r') return p->crlf_soft;
+    /* The same decision as soft_line_break(text, 0, i, line, in_code), with the status of
+     * the line before the break known from the break that began it. */
+    const SentenceText text = {p->kind, p->data, p->size};
+    Py_ssize_t after = i + 1;
+    if (c == '\r' && after < p->size && at(p, after) == '\n') after++;
+    int before_is_text = p->line_is_text;
+    p->line_is_text = line_is_text(&text, after);
+    int soft = before_is_text && p->line_is_text && c != 0x2029 && !(p->fences.count & 1);
+    p->crlf_soft = soft;
+    return soft;
+}
+
 /* One pass over the text, specialised for each storage width. It finds:
  * - words (maximal runs of non-separators) with their polynomial hash
  *   H(w) = sum of (code[i] + 1) * P**i mod 2**32, as density.word_hash;
@@ -354,8 +385,9 @@ static inline void add_word(Profile *p, Py_ssize_t start, Py_ssize_t length, uin
                 *decimal_free = i + 2;                                                        \
             }                                                                                 \
         }                                                                                     \
-        /* A CJK run followed by an Arabic one (or the reverse) ends twice. */                \
-        if ((k & C_BREAK) || ((k & C_LATIN) && (next & C_FOLLOW)) ||                          \
+        /* A CJK run followed by an Arabic one (or the reverse) ends twice. A soft line      \
+         * break (hard-wrapped prose; fences so far: below this break) is whitespace. */      \
+        if (((k & C_BREAK) && !soft_break(p, i)) || ((k & C_LATIN) && (next & C_FOLLOW)) ||   \
             ((k & C_MARK) && !(next & C_MARK)) ||                                             \
             ((k & next & C_MARK) && ((c >= 0x3000) != (next_c >= 0x3000))))                   \
             push(p, &p->anchors, i);                                                             \
@@ -536,6 +568,8 @@ static Py_ssize_t resolve(const Profile *p, Py_ssize_t position, Py_ssize_t sent
 /* SentenceIndex.last_end: the largest sentence end e, floor < e <= limit (trimmed); -1 none. */
 static Py_ssize_t last_end(const Profile *p, Py_ssize_t start, Py_ssize_t floor,
                            Py_ssize_t limit) {
+    if (p->tail <= limit) /* the end of the text is the last sentence end there is */
+        return p->tail > floor ? p->tail : -1;
     const Py_ssize_t *anchors = p->anchors.items;
     for (Py_ssize_t k = seek_right(&p->anchors, limit, &p->hints->last_end) - 1; k >= 0; k--) {
         if (anchors[k] < start) return -1;
@@ -562,7 +596,7 @@ static Py_ssize_t first_end(const Profile *p, Py_ssize_t floor, Py_ssize_t limit
             if (end > floor) return end;
         }
     }
-    return -1;
+    return floor < p->tail && p->tail <= limit ? p->tail : -1;
 }
 
 /* SentenceIndex.carried_start: where the trailing whole sentences within `overlap` begin. */
@@ -584,12 +618,13 @@ static Py_ssize_t carried_start(const Profile *p, Py_ssize_t start, Py_ssize_t e
     return -1;
 }
 
-/* boundaries.last_word_end: the end of the last whole word in (floor, limit]. */
+/* boundaries.last_word_end: the end of the last whole word in (floor, limit], cut at any
+ * whitespace. */
 static Py_ssize_t last_word_end(const Profile *p, Py_ssize_t floor, Py_ssize_t limit) {
     Py_ssize_t cut = -1;
     for (Py_ssize_t i = (limit < p->size ? limit : p->size - 1); i >= floor + 1; i--) {
         Py_UCS4 c = at(p, i);
-        if (c == ' ' || c == '\t' || c == 0x3000 || c == 0xa0) {
+        if (is_space(c)) {
             cut = i;
             break;
         }
@@ -612,6 +647,33 @@ static Py_ssize_t skip_space(const Profile *p, Py_ssize_t position) {
     return position;
 }
 
+/* density.detect_language: "ar" when the text has more characters of the Arabic block
+ * (U+0600-U+06FF) than ASCII letters, else "en". A one-byte str holds no Arabic. */
+#define DEFINE_COUNT_SCRIPTS(NAME, CHAR_T)                                                    \
+    static void NAME(const CHAR_T *t, Py_ssize_t n, Py_ssize_t *arabic, Py_ssize_t *latin) {  \
+        Py_ssize_t a = 0, l = 0;                                                              \
+        for (Py_ssize_t i = 0; i < n; i++) {                                                  \
+            uint32_t c = t[i];                                                                \
+            a += (c >> 8) == 6;                                                               \
+            l += ((c | 0x20) - 'a') < 26u;                                                    \
+        }                                                                                     \
+        *arabic = a;                                                                          \
+        *latin = l;                                                                           \
+    }
+DEFINE_COUNT_SCRIPTS(count_scripts_ucs2, Py_UCS2)
+DEFINE_COUNT_SCRIPTS(count_scripts_ucs4, Py_UCS4)
+
+static PyObject *detect_language(PyObject *text) {
+    int kind = PyUnicode_KIND(text);
+    if (kind == PyUnicode_1BYTE_KIND) return config.language_en;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), arabic, latin;
+    if (kind == PyUnicode_2BYTE_KIND)
+        count_scripts_ucs2(PyUnicode_2BYTE_DATA(text), n, &arabic, &latin);
+    else
+        count_scripts_ucs4(PyUnicode_4BYTE_DATA(text), n, &arabic, &latin);
+    return arabic > latin ? config.language_ar : config.language_en;
+}
+
 /* -- the chunk loop (AdaptiveChunker.chunk) ---------------------------------------------- */
 
 typedef struct {
@@ -619,6 +681,7 @@ typedef struct {
     int clause_cuts;
     double technical_threshold;
     PyObject *extra;   /* dict merged into every chunk's metadata (doc_id, source) */
+    PyObject *language; /* "ar" or "en" (borrowed from config or the caller) */
     PyObject *density; /* the document density (a float) */
 } Params;
 
@@ -656,6 +719,16 @@ static PyObject *make_chunk(const Profile *p, const Params *params, Py_ssize_t i
         PyDict_SetItem(metadata, config.key_target, target_obj) < 0 ||
         PyDict_SetItem(metadata, config.key_technical,
                        local >= params->technical_threshold ? Py_True : Py_False) < 0)
+        goto done;
+    /* adaptive.content_kind: in a fenced code section (an odd count of fence lines at or
+     * before the start), else by the local density. */
+    Py_ssize_t fences_before = seek_right(&p->fences, start, &p->hints->fence);
+    PyObject *kind = fences_before % 2 ? config.kind_code
+                     : local >= params->technical_threshold ? config.kind_technical
+                                                            : config.kind_prose;
+    if (PyDict_SetItem(metadata, config.key_content, kind) < 0 ||
+        PyDict_SetItem(metadata, config.key_chars, length_obj) < 0 ||
+        PyDict_SetItem(metadata, config.key_language, params->language) < 0)
         goto done;
     if (PyDict_GET_SIZE(params->extra) && PyDict_Update(metadata, params->extra) < 0) goto done;
     PyObject *args[6] = {body, start_obj, end_obj, length_obj, config.name, metadata};
@@ -777,10 +850,11 @@ static PyObject *plan(PyObject *self, PyObject *args) {
     Params params;
     Profile p;
     memset(&p, 0, sizeof p);
-    if (!PyArg_ParseTuple(args, "UnnnnpidO!", &text, &params.base_size, &params.min_size,
+    PyObject *language;
+    if (!PyArg_ParseTuple(args, "UnnnnpidO!U", &text, &params.base_size, &params.min_size,
                           &params.max_size, &params.overlap, &params.clause_cuts,
                           &p.min_arabic_letters, &params.technical_threshold, &PyDict_Type,
-                          &params.extra))
+                          &params.extra, &language))
         return NULL;
     if (config.classes == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "configure() was not called");
@@ -795,6 +869,15 @@ static PyObject *plan(PyObject *self, PyObject *args) {
     p.kind = PyUnicode_KIND(text);
     p.data = PyUnicode_DATA(text);
     p.text_object = text;
+    params.language = PyUnicode_CompareWithASCIIString(language, "auto") == 0
+                          ? detect_language(text)
+                          : language;
+    p.tail = p.size;
+    if (p.size > 0) {
+        const SentenceText whole = {p.kind, p.data, p.size};
+        p.line_is_text = line_is_text(&whole, 0);
+    }
+    while (p.tail > 0 && is_space(at(&p, p.tail - 1))) p.tail--;
     Hints hints = {0};
     p.hints = &hints;
     params.density = NULL;
@@ -830,7 +913,7 @@ static PyMethodDef methods[] = {
      "at import (it replaces the tables chunk() reads)"},
     {"chunk", plan, METH_VARARGS,
      "chunk(text, base_size, min_size, max_size, overlap, clause_cuts, arabic_min_letters, "
-     "technical_threshold, extra_metadata) -> list[Chunk]"},
+     "technical_threshold, extra_metadata, language) -> list[Chunk]"},
     {NULL, NULL, 0, NULL},
 };
 

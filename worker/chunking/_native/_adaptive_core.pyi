@@ -22,5 +22,6 @@ def chunk(
     arabic_min_letters: int,
     technical_threshold: float,
     extra_metadata: dict[str, object],
+    language: str,
     /,
 ) -> list[Chunk]: ...

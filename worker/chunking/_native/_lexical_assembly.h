@@ -37,6 +37,9 @@ typedef struct {
     Py_ssize_t n_units, cap_units;
     int *reasons;
     Py_ssize_t n_reasons, cap_reasons;
+    /* a thematic break waiting for the block after it (only while no chunk is open) */
+    Unit pending;
+    int has_pending;
     HashSet keywords; /* of units[0:keyed] */
     Py_ssize_t keyed;
     /* every read unit's distinct keywords */

@@ -124,6 +124,18 @@ static int index_phrases(void)
             cfg.by_first[c] = grown;
             cfg.n_by_first[c]++;
         }
+    /* Longest phrase first, ties in rule order (a stable insertion sort): the longest phrase
+     * an opening holds decides (lexical._OPENING), so "that is" is not read as "that". */
+    for (int c = 0; c < 128; c++)
+        for (int k = 1; k < cfg.n_by_first[c]; k++) {
+            Candidate moving = cfg.by_first[c][k];
+            int j = k;
+            while (j > 0 && cfg.by_first[c][j - 1].phrase->len < moving.phrase->len) {
+                cfg.by_first[c][j] = cfg.by_first[c][j - 1];
+                j--;
+            }
+            cfg.by_first[c][j] = moving;
+        }
     return 0;
 }
 

@@ -126,7 +126,7 @@ static PyObject *run_document(PyObject *text, PyObject *doc_id, PyObject *source
     for (Py_ssize_t k = 0; k < blocks.n; k++)
         if (add_block(&b, &blocks.items[k], &spans) < 0)
             goto done;
-    if (close_open(&b) < 0)
+    if (finish(&b) < 0)
         goto done;
     result = new_ref(b.chunks);
 done:

@@ -7,7 +7,7 @@
 #include "_lexical_markdown.h"
 #include "_lexical_segment.h"
 
-/* The first prefix rule (transition break included) a unit's opening matches: its list and
+/* The prefix rule (transition break included) of the longest phrase a unit's opening holds: its list and
  * quote markers skipped (_LEAD_MARKERS), then _OPENING, both inside the lead window. */
 static int opening_rule(const Text *t, const Unit *u)
 {
@@ -50,7 +50,7 @@ static int opening_rule(const Text *t, const Unit *u)
     if (first >= 128)
         return NO_OPENING;
     /* Each phrase, then "(?![A-Za-z0-9])" (the window's end counts as the text's end); the
-     * candidates come in rule order, so the first match is the first rule that fires. */
+     * candidates come longest first, ties in rule order, so the first match decides. */
     for (int k = 0; k < cfg.n_by_first[first]; k++) {
         const Phrase *ph = cfg.by_first[first][k].phrase;
         if (ph->len > room)
@@ -165,9 +165,83 @@ static int open_with(Builder *b, const Unit *u)
     return 0;
 }
 
+/* lexical._Builder._flush_pending: a waiting thematic break stands alone. */
+static int flush_pending(Builder *b)
+{
+    if (!b->has_pending)
+        return 0;
+    b->has_pending = 0;
+    return emit(b, &b->pending, 1, NULL, 0, cfg.standalone[K_THEMATIC], R_STRUCTURAL);
+}
+
+/* lexical._Builder._after_pending: into units[0..*n) the unit, after the waiting thematic
+ * break when both fit the cap (then *n_reasons = 1, R_STRUCTURAL in reasons[0]). */
+static int after_pending(Builder *b, const Unit *u, Unit units[2], Py_ssize_t *n, int *reasons,
+                         Py_ssize_t *n_reasons)
+{
+    *n_reasons = 0;
+    *n = 1;
+    units[0] = *u;
+    if (!b->has_pending)
+        return 0;
+    if (u->end - b->pending.start <= cfg.max_chars) {
+        b->has_pending = 0;
+        units[0] = b->pending;
+        units[1] = *u;
+        *n = 2;
+        reasons[0] = R_STRUCTURAL;
+        *n_reasons = 1;
+        return 0;
+    }
+    return flush_pending(b);
+}
+
+/* lexical._Builder._thematic_break */
+static int thematic_break(Builder *b, const Unit *u)
+{
+    if (b->n_units && u->end - b->units[0].start <= cfg.max_chars) {
+        if (grow((void **)&b->units, &b->cap_units, b->n_units + 1, sizeof(Unit)) < 0 ||
+            grow((void **)&b->reasons, &b->cap_reasons, b->n_reasons + 1, sizeof(int)) < 0)
+            return -1;
+        b->units[b->n_units++] = *u;
+        b->reasons[b->n_reasons++] = R_STRUCTURAL;
+        return close_open(b);
+    }
+    if (close_open(b) < 0 || flush_pending(b) < 0)
+        return -1;
+    b->pending = *u;
+    b->has_pending = 1;
+    return 0;
+}
+
+/* lexical._Builder.finish */
+static int finish(Builder *b)
+{
+    if (close_open(b) < 0)
+        return -1;
+    return flush_pending(b);
+}
+
 /* lexical._Builder._walk */
 static int walk(Builder *b, Unit *u)
 {
+    if (!b->n_units && b->has_pending) {
+        Unit units[2];
+        int reasons[1];
+        Py_ssize_t n, n_reasons;
+        if (after_pending(b, u, units, &n, reasons, &n_reasons) < 0)
+            return -1;
+        if (grow((void **)&b->units, &b->cap_units, n, sizeof(Unit)) < 0 ||
+            grow((void **)&b->reasons, &b->cap_reasons, 1, sizeof(int)) < 0)
+            return -1;
+        for (Py_ssize_t k = 0; k < n; k++)
+            b->units[k] = units[k];
+        b->n_units = n;
+        if (n_reasons)
+            b->reasons[0] = reasons[0];
+        b->n_reasons = n_reasons;
+        return 0;
+    }
     if (b->n_units) {
         int reason = -1;
         if (u->end - b->units[0].start <= cfg.max_chars)
@@ -216,7 +290,8 @@ static int block_spans(const Text *t, const Block *block, Spans *out)
     out->n = 0;
     if (block->end - block->start <= cfg.max_chars)
         return spans_push(out, block->start, block->end);
-    return capped(t, block->start, block->end, out);
+    int prose = block->kind == K_PARAGRAPH || block->kind == K_LIST || block->kind == K_QUOTE;
+    return capped(t, block->start, block->end, prose, out);
 }
 
 /* lexical._Builder.add */
@@ -224,6 +299,10 @@ static int add_block(Builder *b, const Block *block, Spans *spans)
 {
     const Text *t = b->reader.t;
     int kind = block->kind;
+    if (kind == K_THEMATIC) {
+        Unit u = unit_of(kind, block->start, block->end);
+        return thematic_break(b, &u);
+    }
     if (kind == K_HEADING || cfg.standalone[kind] != NULL) {
         if (close_open(b) < 0)
             return -1;
@@ -240,8 +319,13 @@ static int add_block(Builder *b, const Block *block, Spans *spans)
             return -1;
         for (Py_ssize_t k = 0; k < spans->n; k++) {
             Unit u = unit_of(kind, spans->items[k].start, spans->items[k].end);
-            int rc = kind == K_HEADING ? emit(b, &u, 1, NULL, 0, cfg.heading_type, -1)
-                                       : emit(b, &u, 1, NULL, 0, cfg.standalone[kind], R_STRUCTURAL);
+            Unit units[2];
+            int reasons[1];
+            Py_ssize_t n, n_reasons;
+            if (after_pending(b, &u, units, &n, reasons, &n_reasons) < 0)
+                return -1;
+            int rc = kind == K_HEADING ? emit(b, units, n, reasons, n_reasons, cfg.heading_type, -1)
+                                       : emit(b, units, n, reasons, n_reasons, cfg.standalone[kind], R_STRUCTURAL);
             if (rc < 0)
                 return -1;
         }

@@ -110,17 +110,41 @@ static int candidate_at(const Text *t, Py_ssize_t p, Py_ssize_t limit, Py_ssize_
     return 1;
 }
 
-/* segment.split_sentences on the view text[base:limit], spans in document offsets. */
-static int split_sentences(const Text *t, Py_ssize_t base, Py_ssize_t limit, Spans *out)
+/* Whether the line starting at `line` (below limit) is a code-fence line: ``` or ~~~ after
+ * spaces and tabs (segment.fence_lines). */
+static int fence_line_at(const Text *t, Py_ssize_t line, Py_ssize_t limit)
+{
+    while (line < limit && (at(t, line) == ' ' || at(t, line) == '\t'))
+        line++;
+    if (line + 3 > limit)
+        return 0;
+    Py_UCS4 c = at(t, line);
+    return (c == '`' || c == '~') && at(t, line + 1) == c && at(t, line + 2) == c;
+}
+
+/* segment.split_sentences(text[base:limit], soft_wraps=soft_wraps), spans in document
+ * offsets. With soft_wraps, the parity of the fence lines met so far says whether a line
+ * break is in code (fence lines start after a '\n', or at base). */
+static int split_sentences(const Text *t, Py_ssize_t base, Py_ssize_t limit, int soft_wraps, Spans *out)
 {
     const SentenceText view = {t->kind, t->data, limit};
     Py_ssize_t start = base, p = base;
+    int in_code = soft_wraps && base < limit && fence_line_at(t, base, limit);
     while (p < limit) {
         Py_ssize_t end, mark_end;
         int line;
         if (!(t->cls[p] & C_STOP) || !candidate_at(t, p, limit, &end, &line, &mark_end)) {
             p++;
             continue;
+        }
+        if (line && soft_wraps) {
+            int soft = soft_line_break(&view, base, p, -1, in_code);
+            if (at(t, end - 1) == '\n' && end < limit && fence_line_at(t, end, limit))
+                in_code = !in_code;
+            if (soft) {
+                p = end;
+                continue;
+            }
         }
         if (mark_end >= 0 && false_stop_at(&view, base, p, mark_end, end, start, &cfg.abbreviations)) {
             p = end;
@@ -179,12 +203,13 @@ done:
     return rc;
 }
 
-/* lexical._capped for a block longer than the cap. */
-static int capped(const Text *t, Py_ssize_t start, Py_ssize_t end, Spans *out)
+/* lexical._capped for a block longer than the cap; soft_wraps for prose blocks
+ * (lexical._PROSE_KINDS). */
+static int capped(const Text *t, Py_ssize_t start, Py_ssize_t end, int soft_wraps, Spans *out)
 {
     Spans sentences = {0}, pieces = {0};
     int rc = -1;
-    if (split_sentences(t, start, end, &sentences) < 0)
+    if (split_sentences(t, start, end, soft_wraps, &sentences) < 0)
         goto done;
     for (Py_ssize_t k = 0; k < sentences.n; k++)
         if (split_to_cap(t, sentences.items[k], cfg.max_chars, &pieces) < 0)

@@ -244,4 +244,73 @@ static inline int false_stop_at(const SentenceText *t, Py_ssize_t base, Py_ssize
     return 1;
 }
 
+/* ---------------------------------------------------------------------------------------
+ * Hard-wrapped prose (segment.opens_block, segment.soft_line_break)
+ * ------------------------------------------------------------------------------------- */
+
+/* What may follow a list marker on its line: segment._LINE_END. */
+static inline int is_line_end(Py_UCS4 c) { return is_line_break(c) || c == ' ' || c == '\t'; }
+
+/* segment.opens_block: whether the line starting at `at` (read below t->size) opens a
+ * markdown block that keeps its lines. */
+static inline int opens_block(const SentenceText *t, Py_ssize_t at)
+{
+    Py_ssize_t end = t->size;
+    Py_UCS4 c = sentence_read(t, at);
+    if (c == '#' || c == '>' || c == '|' || c == '=')
+        return 1;
+    Py_UCS4 following = at + 1 < end ? sentence_read(t, at + 1) : 0;
+    int has_following = at + 1 < end;
+    if ((c == '-' || c == '*' || c == '+') && (!has_following || is_line_end(following)))
+        return 1;
+    if ((c == '`' || c == '~' || c == '-' || c == '*' || c == '_') && at + 3 <= end && following == c &&
+        sentence_read(t, at + 2) == c)
+        return 1;
+    if (c == '<' && has_following &&
+        (following == '/' || following == '!' || following == '?' || is_ascii_letter(following)))
+        return 1;
+    Py_ssize_t digits = at;
+    while (digits < end && digits - at < 10 && sentence_read(t, digits) >= '0' && sentence_read(t, digits) <= '9')
+        digits++;
+    if (digits - at < 1 || digits - at > 9 || digits >= end)
+        return 0;
+    Py_UCS4 mark = sentence_read(t, digits);
+    if (mark != '.' && mark != ')')
+        return 0;
+    return digits + 1 == end || is_line_end(sentence_read(t, digits + 1));
+}
+
+/* Whether the line starting at `line` is flush-left text that opens no block: what both
+ * lines around a soft break must be (segment.soft_line_break). */
+static inline int line_is_text(const SentenceText *t, Py_ssize_t line)
+{
+    return line < t->size && !is_space(sentence_read(t, line)) && !opens_block(t, line);
+}
+
+/* segment.soft_line_break on t[base:t->size] (base counts as a line start): 1 when the line
+ * break at `at` is a hard wrap inside a paragraph, read as a space. `line` is where the line
+ * ending at the break starts, or -1 to find it here (a caller walking the text in order
+ * knows it already). */
+static inline int soft_line_break(const SentenceText *t, Py_ssize_t base, Py_ssize_t at, Py_ssize_t line,
+                                  int in_code)
+{
+    Py_ssize_t end = t->size;
+    Py_UCS4 c = sentence_read(t, at);
+    if (in_code || c == 0x2029)
+        return 0;
+    Py_ssize_t after = at + 1;
+    if (c == '\r' && after < end && sentence_read(t, after) == '\n')
+        after++;
+    else if (c == '\n' && at > base && sentence_read(t, at - 1) == '\r')
+        at--;
+    if (after >= end || is_space(sentence_read(t, after)) || opens_block(t, after))
+        return 0;
+    if (line < 0) {
+        line = at;
+        while (line > base && !is_line_break(sentence_read(t, line - 1)))
+            line--;
+    }
+    return line < at && !is_space(sentence_read(t, line)) && !opens_block(t, line);
+}
+
 #endif /* CHUNKSTREAM_SENTENCE_RULES_H */

@@ -40,6 +40,7 @@ from worker.chunking.embedding.units import (
     sentence_units,
     unit_vectors,
 )
+from worker.chunking.text.density import detect_language
 from worker.chunking.text.tokens import CHARACTER, CharacterCounter, TokenCounter, make_counter
 from worker.chunking.types import (
     SPAN_JOINER,
@@ -133,6 +134,9 @@ class ContextChunker:
         cumulative = np.zeros((len(vectors) + 1, vectors.shape[1]), dtype=np.float64)
         np.cumsum(vectors * sentence_plan.sizes[:, None], axis=0, out=cumulative[1:])
         groups, merged = self._groups(sentence_plan)
+        language = self.params.language
+        if language == "auto":
+            language = detect_language(sentence_plan.document)
         chunks: list[Chunk] = []
         previous_stop = 0
         for index, (first, stop) in enumerate(groups):
@@ -140,6 +144,10 @@ class ContextChunker:
             chunk = self._window_chunk(sentence_plan, vectors, centroid, first, stop, index)
             chunk.metadata["carried_units"] = max(0, previous_stop - first)
             chunk.metadata["merged_small_group"] = (first, stop) in merged
+            # The design's outputs: the language the rules ran for and the chunk's characters
+            # (token_count is in the tokenizer's unit; joiners of spans count as characters).
+            chunk.metadata["language"] = language
+            chunk.metadata["char_count"] = len(chunk.text)
             previous_stop = stop
             chunks.append(chunk)
         return chunks
@@ -266,11 +274,27 @@ class ContextChunker:
             return sum(s.end - s.start for s in spans) + joiners
         return self.counter.count(join_spans(text, spans))
 
-    def chunk(self, text: str, *, content_type: ContentType = "text/plain") -> list[Chunk]:
+    def chunk(
+        self,
+        text: str,
+        doc_id: str = "",
+        source: str = "",
+        *,
+        content_type: ContentType = "text/plain",
+    ) -> list[Chunk]:
+        """Chunks of ``text``; ``doc_id``/``source`` go into every chunk's metadata when given,
+        as the design's ``chunk(text, doc_id, source)`` does (the worker carries them on the
+        chunk event instead)."""
         if self.embed_batch is None:
             raise RuntimeError("chunk() needs an embed_batch; the worker uses plan/assemble")
         plan = self.plan(text, content_type=content_type)
-        return self.assemble(plan, self.embed_batch(list(plan.texts)))
+        chunks = self.assemble(plan, self.embed_batch(list(plan.texts)))
+        for chunk in chunks:
+            if doc_id:
+                chunk.metadata["doc_id"] = doc_id
+            if source:
+                chunk.metadata["source"] = source
+        return chunks
 
 
 def resolve_model_dir(params: ContextParams, worker_model_dir: str | None) -> str | None:

@@ -9,8 +9,15 @@
 5. passes repeat until one makes no merge.
 
 ``threshold`` keeps its ``semantic`` meaning (a percentile of valley similarities for the first
-pass). ``merge_threshold`` is a cosine similarity; left unset it takes the value of
-``threshold``, as the seed's single-threshold interface does.
+pass). The merge level is derived from the same document the same way, from the other part
+of its similarity curve: unset ``merge_threshold``, it is the ``threshold`` percentile of the
+gaps that are *not* valleys — the places where the first pass saw no possible topic change —
+so two groups merge when they are more alike than that share of the document's within-topic
+neighbouring windows. The level follows the model and the document, as the first pass's cut
+does. A document with no gap (one unit) merges nothing. ``merge_threshold`` set is a fixed
+cosine similarity instead (the seed's reading).
+``skip_window`` defaults to 2, so a merge may bridge one group: a topic resumed after a short
+digression is rejoined (measured in docs/semantic.md).
 
 Metadata: the first pass's reason for the chunk's start, ``first_pass`` (the range of
 first-pass groups it covers) and ``merges``: each merge's partner (a first-pass index), its
@@ -37,7 +44,12 @@ from worker.chunking.embedding.semantic import (
     start_metadata,
     unit_size,
 )
-from worker.chunking.embedding.similarity import cosine
+from worker.chunking.embedding.similarity import (
+    cosine,
+    gap_similarities,
+    local_minima,
+    percentile_cut,
+)
 from worker.chunking.embedding.units import SentencePlan, merge_params, unit_vectors
 from worker.chunking.text.tokens import CHARACTER
 from worker.chunking.types import Chunk, ContentType, EmbeddingPlan, Metadata, Span
@@ -47,11 +59,13 @@ NAME = "sdpm"
 
 class SDPMParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     chunk_size: Annotated[int, msgspec.Meta(ge=1)] = 2048
-    threshold: Annotated[float, msgspec.Meta(gt=0.0, le=1.0)] = 0.8
+    threshold: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] = 0.8
     """First pass: percentile (as a fraction) of the valley similarities that cut."""
     merge_threshold: Annotated[float, msgspec.Meta(ge=-1.0, le=1.0)] | None = None
-    """Second pass: cosine similarity a merge must exceed; unset means ``threshold``."""
-    skip_window: Annotated[int, msgspec.Meta(ge=1)] = 1
+    """Second pass: cosine similarity a merge must exceed; unset, the ``threshold``
+    percentile of this document's non-valley gap similarities."""
+    skip_window: Annotated[int, msgspec.Meta(ge=1)] = 2
+    """How many groups ahead a group is compared with (2: a merge may bridge one group)."""
     similarity_window: Annotated[int, msgspec.Meta(ge=1)] = 3
     min_sentences_per_chunk: Annotated[int, msgspec.Meta(ge=1)] = 1
     min_characters_per_sentence: Annotated[int, msgspec.Meta(ge=0)] = 24
@@ -67,9 +81,17 @@ class SDPMParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             tokenizer=self.tokenizer,
         )
 
-    @property
-    def effective_merge_threshold(self) -> float:
-        return self.threshold if self.merge_threshold is None else self.merge_threshold
+    def merge_level(self, curve: NDArray[np.float64]) -> float:
+        """The similarity a merge must exceed in a document with this similarity ``curve``:
+        ``merge_threshold`` when set, else the ``threshold`` percentile of the gaps that are
+        not valleys (all gaps when every one is). Empty curve (one unit): no merge."""
+        if self.merge_threshold is not None:
+            return self.merge_threshold
+        if not len(curve):
+            return float("inf")
+        valleys = set(local_minima(curve))
+        rest = [float(value) for gap, value in enumerate(curve) if gap not in valleys]
+        return percentile_cut(rest or curve.tolist(), self.threshold)
 
 
 @dataclass
@@ -110,7 +132,8 @@ class SDPMChunker:
         p = self.params
         vectors = unit_vectors(sentence_plan, embeddings)
         passed = self._semantic.first_pass(sentence_plan, vectors)
-        merged = self._merge(sentence_plan, vectors, passed)
+        level = p.merge_level(gap_similarities(vectors, sentence_plan.sizes, p.similarity_window))
+        merged = self._merge(sentence_plan, vectors, passed, level)
         text, units = sentence_plan.document, sentence_plan.units
         counter = self._semantic.counter
         chunks: list[Chunk] = []
@@ -119,13 +142,15 @@ class SDPMChunker:
             meta: Metadata = {"chunk_index": index, "units": [head.first, tail.stop]}
             meta.update(start_metadata(head, passed, p.threshold, p.chunk_size))
             meta["first_pass"] = [run.first, run.stop]
+            if level != float("inf"):
+                meta["merge_level"] = round(level, 6)
             meta["merges"] = run.merges
             span = Span(units[head.first].start, units[tail.stop - 1].end)
             chunks.append(make_chunk(text, span, counter, NAME, meta))
         return chunks
 
     def _merge(
-        self, plan: SentencePlan, vectors: NDArray[np.float64], passed: FirstPass
+        self, plan: SentencePlan, vectors: NDArray[np.float64], passed: FirstPass, limit: float
     ) -> list[_Merged]:
         p = self.params
         groups = passed.groups
@@ -138,7 +163,6 @@ class SDPMChunker:
             _Merged(i, i + 1, cumulative[g.stop] - cumulative[g.first])
             for i, g in enumerate(groups)
         ]
-        limit = p.effective_merge_threshold
         text, units = plan.document, plan.units
         counter = self._semantic.counter
         changed = True

@@ -57,7 +57,7 @@ EmbedBatch = Callable[[list[str]], NDArray[np.float32]]
 class SemanticParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     chunk_size: Annotated[int, msgspec.Meta(ge=1)] = 2048
     """Hard cap per chunk, in the unit of ``tokenizer``."""
-    threshold: Annotated[float, msgspec.Meta(gt=0.0, le=1.0)] = 0.8
+    threshold: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] = 0.8
     """Percentile (as a fraction) of the valley similarities at or below which a valley cuts."""
     similarity_window: Annotated[int, msgspec.Meta(ge=1)] = 3
     """Units averaged on each side of a gap when measuring its similarity."""

@@ -9,12 +9,14 @@ it starts, so a prose introduction followed by a code section gets large then sm
 Code fences are section edges too: a chunk that starts in prose ends before a fence, and one
 that starts inside fenced code ends after the closing fence.
 
-Sentences accumulate until the next one would pass the target. On overflow the chunk is
+Sentences (hard-wrapped prose read as one line; the end of the text always ends the last one)
+accumulate until the next one would pass the target. On overflow the chunk is
 emitted and its trailing whole sentences of at most ``overlap`` characters start the next
 chunk (dropped when they would leave no room for a new sentence). A first sentence longer than
 the target is kept whole up to ``max_size``; beyond that it is cut at an Arabic clause mark
 (when ``language`` allows), then a word boundary, then a character. All sizes are characters,
-and ``max_size`` is a hard cap. Chunks are contiguous slices of the document.
+and ``max_size`` is a hard cap. Chunks are contiguous slices of the document. Each carries
+its ``content_type`` (``code``/``technical``/``prose``), ``char_count`` and ``language``.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from worker.chunking.text.boundaries import (
     last_clause_end,
     last_word_end,
 )
-from worker.chunking.text.density import DocumentProfile, native_tables
+from worker.chunking.text.density import DocumentProfile, detect_language, native_tables
 from worker.chunking.text.lexicon import ARABIC_COMPLEX_MIN_LETTERS
 from worker.chunking.text.segment import ABBREVIATIONS
 from worker.chunking.types import Chunk, ContentType
@@ -95,7 +97,9 @@ def _pick(override: object, value: object) -> object:
 
 # The compiled core (``_adaptive_core.c``): the whole of chunk_reference() for a document in
 # one call, with the same rules and the same output.
-_NativeChunk = Callable[[str, int, int, int, int, bool, int, float, dict[str, object]], list[Chunk]]
+_NativeChunk = Callable[
+    [str, int, int, int, int, bool, int, float, dict[str, object], str], list[Chunk]
+]
 
 
 def _configure(core: ModuleType) -> None:
@@ -185,6 +189,7 @@ class AdaptiveChunker:
             ARABIC_COMPLEX_MIN_LETTERS,
             p.technical_threshold,
             _identity(doc_id, source),
+            p.language,
         )
 
     def chunk_reference(self, text: str, doc_id: str = "", source: str = "") -> list[Chunk]:
@@ -198,7 +203,9 @@ class AdaptiveChunker:
         sections = _Sections(text, fences) if fences else None
         # One pass over the whole document: sentence-end candidates, the document's density
         # and every window's.
-        profile = DocumentProfile(text, p.base_size, sections.ends if sections else None)
+        profile = DocumentProfile(
+            text, p.base_size, sections.ends if sections else None, fences=fences
+        )
         doc_density = profile.document_density
         sentences = SentenceIndex(text, profile.anchors)
         last_end = sentences.last_end
@@ -209,6 +216,8 @@ class AdaptiveChunker:
         spread = max_size - p.min_size
         threshold = p.technical_threshold
         extra = _identity(doc_id, source)
+        language = detect_language(text) if p.language == "auto" else p.language
+        in_code = sections.in_code if sections is not None else _never
         chunks: list[Chunk] = []
         append = chunks.append
         floor = start  # a chunk must end after this: past any text carried over
@@ -233,6 +242,9 @@ class AdaptiveChunker:
                 "local_density": local,
                 "target_size": target,
                 "technical": local >= threshold,
+                "content_type": content_kind(in_code(start), local, threshold),
+                "char_count": end - start,
+                "language": language,
             }
             if extra:
                 metadata.update(extra)
@@ -269,6 +281,18 @@ class AdaptiveChunker:
                 return end
         end = last_word_end(text, start, hard_limit)
         return end if end is not None else hard_limit
+
+
+def content_kind(in_code: bool, local_density: float, technical_threshold: float) -> str:
+    """The design's naming of a chunk's content: ``code`` inside a fenced code section,
+    ``technical`` at or above the technical threshold, ``prose`` below it."""
+    if in_code:
+        return "code"
+    return "technical" if local_density >= technical_threshold else "prose"
+
+
+def _never(position: int) -> bool:
+    return False
 
 
 def _identity(doc_id: str, source: str) -> dict[str, object]:
@@ -316,6 +340,10 @@ class _Sections:
 
     def end(self, start: int) -> int:
         return self.stops[bisect_right(self.fences, start)]
+
+    def in_code(self, start: int) -> bool:
+        """Whether ``start`` lies in a fenced code section (its fence line included)."""
+        return bisect_right(self.fences, start) % 2 == 1
 
     def ends(self, starts: NDArray[np.int64]) -> NDArray[np.int64]:
         """:meth:`end` for many offsets at once."""

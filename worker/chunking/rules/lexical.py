@@ -1,28 +1,32 @@
 """The ``lexical`` strategy: walk the blocks and ask whether each continues the chunk.
 
-Headings start a section and are chunks of their own; code blocks, tables, front matter and
-thematic breaks stand alone. Every other block (paragraph, list, block quote, HTML) goes down
-a fixed ladder, first match deciding: the size cap, a transition phrase (ends the chunk),
-then the merge reasons in :data:`LADDER`. Chunks are contiguous slices of the document.
-The word lists and limits live in :mod:`worker.chunking.text.lexicon`.
+Headings start a section and are chunks of their own; code blocks, tables and front matter
+stand alone; a thematic break is attached to a neighbour (the open chunk, else the next
+block). Every other block (paragraph, list, block quote, HTML) goes down a fixed ladder, first
+match deciding: the size cap, an opening phrase (the longest one decides: a transition ends
+the chunk, the others merge), then the other merge reasons in :data:`LADDER`. Chunks are
+contiguous slices of the document, at most 1,500 characters. The word lists and limits live
+in :mod:`worker.chunking.text.lexicon`.
 """
 
 from __future__ import annotations
 
 import re
-from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from itertools import compress
 from types import ModuleType
 from typing import Any, cast
 
 import msgspec
-import numpy as np
-from numpy.typing import NDArray
 
 from worker.chunking import _native as native
+from worker.chunking.rules.lexical_words import (
+    DocumentWords,
+    keyword_count,
+    keyword_set,
+    word_count,
+)
 from worker.chunking.text import lexicon
 from worker.chunking.text.lexicon import LEXICAL_MAX_CHARS
 from worker.chunking.text.markdown import Block, BlockKind, heading_text, split_blocks
@@ -63,231 +67,49 @@ _HEADING_TYPE = "heading"
 _PROSE_TYPE = "semantic"
 """content_type of heading chunks and of merged prose chunks."""
 
-# Blocks that never merge, and the content_type of their chunk.
+# Blocks that never merge by the ladder, and the content_type of their chunk. A thematic
+# break is attached to a neighbour instead (_Builder.add); it stands alone only when there is
+# none it fits with.
 _STANDALONE: dict[str, str] = {
     "code": "code_block",
     "table": "table",
     "front_matter": "front_matter",
     "thematic_break": "thematic_break",
 }
+_THEMATIC = "thematic_break"
 
 
-def _alternatives(phrases: tuple[str, ...]) -> str:
-    # Longest first so that "for example" is tried before "for"; a phrase must end at a word
-    # edge ("so" does not match "some").
-    ordered = sorted(phrases, key=len, reverse=True)
-    return "|".join(re.escape(p) for p in ordered)
+_PROSE_KINDS = frozenset({"paragraph", "list", "blockquote"})
+"""Blocks whose hard-wrapped lines are read as one line when a block over the cap is cut at
+sentences; code, tables, front matter and HTML keep every line break as a cut."""
 
 
-def _prefix_pattern(phrases: tuple[str, ...]) -> re.Pattern[str]:
-    # re.ASCII keeps case folding to ASCII letters.
-    return re.compile(rf"(?:{_alternatives(phrases)})(?![A-Za-z0-9])", re.IGNORECASE | re.ASCII)
-
-
-_TRANSITION = _prefix_pattern(lexicon.TRANSITION_PHRASES)
-_PREFIX_RULES = tuple(
-    (reason, _prefix_pattern(phrases)) for reason, phrases in lexicon.LADDER_PHRASES.items()
-)
 _TRANSITION_BREAK = "transition_break"
-# Every prefix rule in ladder order in one pattern: a block's opening is matched once, and the
-# named group that matched is the first rule that fires (alternation is tried left to right,
-# exactly like trying the rules one after another).
+OPENING_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (_TRANSITION_BREAK, lexicon.TRANSITION_PHRASES),
+    *lexicon.LADDER_PHRASES.items(),
+)
+"""Every prefix rule with its phrases, in ladder order."""
+# Every phrase of every prefix rule in one pattern, longest first (ties: ladder order), each
+# in a group named after its position: the longest phrase a block opens with decides, so that
+# "that is" is elaboration and "this means" cause_effect although "that"/"this" open
+# reference_continuity, which comes first. A phrase must end at a word edge ("so" does not
+# match "some"); re.ASCII keeps case folding to ASCII letters.
+_BY_LENGTH = sorted(
+    ((phrase, rule) for rule, phrases in OPENING_RULES for phrase in phrases),
+    key=lambda pair: -len(pair[0]),
+)
 _OPENING = re.compile(
     "|".join(
-        rf"(?P<{name}>(?:{_alternatives(phrases)})(?![A-Za-z0-9]))"
-        for name, phrases in (
-            (_TRANSITION_BREAK, lexicon.TRANSITION_PHRASES),
-            *lexicon.LADDER_PHRASES.items(),
-        )
+        rf"(?P<p{i}>{re.escape(phrase)}(?![A-Za-z0-9]))" for i, (phrase, _) in enumerate(_BY_LENGTH)
     ),
     re.IGNORECASE | re.ASCII,
 )
+_RULE_OF_GROUP = {f"p{i}": rule for i, (_, rule) in enumerate(_BY_LENGTH)}
 _LEAD_WINDOW = 120
 """Characters at a block's start in which its list/quote markers and first words are read."""
 # List bullets, quote marks and emphasis before a block's first word.
 _LEAD_MARKERS = re.compile(r"(?:[\s>*+\-_#]|\d{1,9}[.)])*")
-# Runs of at least KEYWORD_MIN_LETTERS letters.
-_KEYWORD = re.compile(rf"[^\W\d_]{{{lexicon.KEYWORD_MIN_LETTERS},}}")
-# The same runs without the regex engine: ASCII letters lower-cased and every other byte a
-# space (see _letter_runs), then split.
-_ASCII_LETTERS = bytes(
-    c | 0x20 if chr(c).isascii() and chr(c).isalpha() else 0x20 for c in range(256)
-)
-_ASCII_RUN_MARKS = bytes(0x61 if c != 0x20 else 0x20 for c in range(256))  # on _ASCII_LETTERS
-_RUN = b"a" * lexicon.KEYWORD_MIN_LETTERS
-_SPACED_RUN = b" " + _RUN
-_LONG_ENOUGH = (lexicon.KEYWORD_MIN_LETTERS - 1).__lt__
-_STOP_KEYWORDS = frozenset(
-    w.encode("ascii") for w in lexicon.STOP_WORDS if len(w) >= lexicon.KEYWORD_MIN_LETTERS
-)
-
-
-_ASCII_BYTES = bytes(range(128))
-# A non-ASCII character that is part of a keyword run: what [^\W\d_] accepts.
-_KEYWORD_CHAR = re.compile(r"[^\W\d_]")
-
-
-def _letter_runs(body: str) -> bytes | None:
-    """``body`` with ASCII letters lower-cased and every other character a space, or None
-    when a non-ASCII character could belong to a keyword (then only the regex is exact).
-
-    Most non-ASCII text in READMEs is punctuation and symbols (dashes, quotes, emoji): those
-    separate words exactly like ASCII punctuation, so the byte-level path still applies. The
-    non-ASCII characters are found by deleting every ASCII byte (a C-level pass).
-    """
-    raw = body.encode("utf-8", "surrogatepass")
-    if len(raw) != len(body):
-        rest = raw.translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass")
-        if _KEYWORD_CHAR.search(rest) is not None:
-            return None
-    # UTF-8 lead and continuation bytes are all >= 0x80: they become spaces.
-    return raw.translate(_ASCII_LETTERS)
-
-
-# ASCII whitespace (what str.split() cuts at) as " ", every other byte as "a".
-_ASCII_WORD_MARKS = bytes(0x20 if chr(c).isspace() else 0x61 for c in range(128)) + b"a" * 128
-
-
-def _word_count(body: str) -> int:
-    """``len(body.split())``, without building the words on ASCII text."""
-    if body.isascii():
-        marks = body.encode("ascii").translate(_ASCII_WORD_MARKS)
-        return marks.count(b" a") + marks.startswith(b"a")
-    return len(body.split())
-
-
-def _keyword_count(body: str) -> int:
-    """Keyword occurrences in ``body`` (stop words left out)."""
-    letters = _letter_runs(body)
-    if letters is not None:
-        # Each run of KEYWORD_MIN_LETTERS or more letters is one " aaaa" (or a leading
-        # "aaaa") once its letters are all written "a": counted without a Python-level step.
-        marks = letters.translate(_ASCII_RUN_MARKS)
-        runs = marks.count(_SPACED_RUN) + marks.startswith(_RUN)
-        return runs - sum(map(_STOP_KEYWORDS.__contains__, letters.split()))
-    found = _KEYWORD.findall(body.lower())
-    return len(found) - sum(map(lexicon.STOP_WORDS.__contains__, found))
-
-
-# -- whole-document words and keywords ------------------------------------------------------------
-#
-# When no non-ASCII character of a document can belong to a keyword (see _letter_runs), its
-# whitespace-separated words and its keyword runs are found once, with numpy, and a block's
-# keyword set or a chunk's counts become bisections. Keywords are then told apart by a 64-bit
-# polynomial hash of their lower-cased letters (a collision needs two different keywords of
-# one document to share 64 bits).
-
-_SPACE_TABLE = np.array([chr(c).isspace() for c in range(0x3002)], dtype=bool)  # last: False
-_LETTER_TABLE = np.array([chr(c).isascii() and chr(c).isalpha() for c in range(128)])
-_HASH_P = 0x100000001B3
-_HASH_P_INV = pow(_HASH_P, -1, 1 << 64)
-_HASH_CACHE_LIMIT = 1 << 20
-_hash_powers: tuple[NDArray[np.uint64], NDArray[np.uint64]] | None = None
-
-
-def _powers64(size: int) -> tuple[NDArray[np.uint64], NDArray[np.uint64]]:
-    """P**i and P**-i modulo 2**64 for i < size (kept for reuse up to a limit)."""
-    global _hash_powers
-    cached = _hash_powers
-    if cached is not None and len(cached[0]) >= size:
-        return cached
-    length = max(size, 1 << 14)
-    if size <= _HASH_CACHE_LIMIT:
-        grown = 2 * len(cached[0]) if cached is not None else 0
-        length = min(max(length, grown), _HASH_CACHE_LIMIT)
-    forward = np.full(length, _HASH_P, dtype=np.uint64)
-    backward = np.full(length, _HASH_P_INV, dtype=np.uint64)
-    forward[0] = backward[0] = 1
-    tables = (np.cumprod(forward), np.cumprod(backward))
-    if length <= _HASH_CACHE_LIMIT:
-        _hash_powers = tables
-    return tables
-
-
-def keyword_hash(word: str) -> int:
-    """The id :class:`_DocumentWords` gives the keyword ``word`` (lower-case ASCII)."""
-    total, power, mask = 0, 1, (1 << 64) - 1
-    for ch in word:
-        total = (total + ord(ch) * power) & mask
-        power = (power * _HASH_P) & mask
-    return total
-
-
-_STOP_KEYWORD_IDS = np.array(
-    sorted({keyword_hash(w.decode("ascii")) for w in _STOP_KEYWORDS}), dtype=np.uint64
-)
-
-
-def _edges(inside: NDArray[np.bool_]) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
-    """Starts and ends of the runs of True in ``inside[1:-1]`` (both ends padded False)."""
-    edges = (inside[1:] != inside[:-1]).nonzero()[0]
-    return edges[0::2], edges[1::2]
-
-
-class _DocumentWords:
-    """The word starts and keyword runs (start offsets and ids) of one document."""
-
-    __slots__ = ("_keyword_starts", "_longest", "keyword_ids", "keyword_starts", "word_starts")
-
-    def __init__(self, text: str) -> None:
-        size = len(text)
-        if text.isascii():
-            codes: NDArray[Any] = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
-            spaces, letters = _SPACE_TABLE.take(codes), _LETTER_TABLE.take(codes)
-        else:
-            codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-            spaces = _SPACE_TABLE.take(np.minimum(codes, len(_SPACE_TABLE) - 1))
-            letters = _LETTER_TABLE.take(np.minimum(codes, 127))  # U+007F is not a letter
-        inside = np.zeros(size + 2, dtype=bool)
-        np.logical_not(spaces, out=inside[1:-1])
-        starts, ends = _edges(inside)
-        self.word_starts = starts
-        self._longest = int((ends - starts).max()) if len(starts) else 0
-        inside[1:-1] = letters
-        starts, ends = _edges(inside)
-        long = (ends - starts) >= lexicon.KEYWORD_MIN_LETTERS
-        starts, ends = starts[long], ends[long]
-        forward, backward = _powers64(size)
-        terms = codes.astype(np.uint64)
-        terms |= np.uint64(0x20)  # lower case (only letters are read)
-        terms *= forward[:size]
-        prefix = np.zeros(size + 1, dtype=np.uint64)
-        terms.cumsum(out=prefix[1:])
-        ids = prefix[ends]
-        ids -= prefix[starts]
-        ids *= backward[starts]
-        index = _STOP_KEYWORD_IDS.searchsorted(ids)
-        np.minimum(index, len(_STOP_KEYWORD_IDS) - 1, out=index)
-        keep = _STOP_KEYWORD_IDS[index] != ids
-        self._keyword_starts = starts[keep]
-        self.keyword_starts: list[int] = self._keyword_starts.tolist()
-        self.keyword_ids: list[int] = ids[keep].tolist()
-
-    @classmethod
-    def of(cls, text: str) -> _DocumentWords | None:
-        """The document's words, or None when only the per-block reading is exact: a
-        non-ASCII character could be part of a keyword, or a whitespace-free run is longer
-        than the cap (then a block may be cut inside a word)."""
-        if not text or _letter_runs(text) is None:
-            return None
-        words = cls(text)
-        return None if words._longest > LEXICAL_MAX_CHARS else words
-
-    def keywords(self, start: int, end: int) -> frozenset[int]:
-        starts = self.keyword_starts
-        return frozenset(self.keyword_ids[bisect_left(starts, start) : bisect_left(starts, end)])
-
-    def densities(self, chunks: list[Chunk]) -> list[float]:
-        """``keyword_density`` of every chunk (keyword occurrences over words in its span),
-        counted for all chunks at once."""
-        starts = np.array([c.start_index for c in chunks], dtype=np.int64)
-        ends = np.array([c.end_index for c in chunks], dtype=np.int64)
-        words = self.word_starts.searchsorted(ends) - self.word_starts.searchsorted(starts)
-        found = self._keyword_starts.searchsorted(ends) - self._keyword_starts.searchsorted(starts)
-        return [
-            round(k / w, 4) if w else 0.0
-            for k, w in zip(found.tolist(), words.tolist(), strict=True)
-        ]
 
 
 @dataclass(slots=True)
@@ -320,7 +142,8 @@ def _capped(text: str, block: Block) -> list[Span]:
         return [Span(block.start, block.end)]
     counter = CharacterCounter()
     inner = text[block.start : block.end]
-    pieces = [Span(s.start + block.start, s.end + block.start) for s in split_sentences(inner)]
+    sentences = split_sentences(inner, soft_wraps=block.kind in _PROSE_KINDS)
+    pieces = [Span(s.start + block.start, s.end + block.start) for s in sentences]
     return pack_spans(
         text, cap_spans(text, pieces, counter, LEXICAL_MAX_CHARS), counter, LEXICAL_MAX_CHARS
     )
@@ -332,32 +155,20 @@ def _opening(text: str, unit: _Unit) -> str:
         window_end = min(unit.end, unit.start + _LEAD_WINDOW)
         lead = _LEAD_MARKERS.match(text, unit.start, window_end).end()  # type: ignore[union-attr]
         match = _OPENING.match(text, lead, window_end)
-        unit.opening = (match.lastgroup or "") if match is not None else ""
+        unit.opening = _RULE_OF_GROUP[match.lastgroup or ""] if match is not None else ""
     return unit.opening
 
 
-def _keyword_set(body: str) -> frozenset[str]:
-    """The distinct keywords of ``body`` (stop words left out)."""
-    letters = _letter_runs(body)
-    if letters is not None:
-        runs = list(set(letters.decode("ascii").split()))
-        # Runs of at least KEYWORD_MIN_LETTERS letters, filtered without a Python-level loop.
-        found = frozenset(compress(runs, map(_LONG_ENOUGH, map(len, runs))))
-    else:
-        found = frozenset(_KEYWORD.findall(body.lower()))
-    return found.difference(lexicon.STOP_WORDS)
-
-
-def _unit_keywords(text: str, unit: _Unit, words: _DocumentWords | None) -> frozenset[Any]:
+def _unit_keywords(text: str, unit: _Unit, words: DocumentWords | None) -> frozenset[Any]:
     if unit.keywords is None:
         if words is not None:
             unit.keywords = words.keywords(unit.start, unit.end)
         else:
-            unit.keywords = _keyword_set(text[unit.start : unit.end])
+            unit.keywords = keyword_set(text[unit.start : unit.end])
     return unit.keywords
 
 
-def _chunk_keywords(text: str, chunk: _Open, words: _DocumentWords | None) -> set[Any]:
+def _chunk_keywords(text: str, chunk: _Open, words: DocumentWords | None) -> set[Any]:
     units = chunk.units
     for unit in units[chunk.keyed :]:
         chunk.keywords.update(_unit_keywords(text, unit, words))
@@ -365,7 +176,7 @@ def _chunk_keywords(text: str, chunk: _Open, words: _DocumentWords | None) -> se
     return chunk.keywords
 
 
-def _merge_reason(text: str, chunk: _Open, unit: _Unit, words: _DocumentWords | None) -> str | None:
+def _merge_reason(text: str, chunk: _Open, unit: _Unit, words: DocumentWords | None) -> str | None:
     opening = unit.opening
     if opening is None:
         opening = _opening(text, unit)
@@ -416,7 +227,7 @@ def chunk_reference(
     builder = _Builder(text, doc_id, source)
     for block in blocks:
         builder.add(block)
-    builder.close()
+    builder.finish()
     chunks = builder.chunks
     if builder.words is not None and chunks:
         for chunk, value in zip(chunks, builder.words.densities(chunks), strict=True):
@@ -463,11 +274,16 @@ class _Builder:
         """The titles of ``headings`` (copied into each chunk's metadata)."""
         self.section: tuple[int, str] = (0, "")
         self.open: _Open | None = None
-        self.words = _DocumentWords.of(text)
+        self.pending: _Unit | None = None
+        """A thematic break waiting for the block after it (only while no chunk is open)."""
+        self.words = DocumentWords.of(text)
 
     def add(self, block: Block) -> None:
         text = self.text
         kind = block.kind
+        if kind == _THEMATIC:
+            self._thematic_break(_Unit(kind, block.start, block.end))
+            return
         if kind == "heading":
             self.close()
             title = heading_text(text, block)
@@ -477,13 +293,14 @@ class _Builder:
             self.path = [title for _, title in self.headings]
             self.section = (block.level, title)
             for span in _capped(text, block):
-                self._emit([_Unit("heading", span.start, span.end)], [], _HEADING_TYPE)
+                units, reasons = self._after_pending(_Unit("heading", span.start, span.end))
+                self._emit(units, reasons, _HEADING_TYPE)
             return
         if kind in _STANDALONE:
             self.close()
             for span in _capped(text, block):
-                unit = _Unit(kind, span.start, span.end)
-                self._emit([unit], [], _STANDALONE[kind], STRUCTURAL)
+                units, reasons = self._after_pending(_Unit(kind, span.start, span.end))
+                self._emit(units, reasons, _STANDALONE[kind], STRUCTURAL)
             return
         if block.end - block.start <= LEXICAL_MAX_CHARS:
             self._walk(_Unit(kind, block.start, block.end))
@@ -491,8 +308,46 @@ class _Builder:
         for span in _capped(text, block):
             self._walk(_Unit(kind, span.start, span.end))
 
+    def _thematic_break(self, unit: _Unit) -> None:
+        """A thematic break ends the open chunk, as its last unit when it fits the cap; with
+        no chunk open it waits for the block after it (and a waiting one stands alone)."""
+        chunk = self.open
+        if chunk is not None and unit.end - chunk.units[0].start <= LEXICAL_MAX_CHARS:
+            chunk.units.append(unit)
+            chunk.reasons.append(STRUCTURAL)
+            self.close()
+            return
+        self.close()
+        self._flush_pending()
+        self.pending = unit
+
+    def _after_pending(self, unit: _Unit) -> tuple[list[_Unit], list[str]]:
+        """``unit`` with the waiting thematic break before it, when both fit the cap."""
+        pending = self.pending
+        if pending is None:
+            return [unit], []
+        self.pending = None
+        if unit.end - pending.start <= LEXICAL_MAX_CHARS:
+            return [pending, unit], [STRUCTURAL]
+        self._emit([pending], [], _STANDALONE[_THEMATIC], STRUCTURAL)
+        return [unit], []
+
+    def _flush_pending(self) -> None:
+        if self.pending is not None:
+            self._emit([self.pending], [], _STANDALONE[_THEMATIC], STRUCTURAL)
+            self.pending = None
+
+    def finish(self) -> None:
+        """Closes the open chunk; a thematic break still waiting stands alone."""
+        self.close()
+        self._flush_pending()
+
     def _walk(self, unit: _Unit) -> None:
         chunk = self.open
+        if chunk is None and self.pending is not None:
+            units, reasons = self._after_pending(unit)
+            self.open = _Open(units, reasons)
+            return
         if chunk is not None:
             reason: str | None = None
             if unit.end - chunk.units[0].start <= LEXICAL_MAX_CHARS:
@@ -519,8 +374,8 @@ class _Builder:
         # With the document's words at hand, all chunks are counted at the end (chunk()).
         density = 0.0
         if self.words is None:
-            words = _word_count(body)
-            density = round(_keyword_count(body) / words, 4) if words else 0.0
+            words = word_count(body)
+            density = round(keyword_count(body) / words, 4) if words else 0.0
         level, title = self.section
         if len(units) == 1:
             kind = units[0].kind

@@ -33,11 +33,12 @@ class SentenceChunker:
         self._counter: TokenCounter = make_counter(self.params.tokenizer)
 
     def chunk(self, text: str, *, content_type: ContentType = "text/plain") -> list[Chunk]:
-        # Markdown is chunked as text here: sentence boundaries already fall on line breaks,
-        # and structure-aware chunking is what the `lexical` strategy is for.
+        # Markdown is chunked as text here: lists, headings, tables, quotes and fenced code
+        # keep their line breaks as sentence ends, while hard-wrapped prose is read as if it
+        # were unwrapped; structure-aware chunking is what the `lexical` strategy is for.
         cap = self.params.chunk_size
         counter = self._counter
-        pieces = cap_spans(text, split_sentences(text), counter, cap)
+        pieces = cap_spans(text, split_sentences(text, soft_wraps=True), counter, cap)
         chunks: list[Chunk] = []
         for index, group in enumerate(pack_spans(text, pieces, counter, cap)):
             body = text[group.start : group.end]

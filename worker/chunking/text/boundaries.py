@@ -9,13 +9,12 @@ within the overlap begin" by bisection, checking the exceptions of
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_left, bisect_right
 
 from worker.chunking.text import terminators
-from worker.chunking.text.segment import false_stop_at
+from worker.chunking.text.segment import FENCE, false_stop_at, fence_lines
 
-_SPACES = (" ", "\t", "\u3000", "\xa0")
+__all__ = ["FENCE", "SentenceIndex", "fence_lines", "last_clause_end", "last_word_end"]
 
 
 def _rstrip_to(text: str, end: int, floor: int) -> int:
@@ -26,8 +25,14 @@ def _rstrip_to(text: str, end: int, floor: int) -> int:
 
 
 def last_word_end(text: str, floor: int, limit: int) -> int | None:
-    """The end of the last whole word in ``(floor, limit]``, cutting at whitespace."""
-    cut = max(text.rfind(space, floor + 1, limit + 1) for space in _SPACES)
+    """The end of the last whole word in ``(floor, limit]``, cutting at whitespace
+    (``str.isspace``: soft line breaks included; a hard one always ends a sentence, so a cut
+    range never holds one)."""
+    cut = text.rfind(" ", floor + 1, limit + 1)
+    for at in range(min(limit, len(text) - 1), max(cut, floor), -1):
+        if text[at].isspace():
+            cut = at
+            break
     if cut <= floor:
         return None
     end = _rstrip_to(text, cut, floor)
@@ -38,26 +43,6 @@ def last_clause_end(text: str, floor: int, limit: int) -> int | None:
     """The end of the last Arabic clause (``،``) in ``(floor, limit]``."""
     cut = text.rfind("،", floor, limit)
     return cut + 1 if cut >= floor else None
-
-
-FENCE = re.compile(r"^[ \t]*(?:```|~~~)", re.MULTILINE)
-
-
-def fence_lines(text: str) -> list[int]:
-    """Start offsets of code-fence lines in document order (openers and closers alternate).
-
-    The lines :data:`FENCE` matches, found with ``str.find`` (a fence opens a line after at
-    most spaces and tabs) rather than by trying the pattern at every line start.
-    """
-    lines: set[int] = set()
-    for marker in ("```", "~~~"):
-        at = text.find(marker)
-        while at >= 0:
-            line_start = text.rfind("\n", 0, at) + 1
-            if not text[line_start:at].strip(" \t"):
-                lines.add(line_start)
-            at = text.find(marker, at + 3)
-    return sorted(lines)
 
 
 _LATIN_MARKS = terminators.LATIN
@@ -71,7 +56,8 @@ class SentenceIndex:
     """Sentence ends of one document, from candidates found once for the whole text.
 
     ``anchors`` (sorted offsets, from :class:`~worker.chunking.text.density.DocumentProfile`) are
-    the characters that may end a sentence. Each is resolved only when a search reaches it,
+    the characters that may end a sentence (soft line breaks already left out); the end of the
+    text is one too, whatever precedes it. Each is resolved only when a search reaches it,
     with the rules of :func:`~worker.chunking.text.segment.split_sentences`: a line break always
     ends one; a Latin terminator run with its closing quotes/brackets must be followed by
     whitespace or the end and pass :func:`~worker.chunking.text.segment.false_stop_at`; a CJK run
@@ -80,12 +66,14 @@ class SentenceIndex:
     the chunk.
     """
 
-    __slots__ = ("anchors", "size", "text")
+    __slots__ = ("anchors", "size", "tail", "text")
 
     def __init__(self, text: str, anchors: list[int]) -> None:
         self.text = text
         self.size = len(text)
         self.anchors = anchors
+        self.tail = _rstrip_to(text, self.size, 0)
+        """The end of the text, trailing whitespace left out: always a sentence end."""
 
     def _resolve(self, position: int, sentence_start: int) -> int:
         """The raw end (before whitespace trimming) of the sentence ending at the candidate
@@ -115,6 +103,9 @@ class SentenceIndex:
     def last_end(self, start: int, floor: int, limit: int) -> int | None:
         """The largest sentence end ``e`` with ``floor < e <= limit`` (whitespace trimmed);
         ``start`` is where the chunk begins."""
+        tail = self.tail
+        if tail <= limit:  # the end of the text is the last sentence end there is
+            return tail if tail > floor else None
         anchors = self.anchors
         text = self.text
         k = bisect_right(anchors, limit) - 1
@@ -146,7 +137,8 @@ class SentenceIndex:
                 if end > floor:
                     return end
             k += 1
-        return None
+        tail = self.tail
+        return tail if floor < tail <= limit else None
 
     def carried_start(self, start: int, end: int, overlap: int) -> int | None:
         """Where the trailing whole sentences of ``text[start:end]`` within ``overlap`` begin:

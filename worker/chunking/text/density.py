@@ -23,8 +23,8 @@ and a fixed read keeps the cost per chunk flat however large the range is.
 from __future__ import annotations
 
 import re
-from bisect import bisect_left
-from collections.abc import Callable, Iterable
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
 import numpy as np
@@ -37,6 +37,7 @@ from worker.chunking.text.lexicon import (
     STOP_WORDS_ANY_CASE,
     TECH_WORDS,
 )
+from worker.chunking.text.segment import soft_line_break
 
 SAMPLE_CHARS: Final = 1024
 """Most characters read to estimate the density of any range."""
@@ -274,7 +275,9 @@ class DocumentProfile:
     """One pass over a document: sentence-end candidates and the density of any window.
 
     ``anchors`` are the offsets of every character that may end a sentence, in order: line
-    breaks, a Latin terminator followed by whitespace, a closer or the end of the text, and
+    breaks (but the soft ones of hard-wrapped prose, :func:`segment.soft_line_break`, which
+    are whitespace; ``fences`` are the code-fence lines), a Latin terminator followed by
+    whitespace, a closer or the end of the text, and
     the last mark of a run of CJK/Arabic terminators. Exceptions (abbreviations, decimals…)
     are *not* removed here: :class:`~worker.chunking.text.boundaries.SentenceIndex` checks them
     lazily, only for the candidates a chunk boundary search reaches.
@@ -300,6 +303,7 @@ class DocumentProfile:
         text: str,
         base_size: int,
         section_end: Callable[[NDArray[np.int64]], NDArray[np.int64]] | None = None,
+        fences: Sequence[int] = (),
     ) -> None:
         size = len(text)
         # A trailing space is a sentinel: every look at "the next character" stays in bounds
@@ -330,6 +334,9 @@ class DocumentProfile:
                 cjk = codes[marks] >= 0x3000
                 keep |= both & (cjk != (codes[marks + 1] >= 0x3000))
         anchors = marks[keep]
+        line_breaks = anchors[(classes[anchors] & _BREAK) != 0]
+        if len(line_breaks):
+            anchors = _without_soft_breaks(text, anchors, line_breaks.tolist(), fences)
         self.anchors: list[int] = anchors.tolist()
         # Technical marks: code punctuation, and dots between two digits (a sparse character
         # is never the first one when it is a dot with a digit before it; index -1 is the
@@ -392,6 +399,21 @@ class DocumentProfile:
         return self._densities[bisect_left(self.anchors, position)]
 
 
+def _without_soft_breaks(
+    text: str, anchors: NDArray[np.intp], line_breaks: list[int], fences: Sequence[int]
+) -> NDArray[np.intp]:
+    """``anchors`` without the line breaks that :func:`segment.soft_line_break` calls soft
+    (hard-wrapped prose; ``fences`` are the code-fence lines, inside which none is soft)."""
+    soft = [
+        at
+        for at in line_breaks
+        if soft_line_break(text, at, in_code=bisect_right(fences, at) % 2 == 1)
+    ]
+    if not soft:
+        return anchors
+    return anchors[~np.isin(anchors, np.array(soft, dtype=anchors.dtype))]
+
+
 def _document_density(
     text: str | bytes,
     chars: int,
@@ -428,6 +450,21 @@ def density_from_totals(
 
 
 _ARABIC_LETTER = re.compile(r"[\u0620-\u064a\u066e-\u06d3\u06fa-\u06ff]")
+_NOT_ARABIC_LEAD = bytes(b for b in range(256) if not 0xD8 <= b <= 0xDB)
+_NOT_ASCII_LETTERS = bytes(b for b in range(256) if not (b < 128 and chr(b).isalpha()))
+
+
+def detect_language(text: str) -> str:
+    """``ar`` when the text has more characters of the Arabic block (U+0600-U+06FF) than
+    ASCII letters, else ``en``: which of the strategies' language rules (Arabic clause
+    cuts) the text calls for, not a language detector. (``adaptive``'s core counts the
+    same in C.)"""
+    if text.isascii():
+        return "en"
+    raw = text.encode("utf-8", "surrogatepass")
+    # UTF-8 lead bytes 0xD8-0xDB are exactly U+0600-U+06FF: C-level byte passes, no regex.
+    arabic = len(raw.translate(None, _NOT_ARABIC_LEAD))
+    return "ar" if arabic > len(raw.translate(None, _NOT_ASCII_LETTERS)) else "en"
 
 
 def native_tables() -> tuple[bytes, list[int], list[int]]:

@@ -8,7 +8,9 @@ non-whitespace character (whitespace is what ``str.isspace`` says it is).
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Iterable, Sequence
+from typing import Final
 
 from worker.chunking.text import terminators
 from worker.chunking.text.tokens import CharacterCounter, TokenCounter
@@ -106,21 +108,108 @@ def false_stop_at(text: str, mark_start: int, mark_end: int, end: int, sentence_
     return line_start and word.isdigit() and len(word) <= 3
 
 
-def split_sentences(text: str, *, clauses: bool = False) -> list[Span]:
+LINE_BREAKS: Final = "\r\n\u2028\u2029"
+"""The characters that end a line (segment.CANDIDATE's ``line`` alternative)."""
+_LINE_END = "\r\n\u2028\u2029 \t"  # what may follow a list marker on its line
+
+
+def opens_block(text: str, at: int, end: int) -> bool:
+    """Whether the line starting at ``at`` (``text`` read below ``end``) opens a markdown
+    block that keeps its lines: a heading ``#``, a quote ``>``, a table row ``|``, a setext
+    underline ``=``, a bullet ``- * +`` followed by a space or the line's end, an ordered item
+    (1–9 ASCII digits, ``.`` or ``)``, then a space or the line's end), a fence or thematic
+    break (three of ``` ` ~ - * _ ```), or an HTML tag (``<`` then a letter, ``/``, ``!``, ``?``).
+    """
+    c = text[at]
+    if c in "#>|=":
+        return True
+    following = text[at + 1] if at + 1 < end else ""
+    if c in "-*+" and (not following or following in _LINE_END):
+        return True
+    if c in "`~-*_" and at + 3 <= end and text[at + 1] == c and text[at + 2] == c:
+        return True
+    tag = following in "/!?" or (following.isascii() and following.isalpha())
+    if c == "<" and following and tag:
+        return True
+    digits = at
+    while digits < end and digits - at < 10 and "0" <= text[digits] <= "9":
+        digits += 1
+    if not 1 <= digits - at <= 9 or digits >= end or text[digits] not in ".)":
+        return False
+    return digits + 1 == end or text[digits + 1] in _LINE_END
+
+
+def soft_line_break(
+    text: str, at: int, *, start: int = 0, end: int | None = None, in_code: bool = False
+) -> bool:
+    """Whether the line break at ``at`` is a hard wrap inside a paragraph, read as a space.
+
+    ``text`` is read in ``[start, end)`` (``start`` counts as a line start). A break is soft
+    when it is ``\n``, ``\r``, ``\r\n`` or U+2028 (never U+2029, a paragraph separator),
+    outside code (``in_code``: a fenced block), and both the line before and the line after
+    are flush-left text: not blank, not indented (indentation is code or a nested list) and
+    not opening a block (:func:`opens_block`: lists, headings, quotes, tables, fences…). The
+    two characters of ``\r\n`` get the same answer.
+    """
+    end = len(text) if end is None else end
+    c = text[at]
+    if in_code or c == "\u2029":
+        return False
+    after = at + 1
+    if c == "\r" and after < end and text[after] == "\n":
+        after += 1
+    elif c == "\n" and at > start and text[at - 1] == "\r":
+        at -= 1
+    if after >= end or text[after].isspace() or opens_block(text, after, end):
+        return False
+    line = at
+    while line > start and text[line - 1] not in LINE_BREAKS:
+        line -= 1
+    return line < at and not text[line].isspace() and not opens_block(text, line, end)
+
+
+FENCE = re.compile(r"^[ \t]*(?:```|~~~)", re.MULTILINE)
+
+
+def fence_lines(text: str) -> list[int]:
+    """Start offsets of code-fence lines in document order (openers and closers alternate).
+
+    The lines :data:`FENCE` matches, found with ``str.find`` (a fence opens a line after at
+    most spaces and tabs) rather than by trying the pattern at every line start.
+    """
+    lines: set[int] = set()
+    for marker in ("```", "~~~"):
+        at = text.find(marker)
+        while at >= 0:
+            line_start = text.rfind("\n", 0, at) + 1
+            if not text[line_start:at].strip(" \t"):
+                lines.add(line_start)
+            at = text.find(marker, at + 3)
+    return sorted(lines)
+
+
+def split_sentences(text: str, *, clauses: bool = False, soft_wraps: bool = False) -> list[Span]:
     """Sentences of ``text`` as spans without surrounding whitespace.
 
     Boundaries: ``. ! ? …`` followed by whitespace (closing quotes and brackets stay with their
-    sentence), CJK ``。！？``, Arabic ``؟ ۔ ؛`` and every line break. With ``clauses=True`` the
+    sentence), CJK ``。！？``, Arabic ``؟ ۔ ؛`` and line breaks. With ``clauses=True`` the
     Arabic comma ``،`` also ends a piece. Not boundaries: known abbreviations (e.g., Dr., U.S.),
     initials, list numbers at the start of a line, decimals, versions, URLs, e-mail addresses,
-    a terminator followed by a lower-case word, and an ellipsis inside an open quote.
+    a terminator followed by a lower-case word, and an ellipsis inside an open quote. With
+    ``soft_wraps=True`` a line break that :func:`soft_line_break` calls soft (hard-wrapped
+    prose, outside fenced code) is whitespace, not a boundary. The end of the text always
+    ends the last sentence.
     """
     pattern = CLAUSE_CANDIDATE if clauses else CANDIDATE
+    fences = fence_lines(text) if soft_wraps else []
     spans: list[Span] = []
     start = 0
     for match in pattern.finditer(text):
         if match.group("line") is not None:
-            end = match.start()
+            at = match.start()
+            if soft_wraps and soft_line_break(text, at, in_code=bisect_right(fences, at) % 2 == 1):
+                continue
+            end = at
         elif match.group("latin") is not None and is_false_stop(text, match, start):
             continue
         else:
