@@ -100,10 +100,9 @@ DEFAULT_MODEL_DIR = Path(".cache/models/all-MiniLM-L6-v2")
 
 
 def _offline_embedder(model_dir: str | None) -> Any:
-    from worker.embedding.embedder import OnnxEmbedder
+    from worker.embedding.loading import load_model  # ONNX or static, by the directory
 
-    embedder = OnnxEmbedder.load(Path(model_dir) if model_dir else DEFAULT_MODEL_DIR)
-    return embedder.embed
+    return load_model(Path(model_dir) if model_dir else DEFAULT_MODEL_DIR).backend.embed
 
 
 # -- produce / tail / topics ------------------------------------------------------------------
