@@ -67,6 +67,7 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     max_wait_ms: Annotated[float, msgspec.Meta(ge=0)] = 5.0
     max_queued_tokens: Annotated[int, msgspec.Meta(ge=1024)] = 65536
     include_embeddings: bool = False
+    retrieval_model_dir: str | None = None
 
 
 # One line per setting: the README's configuration table is generated from this.
@@ -106,9 +107,10 @@ SETTING_HELP: dict[str, str] = {
     "ssl_cafile": "CA bundle that signs the brokers' certificates",
     "ssl_certfile": "client certificate (mutual TLS)",
     "ssl_keyfile": "client private key (mutual TLS)",
-    "model_dir": "ONNX model directory for embedding strategies (`chunkstream model build`); "
+    "model_dir": "boundary model of the embedding strategies: an ONNX directory (`chunkstream "
+    "model build`) or a static one (`model distill`, model2vec); "
     "default `.cache/models/all-MiniLM-L6-v2`",
-    "model_int8": "use the per-channel int8 model (`model.int8.onnx`)",
+    "model_int8": "use the per-channel int8 model (`model.int8.onnx`) of ONNX models",
     "inference_threads": "onnxruntime intra-op threads of each running batch "
     "(0 = the CPUs available ÷ concurrent batches)",
     "concurrent_batches": "embedding batches run at once, each on its own thread",
@@ -118,6 +120,8 @@ SETTING_HELP: dict[str, str] = {
     "max_queued_tokens": "high watermark of the embedding queue (partitions pause above it, "
     "resume below half)",
     "include_embeddings": "add each chunk's embedding (float32 little-endian bytes) to its event",
+    "retrieval_model_dir": "model of the embeddings that go out with `include_embeddings` "
+    "(default: the boundary model, `model_dir`)",
 }
 
 SECRET_FIELDS = frozenset({"sasl_password"})
@@ -256,8 +260,10 @@ def _check_consistency(s: Settings) -> None:
         path = getattr(s, field)
         if path is not None and not os.path.isfile(path):
             raise bad(field, f"no such file: {path}")
-    if s.model_dir is not None and not os.path.isdir(s.model_dir):
-        raise bad("model_dir", f"no such directory: {s.model_dir}")
+    for field in ("model_dir", "retrieval_model_dir"):
+        path = getattr(s, field)
+        if path is not None and not os.path.isdir(path):
+            raise bad(field, f"no such directory: {path}")
 
 
 def redacted(settings: Settings) -> dict[str, Any]:

@@ -96,6 +96,11 @@ class Worker:
         self._backend = backend
         self._batcher: Batcher | None = None
         self._embed: EmbedFn | None = None
+        # The model of the vectors that go out with chunks (CHUNKSTREAM_RETRIEVAL_MODEL_DIR):
+        # the boundary model's batcher unless it is another directory.
+        self._retrieval_batcher: Batcher | None = None
+        self._retrieval_embed: EmbedFn | None = None
+        self._retrieval_label: str | None = None
         self._health: HealthServer | None = None
         self._joined = False
         self._needs_model = False
@@ -149,6 +154,7 @@ class Worker:
     async def run(self) -> int:
         s = self.settings
         self.state = State.STARTING
+        _check_boundary_model(s)
         context = registry.BuildContext(model_dir=s.model_dir, model_id=model_identity(s))
         default = self._build_default_strategy(context)
         trusted = {v for k, v in s.strategy_params.items() if k in PATH_PARAMS} | (
@@ -235,34 +241,56 @@ class Worker:
             raise ConfigError(f"invalid setting CHUNKSTREAM_{field}: {exc}") from None
 
     async def _start_batcher(self, stack: contextlib.AsyncExitStack) -> None:
+        """The boundary model and, when it is another directory, the retrieval model: each
+        loaded once, each behind its own batcher (their batches cannot mix)."""
         s = self.settings
-        backend = self._backend
-        if backend is None:
-            model_dir = Path(s.model_dir) if s.model_dir else DEFAULT_MODEL_DIR
-            if not (model_dir / "manifest.json").exists():
-                raise ConfigError(
-                    f"invalid setting CHUNKSTREAM_MODEL_DIR: no model in {model_dir} "
-                    "(build one with `chunkstream model build`)"
-                )
-            from worker.embedding.embedder import OnnxEmbedder, intra_op_threads_for
+        boundary_dir = Path(s.model_dir) if s.model_dir else DEFAULT_MODEL_DIR
+        retrieval_dir = Path(s.retrieval_model_dir) if s.retrieval_model_dir else boundary_dir
+        backend, label = await self._load_model(boundary_dir, "MODEL_DIR")
+        self._batcher = await self._open_batcher(stack, backend)
+        self._embed = self._retrieval_embed = self._batcher.submit
+        self._retrieval_label = label
+        if s.include_embeddings and retrieval_dir.resolve() != boundary_dir.resolve():
+            backend, self._retrieval_label = await self._load_model(
+                retrieval_dir, "RETRIEVAL_MODEL_DIR"
+            )
+            self._retrieval_batcher = await self._open_batcher(stack, backend)
+            self._retrieval_embed = self._retrieval_batcher.submit
 
+    async def _load_model(self, model_dir: Path, setting: str) -> tuple[EmbeddingBackend, str]:
+        """The backend and its label ("kind:identity") for chunk events."""
+        s = self.settings
+        if self._backend is not None:
+            return self._backend, "injected"
+        from worker.embedding.embedder import intra_op_threads_for
+        from worker.embedding.loading import load_model
+        from worker.embedding.manifest import ManifestError
+
+        try:
             # Loading takes seconds: off the loop, so /healthz keeps answering meanwhile.
             # One session serves every concurrent batch; its threads are shared out among them.
-            embedder = await asyncio.to_thread(
-                OnnxEmbedder.load,
+            loaded = await asyncio.to_thread(
+                load_model,
                 model_dir,
                 int8=s.model_int8,
                 intra_op_threads=s.inference_threads or intra_op_threads_for(s.concurrent_batches),
             )
-            self.metrics.model_info.info(
-                {
-                    "dir": str(model_dir),
-                    "variant": "int8" if s.model_int8 else "fp32",
-                    "dimension": str(embedder.dimension),
-                }
-            )
-            backend = embedder
-        self._batcher = await stack.enter_async_context(
+        except ManifestError as exc:
+            raise ConfigError(f"invalid setting CHUNKSTREAM_{setting}: {exc}") from None
+        self.metrics.model_info.info(
+            {
+                "dir": str(model_dir),
+                "variant": loaded.variant,
+                "dimension": str(loaded.backend.dimension),
+            }
+        )
+        return loaded.backend, f"{loaded.kind}:{loaded.identity}"
+
+    async def _open_batcher(
+        self, stack: contextlib.AsyncExitStack, backend: EmbeddingBackend
+    ) -> Batcher:
+        s = self.settings
+        return await stack.enter_async_context(
             Batcher(
                 _MeteredBackend(backend, self.metrics),
                 max_batch_tokens=s.max_batch_tokens,
@@ -273,7 +301,6 @@ class Worker:
                 concurrent_batches=s.concurrent_batches,
             )
         )
-        self._embed = self._batcher.submit
 
     def _spawn(self, coro: Awaitable[None]) -> None:
         task = asyncio.ensure_future(coro)
@@ -305,8 +332,9 @@ class Worker:
             m.ready.set(1 if self.readiness()[0] else 0)
             m.in_flight_documents.set(self._in_flight.documents)
             m.in_flight_bytes.set(self._in_flight.bytes)
-            if self._batcher is not None:
-                m.batcher_queue_tokens.set(self._batcher.stats.queue_tokens)
+            batchers = [b for b in (self._batcher, self._retrieval_batcher) if b is not None]
+            if batchers:
+                m.batcher_queue_tokens.set(sum(b.stats.queue_tokens for b in batchers))
             assigned = self._consumer.assignment()
             m.assigned_partitions.set(len(assigned))
             m.paused_partitions.set(len(self._consumer.paused()))
@@ -379,7 +407,10 @@ class Worker:
         s = self.settings
         docs, size = self._in_flight.documents, self._in_flight.bytes
         # The batcher's watermark has its own hysteresis (high → low), so read it as is.
-        queue_full = self._batcher is not None and self._batcher.over_high_watermark
+        queue_full = any(
+            b is not None and b.over_high_watermark
+            for b in (self._batcher, self._retrieval_batcher)
+        )
         assigned = self._consumer.assignment()
         if not self._paused and (
             docs >= s.max_in_flight_documents or size >= s.max_in_flight_bytes or queue_full
@@ -458,6 +489,7 @@ class Worker:
                 chunks,
                 dt.datetime.now(dt.UTC),
                 embeddings=vectors,
+                embedding_model=self._retrieval_label,
             )
             published = await self._publisher.publish_chunks(doc.id, events)
             self.stats["chunks"] += len(events)
@@ -512,8 +544,8 @@ class Worker:
             raise ChunkingFailed(f"{type(exc).__name__}: {exc}") from exc
 
     async def _chunk_vectors(self, chunks: Sequence[Chunk]) -> NDArray[np.float32]:
-        assert self._embed is not None  # include_embeddings implies the model is loaded
-        return await self._embed([c.text for c in chunks])
+        assert self._retrieval_embed is not None  # include_embeddings implies it is loaded
+        return await self._retrieval_embed([c.text for c in chunks])
 
     async def _retrying(
         self, attempt: Callable[[], Awaitable[None]], where: dict[str, int]
@@ -612,16 +644,25 @@ class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
 
 
 def model_identity(settings: Settings) -> str | None:
-    """Digest of the ONNX file the worker would load (fp32 or int8), from the manifest."""
-    from worker.embedding.manifest import ManifestError, read_manifest
+    """Short digest of the boundary model the worker would load (ONNX fp32/int8 or static)."""
+    from worker.embedding.loading import model_identity as identity_of
 
     model_dir = Path(settings.model_dir) if settings.model_dir else DEFAULT_MODEL_DIR
-    try:
-        manifest = read_manifest(model_dir)
-    except ManifestError:
-        return None
-    digest = manifest.files.get("model.int8.onnx" if settings.model_int8 else "model.onnx")
-    return None if digest is None else digest[:16]
+    return identity_of(model_dir, int8=settings.model_int8)
+
+
+def _check_boundary_model(settings: Settings) -> None:
+    """A named model directory that holds no model fails here, naming the setting (the
+    strategies would otherwise report it as a bad strategy parameter)."""
+    from worker.embedding.loading import model_kind
+    from worker.embedding.manifest import ManifestError
+
+    name = settings.strategy
+    if settings.model_dir and name in registry.names() and registry.get(name).needs_model:
+        try:
+            model_kind(Path(settings.model_dir))
+        except ManifestError as exc:
+            raise ConfigError(f"invalid setting CHUNKSTREAM_MODEL_DIR: {exc}") from None
 
 
 class _MeteredBackend:

@@ -3,6 +3,7 @@ safetensors reader/writer against the real safetensors library, bad directories,
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -245,3 +246,46 @@ def test_identity_follows_what_determines_the_vectors(
     changed[100, 0] += 1.0
     write_static_model(copy, changed, tokenizer_path.read_bytes())
     assert model_identity(copy) != first
+
+
+@pytest.mark.parametrize(
+    ("breakage", "expected"),
+    [
+        ("missing matrix", r"no model\.safetensors"),
+        ("wrong shape", r"expected \[vocabulary, dimension\]"),
+        ("vocabulary mismatch", r"rows but tokenizer\.json has 30522 tokens"),
+    ],
+)
+async def test_worker_refuses_a_bad_static_model_at_start_up(
+    tmp_path: Path, tokenizer_path: Path, matrix: np.ndarray, breakage: str, expected: str
+) -> None:
+    """One line naming the setting, before any broker is contacted (none listens here)."""
+    from worker.config import load_settings
+    from worker.errors import ConfigError
+    from worker.service import Worker
+
+    directory = _model_dir(tmp_path, tokenizer_path, matrix)
+    if breakage == "missing matrix":
+        (directory / "model.safetensors").unlink()
+    elif breakage == "wrong shape":
+        write_tensors(directory / "model.safetensors", {"embeddings": matrix[:, 0].copy()})
+    else:
+        write_tensors(directory / "model.safetensors", {"embeddings": matrix[:999]})
+    settings = load_settings(
+        {
+            "bootstrap_servers": "127.0.0.1:9",
+            "input_topic": "in",
+            "output_topic": "out",
+            "dlq_topic": "dlq",
+            "group_id": "g",
+            "strategy": "semantic",
+            "model_dir": str(directory),
+        },
+        env={},
+    )
+    with pytest.raises(ConfigError) as caught:
+        await Worker(settings).run()
+    message = str(caught.value)
+    assert message.startswith("invalid setting CHUNKSTREAM_MODEL_DIR: ")
+    assert "\n" not in message
+    assert re.search(expected, message)
