@@ -96,13 +96,11 @@ def _cmd_chunk(args: argparse.Namespace) -> int:
     return 0
 
 
-DEFAULT_MODEL_DIR = Path(".cache/models/all-MiniLM-L6-v2")
-
-
 def _offline_embedder(model_dir: str | None) -> Any:
     from worker.embedding.loading import load_model  # ONNX or static, by the directory
+    from worker.embedding.static import DEFAULT_STATIC_DIR  # the worker's default, too
 
-    return load_model(Path(model_dir) if model_dir else DEFAULT_MODEL_DIR).backend.embed
+    return load_model(Path(model_dir) if model_dir else DEFAULT_STATIC_DIR).backend.embed
 
 
 # -- produce / tail / topics ------------------------------------------------------------------

@@ -108,8 +108,8 @@ SETTING_HELP: dict[str, str] = {
     "ssl_certfile": "client certificate (mutual TLS)",
     "ssl_keyfile": "client private key (mutual TLS)",
     "model_dir": "boundary model of the embedding strategies: an ONNX directory (`chunkstream "
-    "model build`) or a static one (`model distill`, model2vec); "
-    "default `.cache/models/all-MiniLM-L6-v2`",
+    "model build`) or a static one (`model distill`, model2vec); default the distilled "
+    "`.cache/models/all-MiniLM-L6-v2-static`",
     "model_int8": "use the per-channel int8 model (`model.int8.onnx`) of ONNX models",
     "inference_threads": "onnxruntime intra-op threads of each running batch "
     "(0 = the CPUs available ÷ concurrent batches)",
@@ -120,8 +120,8 @@ SETTING_HELP: dict[str, str] = {
     "max_queued_tokens": "high watermark of the embedding queue (partitions pause above it, "
     "resume below half)",
     "include_embeddings": "add each chunk's embedding (float32 little-endian bytes) to its event",
-    "retrieval_model_dir": "model of the embeddings that go out with `include_embeddings` "
-    "(default: the boundary model, `model_dir`)",
+    "retrieval_model_dir": "model of the embeddings that go out with `include_embeddings`; "
+    "default `model_dir` when set, else the transformer `.cache/models/all-MiniLM-L6-v2`",
 }
 
 SECRET_FIELDS = frozenset({"sasl_password"})

@@ -34,6 +34,7 @@ from worker.chunking.types import Chunk, ContentType, EmbeddingChunker, RuleChun
 from worker.codec import EventEncoder, decode_document
 from worker.config import Settings, redacted
 from worker.embedding.backend import EmbeddingBackend
+from worker.embedding.static import DEFAULT_STATIC_DIR
 from worker.errors import ChunkingFailed, ConfigError, DocumentError, TooManyChunks
 from worker.health import HealthServer
 from worker.kafka import (
@@ -51,7 +52,11 @@ from worker.resolver import PATH_PARAMS, StrategyResolver
 log = logging.getLogger("chunkstream.worker")
 
 EmbedFn = Callable[[Sequence[str]], Awaitable[NDArray[np.float32]]]
+# Unset CHUNKSTREAM_MODEL_DIR: boundaries by the distilled static model (seam F1 within a few
+# points of the transformer at ~100× its speed, docs/semantic.md), retrieval vectors by the
+# transformer (unset CHUNKSTREAM_RETRIEVAL_MODEL_DIR: the boundary model when one is named).
 DEFAULT_MODEL_DIR = Path(".cache/models/all-MiniLM-L6-v2")
+DEFAULT_BOUNDARY_MODEL_DIR = DEFAULT_STATIC_DIR
 
 # Documents above this size are chunked in a thread so the event loop (heartbeats, commits,
 # other documents' publishing) keeps running while pure-Python chunking works.
@@ -244,13 +249,13 @@ class Worker:
         """The boundary model and, when it is another directory, the retrieval model: each
         loaded once, each behind its own batcher (their batches cannot mix)."""
         s = self.settings
-        boundary_dir = Path(s.model_dir) if s.model_dir else DEFAULT_MODEL_DIR
-        retrieval_dir = Path(s.retrieval_model_dir) if s.retrieval_model_dir else boundary_dir
+        boundary_dir = Path(s.model_dir) if s.model_dir else DEFAULT_BOUNDARY_MODEL_DIR
+        retrieval_dir = Path(s.retrieval_model_dir or s.model_dir or DEFAULT_MODEL_DIR)
         backend, label = await self._load_model(boundary_dir, "MODEL_DIR")
         self._batcher = await self._open_batcher(stack, backend)
         self._embed = self._retrieval_embed = self._batcher.submit
         self._retrieval_label = label
-        if s.include_embeddings and retrieval_dir.resolve() != boundary_dir.resolve():
+        if s.include_embeddings and not _same_directory(retrieval_dir, boundary_dir):
             backend, self._retrieval_label = await self._load_model(
                 retrieval_dir, "RETRIEVAL_MODEL_DIR"
             )
@@ -647,8 +652,12 @@ def model_identity(settings: Settings) -> str | None:
     """Short digest of the boundary model the worker would load (ONNX fp32/int8 or static)."""
     from worker.embedding.loading import model_identity as identity_of
 
-    model_dir = Path(settings.model_dir) if settings.model_dir else DEFAULT_MODEL_DIR
+    model_dir = Path(settings.model_dir) if settings.model_dir else DEFAULT_BOUNDARY_MODEL_DIR
     return identity_of(model_dir, int8=settings.model_int8)
+
+
+def _same_directory(a: Path, b: Path) -> bool:
+    return a.resolve() == b.resolve()
 
 
 def _check_boundary_model(settings: Settings) -> None:

@@ -41,24 +41,30 @@ def static_dir() -> Path:
     return STATIC_DIR
 
 
-@pytest.mark.parametrize("strategy", ["semantic", "sdpm", "context"])
+@pytest.mark.parametrize(
+    ("strategy", "by_default"),
+    [("semantic", False), ("sdpm", False), ("context", False), ("semantic", True)],
+)
 async def test_static_boundaries_transformer_vectors(
     kafka_bootstrap: str,
     topic_names: dict[str, str],
     static_dir: Path,
     onnx_dir: Path,
     strategy: str,
+    by_default: bool,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """Named directories, and (``by_default``) no model setting at all: the defaults are the
+    distilled static model for boundaries and the transformer for the vectors."""
     from worker.embedding.embedder import OnnxEmbedder
     from worker.embedding.loading import load_model, model_identity
 
+    dirs = {"model_dir": str(static_dir), "retrieval_model_dir": str(onnx_dir)}
+    if by_default:
+        monkeypatch.chdir(REPO)  # the default directories are relative to the working dir
+        dirs = {}
     settings = helpers.make_settings(
-        kafka_bootstrap,
-        topic_names,
-        strategy=strategy,
-        model_dir=str(static_dir),
-        include_embeddings="true",
-        retrieval_model_dir=str(onnx_dir),
+        kafka_bootstrap, topic_names, strategy=strategy, include_embeddings="true", **dirs
     )
     await helpers.create(settings, partitions=2)
     docs = make_docs(12, seed=12, prefix=strategy)

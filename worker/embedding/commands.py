@@ -16,6 +16,7 @@ import numpy as np
 
 from worker.embedding.manifest import DEFAULT_MODEL_DIR, ManifestError
 from worker.embedding.source import SourceError
+from worker.embedding.static import DEFAULT_STATIC_DIR
 
 # What `ArgumentParser.add_subparsers()` returns (argparse keeps the class name private).
 SubParsers = argparse._SubParsersAction
@@ -47,7 +48,9 @@ def add_model_command(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
     distill.add_argument(
         "--source", type=Path, default=DEFAULT_MODEL_DIR, help=f"ONNX dir ({DEFAULT_MODEL_DIR})"
     )
-    distill.add_argument("--out", type=Path, required=True, help="output dir")
+    distill.add_argument(
+        "--out", type=Path, default=DEFAULT_STATIC_DIR, help=f"output dir ({DEFAULT_STATIC_DIR})"
+    )
     distill.add_argument(
         "--corpus",
         type=Path,

@@ -44,7 +44,6 @@ from worker.embedding.training_corpus import DEFAULT_CORPUS_DIR, PINNED_WHEELS, 
 
 # Bump when the recipe's code changes what it writes (a cached distillation is then redone).
 DISTILLER_VERSION = 1
-DEFAULT_STATIC_DIR = Path(".cache/models/all-MiniLM-L6-v2-static")
 
 # A stage name and how many items it has; the callback it returns is told of progress.
 ProgressFactory = Callable[[str, int], Progress]

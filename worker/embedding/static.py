@@ -41,6 +41,9 @@ CONFIG_FILE = "config.json"
 TOKENIZER_FILE = "tokenizer.json"
 MATRIX_TENSOR = "embeddings"  # model2vec's name for the token-vector matrix
 DEFAULT_MAX_LENGTH = 512  # model2vec's default when config.json does not say
+# Where `chunkstream model distill` (and scripts/bootstrap) put the static model: the worker's
+# default boundary model (relative to the cwd).
+DEFAULT_STATIC_DIR = Path(".cache/models/all-MiniLM-L6-v2-static")
 _NORM_EPS = 1e-32  # model2vec's: keeps an all-zero mean at zero instead of NaN
 _ID_CACHE_SIZE = 16384  # token ids measured by token_lengths and not yet embedded
 
