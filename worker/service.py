@@ -282,13 +282,14 @@ class Worker:
             )
         except ManifestError as exc:
             raise ConfigError(f"invalid setting CHUNKSTREAM_{setting}: {exc}") from None
-        self.metrics.model_info.info(
-            {
-                "dir": str(model_dir),
-                "variant": loaded.variant,
-                "dimension": str(loaded.backend.dimension),
-            }
-        )
+        if setting == "MODEL_DIR":  # the info metric names the boundary model
+            self.metrics.model_info.info(
+                {
+                    "dir": str(model_dir),
+                    "variant": loaded.variant,
+                    "dimension": str(loaded.backend.dimension),
+                }
+            )
         return loaded.backend, f"{loaded.kind}:{loaded.identity}"
 
     async def _open_batcher(
