@@ -1,7 +1,7 @@
 """Boundary models side by side: the transformer (fp32, int8) and static models distilled from it.
 
     .venv/bin/python bench/static_bench.py [--max-kb 40] [--model DIR] [--threads 2]
-                                           [--min-seconds 2] [--no-chonkie]
+                                           [--min-seconds 2] [--rounds 3] [--no-chonkie]
 
 One run, the same documents for every row (bench/semantic_bench.py's two corpora: the smallest
 installed package descriptions up to ``--max-kb`` for speed, bench/seams.py's documents for
@@ -17,8 +17,9 @@ seam precision/recall/F1). Rows:
 * chonkie's SemanticChunker (defaults) on the fp32 transformer, and on the shipped static model.
 
 Speed: MB/s over the throughput corpus, the corpus run as many times as it takes to fill
-``--min-seconds`` (static rows finish one pass in tenths of a second); ratios are to the fp32 row
-of the same strategy. Everything runs in this process one row after another, so the ratios are
+``--min-seconds`` (static rows finish one pass in tenths of a second), every row timed once per
+round for ``--rounds`` rounds and the median kept; ratios are to the fp32 row of the same
+strategy. Everything runs in this process one row after another, so the ratios are
 comparable; absolute MB/s depend on what else shares the machine.
 """
 
@@ -168,6 +169,7 @@ def main() -> int:
     parser.add_argument("--model", type=Path, default=Path(".cache/models/all-MiniLM-L6-v2"))
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--min-seconds", type=float, default=2.0)
+    parser.add_argument("--rounds", type=int, default=3, help="speed: median of this many")
     parser.add_argument("--no-chonkie", action="store_true")
     args = parser.parse_args()
 
@@ -204,19 +206,26 @@ def main() -> int:
 
     for _, embed in boundary_models[:2]:  # warm the sessions up before anything is timed
         embed([doc.text[:200] for doc in docs[:3]])
+    # Speed: every row timed once per round, rounds in turn, the median kept — the machine is
+    # shared, and a row timed only once takes whatever load happened to coincide with it.
+    seconds: dict[int, list[float]] = {i: [] for i in range(len(rows))}
+    texts: dict[int, int] = {}
+    for _ in range(args.rounds):
+        for i, (_, _, runner, embed) in enumerate(rows):
+            elapsed, texts[i], _ = timed_throughput(runner, embed, docs, args.min_seconds)
+            seconds[i].append(elapsed)
     print("| strategy | boundary model | MB/s | × fp32 | texts embedded | P | R | F1 |")
     print("|" + "---|" * 8)
     baseline: dict[str, float] = {}
-    for strategy, label, runner, embed in rows:
-        seconds, texts, _ = timed_throughput(runner, embed, docs, args.min_seconds)
+    for i, (strategy, label, runner, _) in enumerate(rows):
         scores: Scores = quality(runner, seams)
-        mbps = size / 1e6 / seconds
+        mbps = size / 1e6 / float(np.median(seconds[i]))
         if label == "fp32":
             baseline[strategy] = mbps
         times = mbps / baseline[strategy] if strategy in baseline else None
         ratio = "–" if times is None else f"{times:.2f}×" if times < 10 else f"{times:.0f}×"
         print(
-            f"| {strategy} | {label} | {mbps:.4f} | {ratio} | {texts or '–'} | "
+            f"| {strategy} | {label} | {mbps:.4f} | {ratio} | {texts[i] or '–'} | "
             f"{scores.precision:.3f} | {scores.recall:.3f} | {scores.f1:.3f} |",
             flush=True,
         )
