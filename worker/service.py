@@ -53,7 +53,7 @@ log = logging.getLogger("chunkstream.worker")
 
 EmbedFn = Callable[[Sequence[str]], Awaitable[NDArray[np.float32]]]
 # Unset CHUNKSTREAM_MODEL_DIR: boundaries by the distilled static model (seam F1 within a few
-# points of the transformer at ~100× its speed, docs/semantic.md), retrieval vectors by the
+# points of the transformer at 60–100× its speed, docs/semantic.md), retrieval vectors by the
 # transformer (unset CHUNKSTREAM_RETRIEVAL_MODEL_DIR: the boundary model when one is named).
 DEFAULT_MODEL_DIR = Path(".cache/models/all-MiniLM-L6-v2")
 DEFAULT_BOUNDARY_MODEL_DIR = DEFAULT_STATIC_DIR
