@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from worker.embedding.manifest import DEFAULT_MODEL_DIR
+from worker.embedding.manifest import DEFAULT_MODEL_DIR, DEFAULT_STATIC_DIR
 from worker.errors import ConfigError
 
 ENV_PREFIX = "CHUNKSTREAM_"
@@ -75,6 +75,7 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     max_wait_ms: Annotated[float, msgspec.Meta(ge=0)] = 5.0
     max_queued_tokens: Annotated[int, msgspec.Meta(ge=1024)] = 65536
     include_embeddings: bool = False
+    retrieval_model_dir: str | None = None
     # Container budgets (worker/resources.py): 0 = read the cgroup limits.
     cpu_budget: Annotated[float, msgspec.Meta(ge=0)] = 0.0
     memory_budget: Annotated[int, msgspec.Meta(ge=0)] = 0
@@ -126,9 +127,10 @@ SETTING_HELP: dict[str, str] = {
     "ssl_cafile": "CA bundle that signs the brokers' certificates",
     "ssl_certfile": "client certificate (mutual TLS)",
     "ssl_keyfile": "client private key (mutual TLS)",
-    "model_dir": "ONNX model directory for embedding strategies (`chunkstream model build`); "
-    f"default `{DEFAULT_MODEL_DIR}`",
-    "model_int8": "use the per-channel int8 model (`model.int8.onnx`)",
+    "model_dir": "boundary model of the embedding strategies: an ONNX directory (`chunkstream "
+    "model build`) or a static one (`model distill`, model2vec); default the distilled "
+    f"`{DEFAULT_STATIC_DIR}`",
+    "model_int8": "use the per-channel int8 model (`model.int8.onnx`) of ONNX models",
     "inference_threads": "onnxruntime intra-op threads of each running batch "
     "(0 = derived from the CPU budget)",
     "concurrent_batches": "embedding batches run at once, each on its own thread (0 = derived: "
@@ -139,6 +141,8 @@ SETTING_HELP: dict[str, str] = {
     "max_queued_tokens": "high watermark of the embedding queue (partitions pause above it, "
     "resume below half)",
     "include_embeddings": "add each chunk's embedding (float32 little-endian bytes) to its event",
+    "retrieval_model_dir": "model of the embeddings that go out with `include_embeddings`; "
+    f"default `model_dir` when set, else the transformer `{DEFAULT_MODEL_DIR}`",
     "cpu_budget": "CPU cores the worker may use (0 = the cgroup CPU quota, else the CPUs it "
     "may run on); inference threads are derived from it",
     "memory_budget": "bytes of memory the worker must stay under (0 = the cgroup memory limit, "
@@ -281,8 +285,10 @@ def _check_consistency(s: Settings) -> None:
         path = getattr(s, field)
         if path is not None and not os.path.isfile(path):
             raise bad(field, f"no such file: {path}")
-    if s.model_dir is not None and not os.path.isdir(s.model_dir):
-        raise bad("model_dir", f"no such directory: {s.model_dir}")
+    for field in ("model_dir", "retrieval_model_dir"):
+        path = getattr(s, field)
+        if path is not None and not os.path.isdir(path):
+            raise bad(field, f"no such directory: {path}")
     _check_producer(s, bad)
 
 

@@ -22,6 +22,7 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 from aiokafka.errors import KafkaError
@@ -38,6 +39,9 @@ from worker.publisher import Publisher
 from worker.records import InputRecord, chunk_events, dead_letter
 from worker.resolver import StrategyResolver
 from worker.tracecontext import HeaderPropagation
+
+if TYPE_CHECKING:
+    from worker.embedding.runtime import Models
 
 log = logging.getLogger("chunkstream.worker")
 
@@ -68,14 +72,18 @@ class DocumentHandler:
         resolver: StrategyResolver,
         publisher: Publisher,
         metrics: Metrics,
-        embed: EmbedFn | None,
+        models: Models | None,
         stats: dict[str, int],
     ) -> None:
         self.settings = settings
         self._resolver = resolver
         self._publisher = publisher
         self._metrics = metrics
-        self._embed = embed
+        # Boundaries are placed with the boundary model; the vectors that go out with
+        # include_embeddings come from the retrieval model (the same one unless configured).
+        self._embed: EmbedFn | None = None if models is None else models.boundary.submit
+        self._retrieval: EmbedFn | None = None if models is None else models.retrieval.submit
+        self._retrieval_label = None if models is None else models.retrieval_label
         self._stats = stats
         self._propagation = HeaderPropagation(settings.forward_headers)
 
@@ -110,6 +118,7 @@ class DocumentHandler:
                 chunks,
                 dt.datetime.now(dt.UTC),
                 embeddings=vectors,
+                embedding_model=self._retrieval_label,
             )
             published = await self._publisher.publish_chunks(doc.id, events, headers)
             self._stats["chunks"] += len(events)
@@ -147,8 +156,8 @@ class DocumentHandler:
             raise ChunkingFailed(f"{type(exc).__name__}: {exc}") from exc
 
     async def _chunk_vectors(self, chunks: Sequence[Chunk]) -> NDArray[np.float32]:
-        assert self._embed is not None  # include_embeddings implies the model is loaded
-        return await self._embed([c.text for c in chunks])
+        assert self._retrieval is not None  # include_embeddings implies the model is loaded
+        return await self._retrieval([c.text for c in chunks])
 
     async def _retrying(
         self, attempt: Callable[[], Awaitable[None]], where: dict[str, int]

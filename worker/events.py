@@ -123,8 +123,12 @@ class ChunkEvent(msgspec.Struct, frozen=True):
     doc_source: str | None = None
     language: str | None = None
     # With CHUNKSTREAM_INCLUDE_EMBEDDINGS: the chunk text's embedding as float32
-    # little-endian bytes (dimension = len / 4), L2-normalised; base64 in JSON.
+    # little-endian bytes (dimension = len / 4), L2-normalised (as the model gives it: every
+    # model built or distilled here normalises); base64 in JSON.
     embedding: Binary | None = None
+    # Which model produced ``embedding``: its kind and identity, e.g. "onnx:3f2a…" or
+    # "static:9c41…" (CHUNKSTREAM_RETRIEVAL_MODEL_DIR, which may differ from the boundary model).
+    embedding_model: str | None = None
 
 
 class RecordHeader(msgspec.Struct, frozen=True, array_like=True):

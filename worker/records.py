@@ -58,6 +58,7 @@ def chunk_events(
     now: dt.datetime,
     *,
     embeddings: NDArray[np.float32] | None = None,
+    embedding_model: str | None = None,
 ) -> list[ChunkEvent]:
     version = doc_version(doc)
     source = SourceRecord(record.topic, record.partition, record.offset)
@@ -90,6 +91,7 @@ def chunk_events(
                 embedding=None
                 if embeddings is None
                 else embeddings[index].astype("<f4", copy=False).tobytes(),
+                embedding_model=None if embeddings is None else embedding_model,
             )
         )
     return events

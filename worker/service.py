@@ -32,14 +32,19 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.errors import KafkaConnectionError, KafkaError
 
 from worker import cgroups, resources
-from worker.batcher import Batcher
 from worker.chunking import registry
 from worker.codec import EventEncoder
 from worker.config import Settings, redacted
 from worker.consumer import ConsumeLoop
 from worker.document import DocumentHandler
 from worker.embedding.backend import EmbeddingBackend
-from worker.embedding.runtime import model_dir_of, model_identity, open_batcher, require_model
+from worker.embedding.runtime import (
+    Models,
+    model_dir_of,
+    model_identity,
+    open_models,
+    require_model,
+)
 from worker.errors import ConfigError, ModelNotBuilt
 from worker.health import HealthServer
 from worker.kafka import diagnose_connection, make_consumer, make_producer, topic_record_limits
@@ -68,7 +73,7 @@ class _Running:
     consumer: AIOKafkaConsumer
     producer: AIOKafkaProducer
     loop: ConsumeLoop
-    batcher: Batcher | None
+    models: Models | None
 
 
 class Worker:
@@ -122,7 +127,7 @@ class Worker:
         checks: dict[str, object] = {
             "state": self.state.value,
             "model_loaded": not self._needs_model
-            or (running is not None and running.batcher is not None),
+            or (running is not None and running.models is not None),
             "group_joined": running is not None and running.loop.joined,
             "producer_connected": self.state in (State.RUNNING, State.DRAINING),
             "unreadable_partitions": [] if running is None else running.loop.stuck.describe(),
@@ -166,7 +171,7 @@ class Worker:
                 stack.push_async_callback(self._health.stop)
             stack.push_async_callback(self._stop_background)
             self._spawn(watch_loop_lag(self.metrics))
-            batcher = await self._start_batcher(stack) if self._needs_model else None
+            models = await self._start_models(stack) if self._needs_model else None
 
             consumer = make_consumer(s)
             producer = make_producer(s)
@@ -187,7 +192,7 @@ class Worker:
                 resolver,
                 publisher,
                 self.metrics,
-                batcher.submit if batcher is not None else None,
+                models,
                 self.stats,
             )
             loop = ConsumeLoop(
@@ -197,9 +202,9 @@ class Worker:
                 metrics=self.metrics,
                 stats=self.stats,
                 stopping=self._stopping,
-                queue_full=lambda: batcher is not None and batcher.over_high_watermark,
+                queue_full=lambda: models is not None and models.over_high_watermark,
             )
-            self._running = _Running(consumer, producer, loop, batcher)
+            self._running = _Running(consumer, producer, loop, models)
             consumer.subscribe([s.input_topic], listener=loop.listener())
             self.state = State.RUNNING
             self._spawn(self._sample(self._running))
@@ -239,10 +244,10 @@ class Worker:
             field = "STRATEGY" if isinstance(exc, registry.NoSuchStrategy) else "STRATEGY_PARAMS"
             raise ConfigError(f"invalid setting CHUNKSTREAM_{field}: {exc}") from None
 
-    async def _start_batcher(self, stack: contextlib.AsyncExitStack) -> Batcher:
+    async def _start_models(self, stack: contextlib.AsyncExitStack) -> Models:
         try:
             return await stack.enter_async_context(
-                open_batcher(self.settings, backend=self._backend, metrics=self.metrics)
+                open_models(self.settings, backend=self._backend, metrics=self.metrics)
             )
         except ModelNotBuilt as exc:
             raise ConfigError(f"invalid setting CHUNKSTREAM_MODEL_DIR: {exc}") from None
@@ -265,8 +270,8 @@ class Worker:
             m.ready.set(1 if self.readiness()[0] else 0)
             m.in_flight_documents.set(running.loop.in_flight.documents)
             m.in_flight_bytes.set(running.loop.in_flight.bytes)
-            if running.batcher is not None:
-                m.batcher_queue_tokens.set(running.batcher.stats.queue_tokens)
+            if running.models is not None:
+                m.batcher_queue_tokens.set(running.models.queue_tokens)
             assigned = consumer.assignment()
             m.assigned_partitions.set(len(assigned))
             m.paused_partitions.set(len(consumer.paused()))

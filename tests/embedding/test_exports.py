@@ -12,10 +12,15 @@ def test_public_names() -> None:
     assert sorted(worker.embedding.__all__) == [
         "DEFAULT_MODEL_DIR",
         "EmbeddingBackend",
+        "LoadedModel",
         "Manifest",
         "ManifestError",
         "OnnxEmbedder",
+        "StaticEmbedder",
+        "StaticModelError",
         "intra_op_threads_for",
+        "load_model",
+        "model_identity",
         "read_manifest",
     ]
     for name in worker.embedding.__all__:

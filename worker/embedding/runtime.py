@@ -21,8 +21,9 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -30,65 +31,107 @@ from numpy.typing import NDArray
 from worker.batcher import Batcher
 from worker.config import Settings, env_name, load_settings
 from worker.embedding.backend import EmbeddingBackend
-from worker.embedding.manifest import (
-    DEFAULT_MODEL_DIR,
-    MANIFEST_NAME,
-    ManifestError,
-)
+from worker.embedding.manifest import DEFAULT_MODEL_DIR, DEFAULT_STATIC_DIR, ManifestError
 from worker.errors import ConfigError, ModelNotBuilt
 from worker.metrics import Metrics
 
+if TYPE_CHECKING:
+    from worker.embedding.loading import LoadedModel
+
 
 def model_dir_of(settings: Settings) -> Path:
-    """The directory the model is loaded from: the setting, else the default build."""
-    return Path(settings.model_dir) if settings.model_dir else DEFAULT_MODEL_DIR
+    """The boundary model's directory (the model the embedding strategies place cuts with):
+    ``CHUNKSTREAM_MODEL_DIR``, else the distilled static model (docs/semantic.md)."""
+    return Path(settings.model_dir) if settings.model_dir else DEFAULT_STATIC_DIR
+
+
+def retrieval_model_dir(settings: Settings) -> Path:
+    """The directory of the model whose vectors go out with ``include_embeddings``:
+    ``CHUNKSTREAM_RETRIEVAL_MODEL_DIR``, else the boundary model when one is named, else the
+    transformer (``DEFAULT_MODEL_DIR``)."""
+    return Path(settings.retrieval_model_dir or settings.model_dir or DEFAULT_MODEL_DIR)
 
 
 def require_model(model_dir: Path) -> None:
-    if not (model_dir / MANIFEST_NAME).is_file():
-        out = "" if model_dir == DEFAULT_MODEL_DIR else f" --out {model_dir}"
-        raise ModelNotBuilt(
-            f"no embedding model in {model_dir}; build it with `chunkstream model build{out}`"
-        )
+    """Refuse a directory that holds no model of either kind, with the command that makes it."""
+    from worker.embedding.loading import model_kind
+
+    try:
+        model_kind(model_dir)
+    except ManifestError:
+        if model_dir == DEFAULT_STATIC_DIR:
+            how = "`chunkstream model distill` (after `chunkstream model build`)"
+        elif model_dir == DEFAULT_MODEL_DIR:
+            how = "`chunkstream model build`"
+        else:
+            how = f"`chunkstream model build --out {model_dir}` (or `model distill --out`)"
+        raise ModelNotBuilt(f"no embedding model in {model_dir}; build it with {how}") from None
 
 
 def model_identity(settings: Settings) -> str | None:
-    """Who the model is (None without a model directory): the manifest's ``identity`` for the
-    variant the worker loads, never a digest of the files (worker.embedding.identity)."""
-    from worker.embedding.identity import IdentityError, read_model_head, variant_identity
+    """Who the boundary model is (None without a model there): the manifest's ``identity`` for
+    the variant the worker loads, never a digest of serialised files (worker.embedding.identity);
+    a model2vec directory without our manifest: the digest of its matrix, tokenizer and config."""
+    from worker.embedding.identity import IdentityError
+    from worker.embedding.loading import model_identity as identity_of
 
-    model_dir = model_dir_of(settings)
     try:
-        head = read_model_head(model_dir)
-        return None if head is None else variant_identity(head, model_dir, int8=settings.model_int8)
-    except IdentityError as exc:
+        return identity_of(model_dir_of(settings), int8=settings.model_int8)
+    except (IdentityError, ManifestError) as exc:
         raise ConfigError(f"invalid setting CHUNKSTREAM_MODEL_DIR: {exc}") from None
 
 
-async def load_backend(settings: Settings, metrics: Metrics | None = None) -> EmbeddingBackend:
-    """The ONNX model named by ``settings``, loaded on a thread."""
-    model_dir = model_dir_of(settings)
-    require_model(model_dir)
-    from worker.embedding.embedder import OnnxEmbedder, intra_op_threads_for
+async def load_backend(
+    settings: Settings,
+    metrics: Metrics | None = None,
+    *,
+    model_dir: Path | None = None,
+    setting: str = "MODEL_DIR",
+) -> LoadedModel:
+    """The model in ``model_dir`` (default: the boundary model), ONNX or static, loaded on a
+    thread. ``setting`` names the variable a failure is reported under; the model-info metric
+    names the boundary model only."""
+    from worker.embedding.embedder import intra_op_threads_for
+    from worker.embedding.identity import IdentityError
+    from worker.embedding.loading import load_model
 
+    directory = model_dir_of(settings) if model_dir is None else model_dir
+    try:
+        require_model(directory)
+    except ModelNotBuilt as exc:
+        if setting == "MODEL_DIR":
+            raise
+        raise ConfigError(f"invalid setting CHUNKSTREAM_{setting}: {exc}") from None
     # One session serves every concurrent batch; its threads are shared out among them.
     threads = settings.inference_threads or intra_op_threads_for(settings.concurrent_batches)
     try:
-        embedder = await asyncio.to_thread(
-            OnnxEmbedder.load, model_dir, int8=settings.model_int8, intra_op_threads=threads
+        loaded = await asyncio.to_thread(
+            load_model, directory, int8=settings.model_int8, intra_op_threads=threads
         )
-    except ManifestError as exc:  # e.g. an fp32-only build asked for int8
-        raise ConfigError(f"invalid setting CHUNKSTREAM_MODEL_DIR: {exc}") from None
-    if metrics is not None:
+    except (ManifestError, IdentityError) as exc:  # e.g. int8 of an fp32-only build, a bad matrix
+        raise ConfigError(f"invalid setting CHUNKSTREAM_{setting}: {exc}") from None
+    if metrics is not None and setting == "MODEL_DIR":
         metrics.model_info.info(
             {
-                "dir": str(model_dir),
-                "variant": "int8" if settings.model_int8 else "fp32",
-                "dimension": str(embedder.dimension),
-                "identity": model_identity(settings) or "",
+                "dir": str(directory),
+                "variant": loaded.variant,
+                "dimension": str(loaded.backend.dimension),
+                "identity": loaded.identity,
             }
         )
-    return embedder
+    return loaded
+
+
+def _planned(settings: Settings) -> Settings:
+    """Threads and concurrent batches left to derive (0), planned from this process's CPU
+    budget as the worker plans them at start-up, so the CLI and the benches run inference
+    as the worker would on the same machine."""
+    if settings.inference_threads and settings.concurrent_batches:
+        return settings
+    from worker import cgroups, resources
+
+    planned, _, _ = resources.plan_cpu(settings, cgroups.host_view(), resources.affinity_cpus())
+    return planned
 
 
 @contextlib.asynccontextmanager
@@ -98,20 +141,19 @@ async def open_batcher(
     backend: EmbeddingBackend | None = None,
     metrics: Metrics | None = None,
 ) -> AsyncIterator[Batcher]:
-    """A running :class:`Batcher` over ``backend`` (default: the model ``settings`` name),
-    sized by the settings' batch and queue bounds; drained when the block ends.
-
-    Threads and concurrent batches left to derive (0) are planned from this process's CPU
-    budget as the worker plans them at start-up, so the CLI and the benches run inference
-    as the worker would on the same machine."""
-    if settings.inference_threads == 0 or settings.concurrent_batches == 0:
-        from worker import cgroups, resources
-
-        settings, _, _ = resources.plan_cpu(
-            settings, cgroups.host_view(), resources.affinity_cpus()
-        )
+    """A running :class:`Batcher` over ``backend`` (default: the boundary model ``settings``
+    name), sized by the settings' batch and queue bounds; drained when the block ends."""
+    settings = _planned(settings)
     if backend is None:
-        backend = await load_backend(settings, metrics)
+        backend = (await load_backend(settings, metrics)).backend
+    async with _serve(settings, backend, metrics) as batcher:
+        yield batcher
+
+
+@contextlib.asynccontextmanager
+async def _serve(
+    settings: Settings, backend: EmbeddingBackend, metrics: Metrics | None
+) -> AsyncIterator[Batcher]:
     if metrics is not None:
         backend = MeteredBackend(backend, metrics)
     async with Batcher(
@@ -124,6 +166,56 @@ async def open_batcher(
         concurrent_batches=settings.concurrent_batches,
     ) as batcher:
         yield batcher
+
+
+@dataclass(frozen=True)
+class Models:
+    """The worker's two model roles (docs/semantic.md, "Two roles, two models"): ``boundary``
+    places cuts; ``retrieval`` makes the vectors that go out with ``include_embeddings`` and
+    is the same batcher when both roles name one directory (or a backend was injected)."""
+
+    boundary: Batcher
+    retrieval: Batcher
+    retrieval_label: str  # "kind:identity", carried by chunk events as ``embedding_model``
+
+    @property
+    def over_high_watermark(self) -> bool:
+        return self.boundary.over_high_watermark or self.retrieval.over_high_watermark
+
+    @property
+    def queue_tokens(self) -> int:
+        tokens = self.boundary.stats.queue_tokens
+        if self.retrieval is not self.boundary:
+            tokens += self.retrieval.stats.queue_tokens
+        return tokens
+
+
+@contextlib.asynccontextmanager
+async def open_models(
+    settings: Settings,
+    *,
+    backend: EmbeddingBackend | None = None,
+    metrics: Metrics | None = None,
+) -> AsyncIterator[Models]:
+    """The boundary model and, when ``include_embeddings`` names another directory, the
+    retrieval model: each loaded once, each behind its own batcher (their batches cannot mix)."""
+    settings = _planned(settings)
+    async with contextlib.AsyncExitStack() as stack:
+        if backend is not None:
+            boundary = await stack.enter_async_context(_serve(settings, backend, metrics))
+            yield Models(boundary, boundary, "injected")
+            return
+        loaded = await load_backend(settings, metrics)
+        boundary = await stack.enter_async_context(_serve(settings, loaded.backend, metrics))
+        retrieval, label = boundary, f"{loaded.kind}:{loaded.identity}"
+        other = retrieval_model_dir(settings)
+        if settings.include_embeddings and other.resolve() != model_dir_of(settings).resolve():
+            second = await load_backend(
+                settings, metrics, model_dir=other, setting="RETRIEVAL_MODEL_DIR"
+            )
+            retrieval = await stack.enter_async_context(_serve(settings, second.backend, metrics))
+            label = f"{second.kind}:{second.identity}"
+        yield Models(boundary, retrieval, label)
 
 
 class MeteredBackend:
@@ -183,6 +275,7 @@ class MeteredBackend:
 # `chunkstream chunk` packs its batches exactly as a worker configured alike would.
 INFERENCE_SETTINGS = (
     "model_dir",
+    "retrieval_model_dir",
     "model_int8",
     "inference_threads",
     "concurrent_batches",

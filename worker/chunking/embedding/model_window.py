@@ -61,7 +61,8 @@ def load_model_window(model_dir: str | Path | None) -> ModelWindow:
     """The window of the model in ``model_dir`` (or the default build when it exists).
 
     Reads ``manifest.json`` for ``max_seq_length`` and counts with the directory's
-    ``tokenizer.json``. Without a usable directory the character window is returned, so a
+    ``tokenizer.json`` (a model2vec directory without our manifest: its ``config.json``
+    ``max_length``). Without a usable directory the character window is returned, so a
     library caller with its own embedder needs no model files. Raises ``ValueError`` when an
     explicitly named directory is not a built model.
     """
@@ -69,6 +70,8 @@ def load_model_window(model_dir: str | Path | None) -> ModelWindow:
     directory = Path(model_dir) if model_dir is not None else DEFAULT_MODEL_DIR
     manifest_path = directory / MANIFEST_NAME
     tokenizer_path = directory / TOKENIZER_NAME
+    if not manifest_path.is_file() and (directory / "model.safetensors").is_file():
+        return _static_window(directory)
     if not (manifest_path.is_file() and tokenizer_path.is_file()):
         if explicit:
             raise ValueError(
@@ -81,3 +84,15 @@ def load_model_window(model_dir: str | Path | None) -> ModelWindow:
         raise ValueError(f"{manifest_path}: {exc}") from exc
     cap = max(1, manifest.max_seq_length - SPECIAL_TOKENS)
     return ModelWindow(make_counter(str(tokenizer_path)), cap, str(directory))
+
+
+def _static_window(directory: Path) -> ModelWindow:
+    """A model2vec directory without our manifest: its ``max_length`` (model2vec's default 512;
+    null means the whole text is read, so no window cuts it)."""
+    try:
+        config = msgspec.json.decode((directory / "config.json").read_bytes())
+    except (OSError, msgspec.DecodeError) as exc:
+        raise ValueError(f"{directory / 'config.json'}: {exc}") from exc
+    max_length = config.get("max_length", 512) if isinstance(config, dict) else 512
+    cap = max_length if isinstance(max_length, int) and max_length > 0 else 1 << 40
+    return ModelWindow(make_counter(str(directory / "tokenizer.json")), cap, str(directory))

@@ -1,0 +1,50 @@
+"""The distilled static model (the default boundary model) on the seam documents: it must keep
+the quality that made it the default, and stay above a cut at every paragraph."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench.seams import Scores, score, seam_documents
+from worker.batcher import embed_batch
+from worker.chunking import registry
+from worker.chunking.text.segment import split_paragraphs
+from worker.chunking.types import EmbeddingChunker
+
+REPO = Path(__file__).resolve().parents[2]
+STATIC_DIR = REPO / ".cache" / "models" / "all-MiniLM-L6-v2-static"
+
+# The issue's goal. Measured 0.674 and 0.696-0.703 on the two seam sets of 2026-12-01
+# (docs/semantic.md); a cut at every paragraph scores 0.600 on both.
+F1_FLOOR = 0.62
+
+
+@pytest.fixture(scope="module")
+def static_dir() -> Path:
+    if not (STATIC_DIR / "manifest.json").is_file():
+        pytest.fail(f"no static model at {STATIC_DIR}: run scripts/bootstrap")
+    return STATIC_DIR
+
+
+@pytest.mark.parametrize("name", ["semantic", "sdpm"])
+def test_static_model_seam_quality(name: str, static_dir: Path) -> None:
+    from worker.embedding.loading import load_model
+
+    backend = load_model(static_dir).backend
+    built = registry.build(name, {}, registry.BuildContext(model_dir=str(static_dir)))
+    chunker = built.chunker
+    assert isinstance(chunker, EmbeddingChunker)
+    docs = seam_documents()
+    assert len(docs) >= 8, "too few installed package descriptions to build seam documents"
+    ours, paragraphs = Scores(0, 0, 0), Scores(0, 0, 0)
+    for doc in docs:
+        plan = chunker.plan(doc.text)
+        chunks = chunker.assemble(plan, embed_batch(backend, list(plan.texts)))
+        ours = ours + score(doc.text, doc.seams, [c.start_index for c in chunks])
+        cuts = [span.start for span in split_paragraphs(doc.text)]
+        paragraphs = paragraphs + score(doc.text, doc.seams, cuts)
+    print(f"{name} static: F1={ours.f1:.3f} {ours}; paragraphs F1={paragraphs.f1:.3f}")
+    assert ours.f1 >= F1_FLOOR, ours
+    assert ours.f1 > paragraphs.f1, (ours, paragraphs)
