@@ -136,3 +136,36 @@ def test_blend_and_sif_weights() -> None:
     np.testing.assert_allclose(blended[:, 0], [0.0, 0.5, 0.9, 90 / 91])
     weights = static_fit.sif_weights(counts, a=0.01)
     np.testing.assert_allclose(weights, 0.01 / (0.01 + counts / 100))
+
+
+def test_distilled_identity_follows_what_made_the_model_not_its_bytes(
+    tiny_onnx: Path, tmp_path: Path
+) -> None:
+    """A rebuild whose float arithmetic differs in the last bits (another CPU's kernels) keeps
+    the identity, so chunk ids survive it; any input that changes the vectors changes it."""
+    from worker.embedding.distill import distilled_identity
+    from worker.embedding.static import MATRIX_FILE
+
+    recipe = Recipe(dimensions=16, min_count=1)
+    made = distill(tiny_onnx, tmp_path / "a", recipe=recipe, threads=1, sentences=SENTENCES)
+    # The same model with its matrix nudged by one float32 ulp: same identity.
+    matrix_path = tmp_path / "a" / MATRIX_FILE
+    raw = bytearray(matrix_path.read_bytes())
+    raw[-1] ^= 1
+    matrix_path.write_bytes(bytes(raw))
+    assert model_identity(tmp_path / "a") == made.identity[:16]
+
+    base = {"normalize": True, "max_length": 512}
+    args = ("source-id", "tok-sha", ["corpus"], recipe)
+    reference = distilled_identity(*args, **base)
+    assert reference == distilled_identity(*args, **base)
+    changed = [
+        distilled_identity("other-source", *args[1:], **base),
+        distilled_identity(args[0], "other-tok", *args[2:], **base),
+        distilled_identity(*args[:2], ["other corpus"], recipe, **base),
+        distilled_identity(*args[:3], Recipe(dimensions=8, min_count=1), **base),
+        distilled_identity(*args, normalize=False, max_length=512),
+        distilled_identity(*args, normalize=True, max_length=256),
+    ]
+    assert reference not in changed
+    assert len(set(changed)) == len(changed)

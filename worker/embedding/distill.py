@@ -21,6 +21,7 @@ The recipe (:class:`Recipe`; docs/semantic.md has every variant tried and its se
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import shutil
 import tempfile
@@ -28,11 +29,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
 from worker.embedding import static_fit
 from worker.embedding.encoder_passes import Encoder, Progress
+from worker.embedding.identity import IDENTITY_SCHEME
 from worker.embedding.manifest import MODEL_NAME, TOKENIZER_NAME, read_manifest, sha256_file
 from worker.embedding.static import (
     DEFAULT_MAX_LENGTH,
@@ -101,10 +104,18 @@ def distill(
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     staging.chmod(0o755)
     try:
-        identity = write_static_model(
+        write_static_model(
             staging,
             matrix,
             (source_dir / TOKENIZER_NAME).read_bytes(),
+            normalize=True,
+            max_length=DEFAULT_MAX_LENGTH,
+        )
+        identity = distilled_identity(
+            source.identity or source.files[MODEL_NAME],
+            source.files[TOKENIZER_NAME],
+            corpus,
+            recipe,
             normalize=True,
             max_length=DEFAULT_MAX_LENGTH,
         )
@@ -148,3 +159,34 @@ def fit(
     weighted = blended * static_fit.sif_weights(state_counts, recipe.sif_a)[:, None]
     reduced = static_fit.principal_axes(weighted, recipe.dimensions, centre=False)
     return reduced.astype(np.float32)
+
+
+def distilled_identity(
+    source_identity: str,
+    tokenizer_sha256: str,
+    corpus: list[str],
+    recipe: Recipe,
+    *,
+    normalize: bool,
+    max_length: int,
+) -> str:
+    """What a distilled model's vectors are determined by, digested: the encoder it came from
+    (its identity: worker.embedding.identity), the tokenizer, the pinned corpus, the recipe and
+    the distiller's version, and the config that changes the output.
+
+    Not the matrix bytes: the encoder passes are float arithmetic whose last bits may differ
+    between CPUs (onnxruntime picks kernels by instruction set), and a model rebuilt from the
+    same inputs must keep every chunk id (docs/deploy.md, "Upgrading the model")."""
+    material = {
+        "scheme": IDENTITY_SCHEME,
+        "kind": "static",
+        "made_by": "chunkstream model distill",
+        "source": source_identity,
+        "tokenizer_sha256": tokenizer_sha256,
+        "corpus": corpus,
+        "recipe": dataclasses.asdict(recipe),
+        "distiller_version": DISTILLER_VERSION,
+        "normalize": normalize,
+        "max_length": max_length,
+    }
+    return hashlib.sha256(msgspec.json.encode(material, order="sorted")).hexdigest()

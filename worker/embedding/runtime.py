@@ -58,7 +58,9 @@ def require_model(model_dir: Path) -> None:
 
     try:
         model_kind(model_dir)
-    except ManifestError:
+    except ManifestError as exc:
+        if model_dir.is_dir() and any(model_dir.iterdir()):
+            raise ModelNotBuilt(str(exc)) from None  # something is there: say what is wrong
         if model_dir == DEFAULT_STATIC_DIR:
             how = "`chunkstream model distill` (after `chunkstream model build`)"
         elif model_dir == DEFAULT_MODEL_DIR:
