@@ -99,13 +99,14 @@ class Publisher:
         key = doc_id.encode()
         encode = self._encoder.encode
         values = [encode(event) for event in events]
-        for index, value in enumerate(values):
-            if len(value) + len(key) > self.max_value_bytes:
-                raise OutputRecordTooLarge(
-                    f"chunk {index} encodes to {len(value)} bytes, above the record limit "
-                    f"{self.max_value_bytes} (raise CHUNKSTREAM_MAX_RECORD_BYTES or lower the "
-                    "chunk size)"
-                )
+        sizes = list(map(len, values))
+        if sizes and max(sizes) + len(key) > self.max_value_bytes:
+            index = next(i for i, n in enumerate(sizes) if n + len(key) > self.max_value_bytes)
+            raise OutputRecordTooLarge(
+                f"chunk {index} encodes to {sizes[index]} bytes, above the record limit "
+                f"{self.max_value_bytes} (raise CHUNKSTREAM_MAX_RECORD_BYTES or lower the "
+                "chunk size)"
+            )
         partition = await self._partition_for(key)
         record_headers = [*self._headers, *headers] if headers else self._headers
         # No await between the first append and the last: the records sit together, in order.
@@ -120,7 +121,7 @@ class Publisher:
             # A batch's error is shared by every document in it: raise our own copy, so
             # tracebacks do not pile up on one exception object.
             raise copy.copy(exc) from None
-        return sum(len(v) for v in values)
+        return sum(sizes)
 
     async def _partition_for(self, key: bytes) -> int:
         partitions = sorted(await self._producer.partitions_for(self.output_topic))
