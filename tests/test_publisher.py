@@ -140,3 +140,10 @@ async def test_linger_holds_a_batch_open_for_documents_that_arrive_within_it(
     # appends; with it, the batch waits (3 s: far beyond any scheduling delay) and takes both.
     assert producer.batches == batches
     assert len(producer.sent) == 4
+
+
+async def test_a_document_without_chunk_events_sends_nothing_and_waits_for_nothing() -> None:
+    producer = FakeProducer(partitions=1)
+    publisher = publisher_for(producer, linger_ms=60_000)  # a batch would hold it a minute
+    assert await publisher.publish_chunks("empty", []) == 0
+    assert producer.batches == 0

@@ -96,6 +96,8 @@ class Publisher:
         """Send a document's chunk events in index order to its key's partition and return
         once the broker acknowledged all of them. ``headers`` (trace context, forwarded input
         headers) go on every record beside the content type. Returns the bytes published."""
+        if not events:
+            return 0  # nothing to wait for (a document that chunked to nothing)
         key = doc_id.encode()
         encode = self._encoder.encode
         values = [encode(event) for event in events]
