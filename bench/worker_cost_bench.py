@@ -204,6 +204,10 @@ class PerRecordPublisher(Publisher):
         return sum(len(v) for v in values)
 
 
+# Worker settings for every pass (``--set name=value``), on top of the defaults.
+OVERRIDES: dict[str, str] = {}
+
+
 def settings_for(bootstrap: str, strategy: str, input_topic: str, prefix: str) -> Settings:
     suffix = uuid.uuid4().hex[:8]
     return load_settings(
@@ -215,6 +219,7 @@ def settings_for(bootstrap: str, strategy: str, input_topic: str, prefix: str) -
             "dlq_topic": f"{prefix}-dlq-{suffix}",
             "strategy": strategy,
             "metrics_port": "0",
+            **OVERRIDES,
         },
         env={},
     )
@@ -343,6 +348,7 @@ async def main(args: argparse.Namespace) -> None:
     docs = repeated(base, args.min_mb)
     megabytes = sum(len(d.text.encode()) for d in docs) / 1e6
     print(f"corpus: {describe(base)}; repeated under new ids: {describe(docs)}", flush=True)
+    print(f"worker settings beyond the defaults: {OVERRIDES or 'none'}", flush=True)
     rounds: dict[str, list[Round]] = defaultdict(list)
     profiles: dict[str, Profiled] = {}
     peers: list[PeerRun] = []
@@ -495,4 +501,13 @@ if __name__ == "__main__":
     )
     parser.add_argument("--peer", action="store_true", help="run the Quix Streams peer per round")
     parser.add_argument("--top", type=int, default=0, help="print the N costliest functions")
-    asyncio.run(main(parser.parse_args()))
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a worker setting for every pass (and the bare producer), e.g. batch_size=1048576",
+    )
+    arguments = parser.parse_args()
+    OVERRIDES.update(item.split("=", 1) for item in arguments.set)
+    asyncio.run(main(arguments))
