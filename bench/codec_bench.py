@@ -109,6 +109,7 @@ async def one_run(
             output_topic=settings.output_topic,
             dlq_topic=settings.dlq_topic,
             max_record_bytes=settings.max_record_bytes,
+            linger_ms=settings.linger_ms,
         )
         await publisher.publish_chunks(docs[0][0], docs[0][1][:1])  # metadata, connections
         cpu, wall = time.process_time(), time.perf_counter()

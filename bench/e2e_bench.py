@@ -9,13 +9,18 @@ For each strategy, in one process and one run:
   the worker would hold them; no Kafka.
 * **kafka**: the documents are produced to a fresh input topic first, then a `Worker` (the
   real one, in this process) consumes, chunks, publishes and commits them. The clock runs
-  from the first document consumed to the last document acknowledged.
+  from the group's partition assignment (before the first fetch) to the last document
+  acknowledged.
 
 With ``--cores both``, ``adaptive`` and ``lexical`` (the strategies with a compiled core) run
 twice more in the same run, alternating: on their compiled cores and on their pure-Python twins
 (the core's ``NATIVE_CHUNK`` set to None, what ``CHUNKSTREAM_PURE_PYTHON=1`` does at import),
 and a second table gives core ÷ twin throughput per mode. ``--min-mb`` repeats the corpus (each
 copy under new document ids) until it holds that many megabytes.
+
+With ``--peer``, the Quix Streams + LangChain app of bench/quix_peer.py (a child process) runs
+once after each rule strategy on the same documents, as JSON in a topic of its own: the peer
+rows (each pass, best first).
 
 Per-document latency: in the worker, decode → last chunk acknowledged, with the whole corpus
 in flight at once (so it includes waiting behind the other documents); in-process, the
@@ -39,17 +44,20 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.corpus import Document, describe, gather  # noqa: E402
+from bench.quix_peer import PeerRun, run_peer  # noqa: E402
 from worker.batcher import Batcher  # noqa: E402
 from worker.chunking import registry  # noqa: E402
 from worker.chunking.rules import adaptive, lexical  # noqa: E402
 from worker.chunking.types import ContentType  # noqa: E402
-from worker.codec import EventEncoder  # noqa: E402
+from worker.codec import Encoding, EventEncoder  # noqa: E402
 from worker.config import load_settings  # noqa: E402
+from worker.consumer import ConsumeLoop  # noqa: E402
 from worker.embedding.manifest import DEFAULT_MODEL_DIR  # noqa: E402
 from worker.embedding.runtime import open_batcher  # noqa: E402
 from worker.events import DocumentEvent  # noqa: E402
@@ -108,6 +116,24 @@ async def in_process(
     return Result(name, "in-process", cores, len(docs), size, seconds, latencies)
 
 
+@contextlib.contextmanager
+def clock_from_assignment() -> Iterator[list[tuple[float, float, float]]]:
+    """While open, the first partition assignment of any `Worker` appends (process CPU,
+    this thread's CPU, wall) to the list it yields: the clock starts before the worker's first
+    fetch. Polling for the first consumed document instead started it late: a whole fetch (up
+    to 500 documents) could be chunked before the poll noticed."""
+    marks: list[tuple[float, float, float]] = []
+    original = ConsumeLoop.on_assigned
+
+    def on_assigned(loop: ConsumeLoop, assigned: set[Any]) -> None:
+        if not marks:
+            marks.append((time.process_time(), time.thread_time(), time.perf_counter()))
+        original(loop, assigned)
+
+    with mock.patch.object(ConsumeLoop, "on_assigned", on_assigned):
+        yield marks
+
+
 class _Recorder:
     """Stands in for the worker's per-document histogram to keep raw samples."""
 
@@ -147,12 +173,13 @@ async def through_kafka(
     worker = Worker(settings)
     recorder = _Recorder()
     worker.metrics.document_seconds = recorder  # type: ignore[assignment]
-    task = asyncio.create_task(worker.run())
-    consumed = worker.metrics.documents_consumed
-    # Polling at 1 ms: the clock is this benchmark's, not the worker's, on purpose.
-    while consumed._value.get() == 0:  # noqa: ASYNC110
-        await asyncio.sleep(0.001)
-    started = time.perf_counter()
+    with clock_from_assignment() as marks:
+        task = asyncio.create_task(worker.run())
+        while not marks:
+            if task.done():
+                raise RuntimeError(f"worker stopped early: {task.result()}")
+            await asyncio.sleep(0.01)
+    started = marks[0][2]
     while len(recorder.samples) + worker.stats["dead_letters"] < len(docs):
         if task.done():
             raise RuntimeError(f"worker stopped early: {task.result()}")
@@ -194,10 +221,12 @@ def repeated(docs: Sequence[Document], min_mb: float) -> list[Document]:
     return out
 
 
-async def _produce(bootstrap: str, topic: str, docs: Sequence[Document]) -> None:
+async def _produce(
+    bootstrap: str, topic: str, docs: Sequence[Document], encoding: Encoding = "msgpack"
+) -> None:
     from aiokafka import AIOKafkaProducer
 
-    encoder = EventEncoder("msgpack")
+    encoder = EventEncoder(encoding)
     producer = AIOKafkaProducer(
         bootstrap_servers=bootstrap, acks="all", max_request_size=16 * 1024 * 1024
     )
@@ -214,6 +243,27 @@ async def _produce(bootstrap: str, topic: str, docs: Sequence[Document]) -> None
         await asyncio.gather(*acks)
     finally:
         await producer.stop()
+
+
+def size_of(docs: Sequence[Document]) -> float:
+    return sum(len(d.text.encode()) for d in docs) / 1e6
+
+
+async def peer_documents(bootstrap: str, docs: Sequence[Document]) -> str:
+    """The corpus as JSON documents in a topic of their own, for the peer's passes."""
+    topic = f"peer-in-{uuid.uuid4().hex[:8]}"
+    admin = load_settings({"bootstrap_servers": bootstrap}, env={})
+    await create_topics(admin, {topic: 3}, max_message_bytes=16 * 1024 * 1024)
+    await _produce(bootstrap, topic, docs, encoding="json")
+    return topic
+
+
+async def peer_pass(bootstrap: str, input_topic: str, documents: int) -> PeerRun:
+    """One pass of bench/quix_peer.py (a child process) over ``input_topic``."""
+    output = f"peer-out-{uuid.uuid4().hex[:8]}"
+    admin = load_settings({"bootstrap_servers": bootstrap}, env={})
+    await create_topics(admin, {output: 3})
+    return await asyncio.to_thread(run_peer, bootstrap, input_topic, output, documents)
 
 
 def start_broker(run_dir: Path) -> str:
@@ -236,6 +286,18 @@ def start_broker(run_dir: Path) -> str:
         text=True,
     )
     return out.stdout.strip().splitlines()[-1]
+
+
+def peer_rows(peers: list[tuple[PeerRun, float]]) -> str:
+    """The Quix Streams peer's passes (best first), in the columns of :func:`table`."""
+    rows = []
+    for peer, megabytes in sorted(peers, key=lambda p: p[0].seconds):
+        rows.append(
+            f"| quix peer (LangChain recursive, 1000) | - | kafka | {peer.documents} "
+            f"| {megabytes:.1f} | {peer.documents / peer.seconds:,.1f} "
+            f"| {megabytes / peer.seconds:.2f} | - | - | - |"
+        )
+    return "\n".join(rows)
 
 
 def table(results: list[Result]) -> str:
@@ -324,7 +386,9 @@ async def main(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         bootstrap = args.bootstrap or start_broker(Path(tmp))
         results: list[Result] = []
+        peers: list[tuple[PeerRun, float]] = []
         try:
+            peer_input = await peer_documents(bootstrap, docs) if args.peer else None
             batcher = await batcher_cm.__aenter__() if batcher_cm else None
             for name in names:
                 subset = docs
@@ -354,6 +418,10 @@ async def main(args: argparse.Namespace) -> None:
                 for cores in variants:
                     results.extend([best[("in-process", cores)], best[("kafka", cores)]])
                 print(f"{name}: done", flush=True)
+                if peer_input is not None and not registry.get(name).needs_model:
+                    # One peer pass after each rule strategy: it alternates with the worker.
+                    peers.append((await peer_pass(bootstrap, peer_input, len(docs)), size_of(docs)))
+                    print("quix peer: done", flush=True)
             if batcher_cm:
                 await batcher_cm.__aexit__(None, None, None)
         finally:
@@ -363,6 +431,8 @@ async def main(args: argparse.Namespace) -> None:
                 )
     print(f"\n{os.cpu_count()} CPUs; same process, same run\n")
     print(table(results))
+    if peers:
+        print(peer_rows(peers))
     if any(r.cores == "twin" for r in results):
         print("\ncompiled core ÷ pure-Python twin, same run:\n")
         print(cores_table(results))
@@ -397,4 +467,9 @@ if __name__ == "__main__":
         "--min-mb", type=float, default=0.0, help="repeat the corpus to at least this many MB"
     )
     parser.add_argument("--plot", default=None, help="write a PNG plot here")
+    parser.add_argument(
+        "--peer",
+        action="store_true",
+        help="run the Quix Streams + LangChain peer (bench/quix_peer.py) after each rule strategy",
+    )
     asyncio.run(main(parser.parse_args()))

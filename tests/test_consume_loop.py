@@ -7,12 +7,14 @@ same promises against the real broker.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
 from aiokafka import TopicPartition
 
 from tests.kafka.fakes import FakeConsumer
+from worker import consumer as consumer_module
 from worker.config import load_settings
 from worker.consumer import ConsumeLoop
 from worker.metrics import Metrics
@@ -205,3 +207,57 @@ async def test_a_bug_stops_the_loop_and_its_offset_is_never_committed() -> None:
     assert isinstance(loop.fatal, RuntimeError)
     await loop.finish()
     assert consumer.committed_offset(P0) == 1  # offset 1 failed: nothing from it on
+
+
+class WaitingConsumer(FakeConsumer):
+    """Like the real client: a fetch that finds nothing waits out its whole timeout."""
+
+    async def getmany(
+        self, *partitions: TopicPartition, timeout_ms: int = 0, max_records: int | None = None
+    ) -> dict[TopicPartition, list[Any]]:
+        out = await super().getmany(*partitions, timeout_ms=timeout_ms, max_records=max_records)
+        if not out and timeout_ms:
+            await asyncio.sleep(timeout_ms / 1000)
+        return out
+
+
+async def test_a_paused_loop_resumes_when_documents_finish_not_after_a_fetch_timeout(
+    monkeypatch: Any,
+) -> None:
+    # A fetch timeout of an hour: a paused loop that waited in the fetch would sit there
+    # for an hour per pause; this one must take all 24 documents through 4 at a time.
+    monkeypatch.setattr(consumer_module, "_FETCH_TIMEOUT_MS", 3_600_000)
+    consumer = WaitingConsumer()
+    consumer.assign(P0)
+    finished: list[int] = []
+    all_done = asyncio.Event()
+
+    async def process(rec: InputRecord) -> None:
+        await asyncio.sleep(0)
+        finished.append(rec.offset)
+        if len(finished) == 24:
+            all_done.set()
+
+    stopping = asyncio.Event()
+    stats = {"documents": 0, "chunks": 0, "dead_letters": 0, "rebalances": 0}
+    loop = ConsumeLoop(
+        consumer,
+        load_settings({"max_in_flight_documents": "4"}, env={}),
+        process,
+        metrics=Metrics(),
+        stats=stats,
+        stopping=stopping,
+    )
+    loop.on_assigned({P0})
+    consumer.feed(P0, [b"x"] * 24)
+    task = asyncio.create_task(loop.run())
+    try:
+        # A hang guard, not a speed check: the broken loop needs hours, the fixed one none.
+        async with asyncio.timeout(120):
+            await all_done.wait()
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    assert consumer.pause_calls >= 5  # it did pause, again and again
+    assert sorted(finished) == list(range(24))

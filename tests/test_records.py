@@ -5,10 +5,13 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 
+import msgpack
+import pytest
+
 from worker.chunking import registry
 from worker.errors import SchemaViolation
 from worker.events import DocumentEvent
-from worker.records import InputRecord, chunk_events, chunk_id, dead_letter
+from worker.records import InputRecord, chunk_events, chunk_id, chunk_ids, dead_letter
 
 NOW = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 REC = InputRecord("documents", 2, 41, b"k", b"value-bytes", [("h", b"1")], 0)
@@ -26,6 +29,24 @@ def test_chunk_ids_are_deterministic_and_sensitive_to_every_part() -> None:
     }
     assert base not in variants
     assert len(variants) == 5
+
+
+@pytest.mark.parametrize(
+    ("doc_id", "version"),
+    [("doc", "1"), ("d" * 300, None), ("ドキュメント", "v" * 40), ("", "2")],
+)
+def test_chunk_ids_are_sha256_of_the_msgpack_array_as_another_library_writes_it(
+    doc_id: str, version: str | None
+) -> None:
+    # The ids are a contract (replays must upsert, not duplicate): pinned against the
+    # `msgpack` library's encoding, for indexes on both sides of msgpack's int size steps.
+    indexes = [0, 1, 127, 128, 255, 256, 65_535, 65_536]
+    ids = chunk_ids(doc_id, version, "fp", 65_537)
+    for index in indexes:
+        material = msgpack.packb([doc_id, version, "fp", index])
+        expected = hashlib.sha256(material).hexdigest()[:32]
+        assert chunk_id(doc_id, version, "fp", index) == expected
+        assert ids[index] == expected
 
 
 def test_strategy_fingerprint_covers_effective_parameters() -> None:

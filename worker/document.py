@@ -22,7 +22,7 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from aiokafka.errors import KafkaError
@@ -86,6 +86,7 @@ class DocumentHandler:
         self._retrieval_label = None if models is None else models.retrieval_label
         self._stats = stats
         self._propagation = HeaderPropagation(settings.forward_headers)
+        self._by_strategy: dict[str, tuple[Any, Any, Any]] = {}
 
     async def process(self, rec: InputRecord) -> None:
         """Handle ``rec`` until its outcome is acknowledged, retrying Kafka errors."""
@@ -122,10 +123,11 @@ class DocumentHandler:
             )
             published = await self._publisher.publish_chunks(doc.id, events, headers)
             self._stats["chunks"] += len(events)
-            m.chunks_produced.labels(built.name).inc(len(events))
+            chunks_produced, completed, seconds = self._strategy_metrics(built.name)
+            chunks_produced.inc(len(events))
             m.output_bytes.inc(published)
-            m.documents_completed.labels(built.name).inc()
-            m.document_seconds.labels(built.name).observe(time.perf_counter() - started)
+            completed.inc()
+            seconds.observe(time.perf_counter() - started)
             m.end_to_end_lag.observe(max(0.0, time.time() - rec.timestamp_ms / 1000))
         except DocumentError as error:
             log.warning(
@@ -141,6 +143,18 @@ class DocumentHandler:
             )
             self._stats["dead_letters"] += 1
             m.documents_dead_lettered.labels(error.kind).inc()
+
+    def _strategy_metrics(self, name: str) -> tuple[Any, Any, Any]:
+        """The per-strategy metric children, looked up once per strategy, not per document."""
+        children = self._by_strategy.get(name)
+        if children is None:
+            m = self._metrics
+            children = self._by_strategy[name] = (
+                m.chunks_produced.labels(name),
+                m.documents_completed.labels(name),
+                m.document_seconds.labels(name),
+            )
+        return children
 
     async def _chunk(
         self, built: registry.BuiltStrategy, text: str, ctype: ContentType

@@ -1,12 +1,41 @@
-"""Publishing chunk events and dead letters, and waiting for the broker's acknowledgements."""
+"""Publishing chunk events and dead letters, and waiting for the broker's acknowledgements.
+
+Invariants:
+
+- A document's chunk events go to one partition, the one Kafka's default keyed partitioner
+  picks for the document id (murmur2 of the key, as the Java client and librdkafka's
+  ``murmur2_random`` compute it), in index order.
+- :meth:`Publisher.publish_chunks` returns only once the broker acknowledged every one of them
+  (acks=all, idempotent producer) and raises if any was refused; the caller then publishes the
+  whole document again (at least once; chunk ids are deterministic).
+- Per partition, record batches are handed to the client one at a time, in the order their
+  records were appended (:class:`_Lane`), so a document's records keep their order across
+  batch boundaries, and the idempotent producer keeps that order on the broker.
+- A chunk event that cannot fit one record is refused before anything of its document is sent.
+
+Why record batches of our own: sending each chunk event with ``producer.send`` costs a
+coroutine, a future and a callback per event, which was most of the worker's CPU outside
+chunking (docs/worker.md, "The worker's own CPU by stage"). Here every document of a partition
+appends its records to that partition's open batch (the client's own ``create_batch``
+builder: the same record format, compression, idempotence sequence numbers and retries as a
+``send``), and a batch costs one ``send_batch`` and one future, whatever it holds. Documents
+share batches: a batch per document would carry one document per partition per round trip,
+since the client queues one batch per partition at a time. Batching follows Kafka's rules: a
+batch is sent when it is full (``batch.size``) or ``linger.ms`` after its first record.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import copy
+from collections import deque
 from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
 
 from aiokafka import AIOKafkaProducer
-from aiokafka.errors import MessageSizeTooLargeError, RecordTooLargeError
+from aiokafka.errors import KafkaError, MessageSizeTooLargeError, RecordTooLargeError
 from aiokafka.partitioner import DefaultPartitioner
 
 from worker.codec import EventEncoder, Headers
@@ -20,6 +49,27 @@ _RECORD_OVERHEAD = 1024
 _PARTITIONER = DefaultPartitioner()
 
 
+@dataclass(slots=True)
+class _Batch:
+    """Records of one partition on their way: the client's batch builder, and the future
+    every document with a record in it waits on."""
+
+    builder: Any  # aiokafka.producer.message_accumulator.BatchBuilder (untyped)
+    acked: asyncio.Future[None]
+    created: float  # loop time of its first record, for linger.ms
+
+
+class _Lane:
+    """One output partition's batches not yet handed to the client, oldest first."""
+
+    __slots__ = ("driver", "open", "sealed")
+
+    def __init__(self) -> None:
+        self.open: _Batch | None = None  # still taking records
+        self.sealed: deque[_Batch] = deque()  # full, waiting for their turn
+        self.driver: asyncio.Task[None] | None = None  # hands batches over while any wait
+
+
 class Publisher:
     def __init__(
         self,
@@ -29,6 +79,7 @@ class Publisher:
         output_topic: str,
         dlq_topic: str,
         max_record_bytes: int,
+        linger_ms: int = 0,
     ) -> None:
         self._producer = producer
         self._encoder = encoder
@@ -36,53 +87,112 @@ class Publisher:
         self.output_topic = output_topic
         self.dlq_topic = dlq_topic
         self.max_value_bytes = max_record_bytes - _RECORD_OVERHEAD
+        self._linger_s = linger_ms / 1000
+        self._lanes: dict[int, _Lane] = {}
 
     async def publish_chunks(
         self, doc_id: str, events: Sequence[ChunkEvent], headers: Headers = ()
     ) -> int:
-        """Send a document's chunk events in index order (one key → one partition, and the
-        idempotent producer keeps order) and return once the broker acknowledged all of them.
-        ``headers`` (trace context, forwarded input headers) go on every record beside the
-        content type. Returns the bytes published."""
+        """Send a document's chunk events in index order to its key's partition and return
+        once the broker acknowledged all of them. ``headers`` (trace context, forwarded input
+        headers) go on every record beside the content type. Returns the bytes published."""
+        if not events:
+            return 0  # nothing to wait for (a document that chunked to nothing)
         key = doc_id.encode()
-        values = [self._encoder.encode(event) for event in events]
-        for index, value in enumerate(values):
-            if len(value) + len(key) > self.max_value_bytes:
-                raise OutputRecordTooLarge(
-                    f"chunk {index} encodes to {len(value)} bytes, above the record limit "
-                    f"{self.max_value_bytes} (raise CHUNKSTREAM_MAX_RECORD_BYTES or lower the "
-                    "chunk size)"
-                )
-        # The partition is computed once per document (same key → same partition a keyed
-        # send would choose): the client's per-record partitioner was a measurable share of
-        # publishing cost. Whole-batch sends were tried and dropped: the client lets only one
-        # such batch per partition wait at a time, so concurrent documents time out.
+        encode = self._encoder.encode
+        values = [encode(event) for event in events]
+        sizes = list(map(len, values))
+        if sizes and max(sizes) + len(key) > self.max_value_bytes:
+            index = next(i for i, n in enumerate(sizes) if n + len(key) > self.max_value_bytes)
+            raise OutputRecordTooLarge(
+                f"chunk {index} encodes to {sizes[index]} bytes, above the record limit "
+                f"{self.max_value_bytes} (raise CHUNKSTREAM_MAX_RECORD_BYTES or lower the "
+                "chunk size)"
+            )
         partition = await self._partition_for(key)
         record_headers = [*self._headers, *headers] if headers else self._headers
-        acks = []
+        # No await between the first append and the last: the records sit together, in order.
+        acks = self._append(partition, key, values, record_headers)
         try:
-            for value in values:
-                acks.append(
-                    await self._producer.send(
-                        self.output_topic,
-                        value=value,
-                        key=key,
-                        headers=record_headers,
-                        partition=partition,
-                    )
-                )
-            await asyncio.gather(*acks)
+            for acked in acks:
+                await acked
         except (MessageSizeTooLargeError, RecordTooLargeError) as exc:
             # The topic's own max.message.bytes is below ours: no retry can succeed.
-            for ack in acks:
-                if not ack.done():
-                    ack.cancel()
             raise OutputRecordTooLarge(f"the output topic refused a chunk event: {exc}") from None
-        return sum(len(v) for v in values)
+        except KafkaError as exc:
+            # A batch's error is shared by every document in it: raise our own copy, so
+            # tracebacks do not pile up on one exception object.
+            raise copy.copy(exc) from None
+        return sum(sizes)
 
     async def _partition_for(self, key: bytes) -> int:
         partitions = sorted(await self._producer.partitions_for(self.output_topic))
         return int(_PARTITIONER(key, partitions, partitions))
+
+    def _append(
+        self, partition: int, key: bytes, values: list[bytes], headers: Headers
+    ) -> list[asyncio.Future[None]]:
+        """Append the records to the partition's open batch (sealing full ones); the futures
+        of the batches they went into, in order."""
+        lane = self._lanes.get(partition)
+        if lane is None:
+            lane = self._lanes[partition] = _Lane()
+        batch = lane.open or self._new_batch(lane)
+        acks = [batch.acked]
+        for value in values:
+            if batch.builder.append(timestamp=None, key=key, value=value, headers=headers) is None:
+                # Full (batch.size): it waits its turn; the record opens the next batch. A
+                # builder always takes its first record, however large.
+                lane.sealed.append(batch)
+                batch = self._new_batch(lane)
+                batch.builder.append(timestamp=None, key=key, value=value, headers=headers)
+                acks.append(batch.acked)
+        if lane.driver is None:
+            lane.driver = asyncio.get_running_loop().create_task(self._drive(lane, partition))
+        return acks
+
+    def _new_batch(self, lane: _Lane) -> _Batch:
+        loop = asyncio.get_running_loop()
+        lane.open = _Batch(self._producer.create_batch(), loop.create_future(), loop.time())
+        return lane.open
+
+    async def _drive(self, lane: _Lane, partition: int) -> None:
+        """Hand the lane's batches to the client in order until none is left. ``send_batch``
+        returns once the client has queued the batch, which it does one per partition at a
+        time; meanwhile documents keep filling the open batch."""
+        loop = asyncio.get_running_loop()
+        try:
+            while lane.sealed or lane.open is not None:
+                if lane.sealed:
+                    batch = lane.sealed.popleft()
+                else:
+                    assert lane.open is not None
+                    wait = lane.open.created + self._linger_s - loop.time()
+                    if wait > 0:  # linger.ms: give it time to fill, then look again
+                        await asyncio.sleep(wait)
+                        continue
+                    batch, lane.open = lane.open, None
+                # Closed before it is queued: nothing may join a batch once the client may
+                # have given it its sequence number.
+                batch.builder.close()
+                try:
+                    delivered = await self._producer.send_batch(
+                        batch.builder, self.output_topic, partition=partition
+                    )
+                except Exception as exc:  # no room within request_timeout_ms, producer closed
+                    _fail(batch.acked, exc)
+                    continue
+                delivered.add_done_callback(partial(_settle, batch.acked))
+        except asyncio.CancelledError:
+            # Only at loop teardown: nobody may wait forever on a batch that will not go.
+            stopped = KafkaError("publisher stopped before the batch was sent")
+            for batch in [*lane.sealed, *([lane.open] if lane.open else [])]:
+                _fail(batch.acked, stopped)
+            lane.sealed.clear()
+            lane.open = None
+            raise
+        finally:
+            lane.driver = None
 
     async def publish_dead_letter(self, event: DeadLetterEvent, headers: Headers = ()) -> None:
         value = self._encoder.encode(event)
@@ -90,3 +200,22 @@ class Publisher:
             self.dlq_topic, value=value, key=event.key, headers=[*self._headers, *headers]
         )
         await ack
+
+
+def _settle(acked: asyncio.Future[None], delivered: asyncio.Future[Any]) -> None:
+    if acked.done():
+        return
+    if delivered.cancelled():
+        _fail(acked, KafkaError("the client cancelled the batch"))
+    elif (error := delivered.exception()) is not None:
+        _fail(acked, error)
+    else:
+        acked.set_result(None)
+
+
+def _fail(acked: asyncio.Future[None], error: BaseException) -> None:
+    if not acked.done():
+        acked.set_exception(error)
+        # Retrieved here on purpose: every document that still waits gets it; one that was
+        # cancelled meanwhile (revocation) is replayed anyway, so no "never retrieved" noise.
+        acked.exception()

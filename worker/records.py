@@ -44,9 +44,26 @@ def doc_version(doc: DocumentEvent) -> str | None:
 
 def chunk_id(doc_id: str, version: str | None, strategy_fingerprint: str, index: int) -> str:
     """Deterministic id: a replay of the same document under the same strategy and
-    parameters yields the same ids, so downstream upserts stay idempotent."""
+    parameters yields the same ids, so downstream upserts stay idempotent. The id is the
+    first 32 hex digits of SHA-256 over msgpack ``[doc_id, version, fingerprint, index]``."""
     material = msgspec.msgpack.encode([doc_id, version, strategy_fingerprint, index])
     return hashlib.sha256(material).hexdigest()[:32]
+
+
+def chunk_ids(doc_id: str, version: str | None, strategy_fingerprint: str, count: int) -> list[str]:
+    """:func:`chunk_id` for indexes ``0..count-1``, the same bytes hashed, with the part
+    every index shares hashed once: msgpack writes the 4-element array as its marker (0x94)
+    and then each element, so the material is that marker, the first three elements as
+    they encode in a 3-element array (minus its marker 0x93), then the index."""
+    head = msgspec.msgpack.encode([doc_id, version, strategy_fingerprint])
+    shared = hashlib.sha256(b"\x94" + head[1:])
+    encode = msgspec.msgpack.encode
+    ids = []
+    for index in range(count):
+        digest = shared.copy()
+        digest.update(encode(index))
+        ids.append(digest.hexdigest()[:32])
+    return ids
 
 
 def chunk_events(
@@ -63,14 +80,16 @@ def chunk_events(
     version = doc_version(doc)
     source = SourceRecord(record.topic, record.partition, record.offset)
     count = len(chunks)
+    ids = chunk_ids(doc.id, version, strategy_fingerprint, count)
     events = []
     for index, chunk in enumerate(chunks):
         # Strategy metadata first, then the document's own: a document cannot be shadowed
         # by a strategy key, and its keys are what downstream filters are written against.
-        metadata = {**chunk.metadata, **doc.metadata}
+        # Without strategy metadata every event shares the document's dict (never mutated).
+        metadata = {**chunk.metadata, **doc.metadata} if chunk.metadata else doc.metadata
         events.append(
             ChunkEvent(
-                chunk_id=chunk_id(doc.id, version, strategy_fingerprint, index),
+                chunk_id=ids[index],
                 doc_id=doc.id,
                 doc_version=version,
                 index=index,

@@ -186,6 +186,7 @@ class Worker:
                 output_topic=s.output_topic,
                 dlq_topic=s.dlq_topic,
                 max_record_bytes=s.max_record_bytes,
+                linger_ms=s.linger_ms,
             )
             handler = DocumentHandler(
                 s,

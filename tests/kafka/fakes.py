@@ -120,14 +120,40 @@ class FakeConsumer:
         return None
 
 
-class FakeProducer:
-    """The producer methods :class:`worker.publisher.Publisher` uses: every send is
-    acknowledged at once (or fails with ``fail_next`` errors first), and kept in ``sent``."""
+class FakeBatch:
+    """The batch builder :class:`worker.publisher.Publisher` fills: takes records until
+    ``capacity`` (any number by default), then refuses; ``close`` ends it."""
 
-    def __init__(self, partitions: int = 3) -> None:
+    def __init__(self, capacity: int | None) -> None:
+        self.records: list[tuple[bytes | None, bytes]] = []
+        self.capacity = capacity
+        self.closed = False
+
+    def append(
+        self, *, timestamp: int | None, key: bytes | None, value: bytes, headers: object
+    ) -> object | None:
+        if self.closed:
+            raise AssertionError("a record appended to a closed batch")
+        if self.capacity is not None and len(self.records) >= max(1, self.capacity):
+            return None
+        self.records.append((key, value))
+        return object()
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class FakeProducer:
+    """The producer methods :class:`worker.publisher.Publisher` uses: every send (a record or a
+    batch) is acknowledged at once (or fails with ``fail_next`` errors first), and its records
+    kept in ``sent``; ``batches`` counts the batches sent."""
+
+    def __init__(self, partitions: int = 3, batch_capacity: int | None = None) -> None:
         self._partitions = set(range(partitions))
         self.sent: list[tuple[str, bytes | None, bytes, int | None]] = []
         self.fail_next: list[Exception] = []
+        self.batch_capacity = batch_capacity
+        self.batches = 0
 
     async def partitions_for(self, topic: str) -> set[int]:
         return set(self._partitions)
@@ -143,6 +169,22 @@ class FakeProducer:
         if self.fail_next:
             raise self.fail_next.pop(0)
         self.sent.append((topic, key, value, partition))
+        ack: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        ack.set_result(None)
+        return ack
+
+    def create_batch(self) -> FakeBatch:
+        return FakeBatch(self.batch_capacity)
+
+    async def send_batch(
+        self, batch: FakeBatch, topic: str, *, partition: int
+    ) -> asyncio.Future[None]:
+        if not batch.closed:
+            raise AssertionError("a batch handed over while still open")
+        if self.fail_next:
+            raise self.fail_next.pop(0)
+        self.batches += 1
+        self.sent.extend((topic, key, value, partition) for key, value in batch.records)
         ack: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         ack.set_result(None)
         return ack

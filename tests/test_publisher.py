@@ -1,0 +1,149 @@
+"""Publisher's record batches with an in-memory producer: order, sharing, failure, linger.
+
+The real-broker twins (order, partition placement against librdkafka, acks) are in
+tests/kafka/test_publisher_kafka.py and tests/interop/test_confluent_interop.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+
+import pytest
+from aiokafka.errors import KafkaTimeoutError, MessageSizeTooLargeError
+from aiokafka.partitioner import murmur2
+
+from tests.kafka.fakes import FakeProducer
+from worker.codec import EventEncoder, decode_as
+from worker.errors import OutputRecordTooLarge
+from worker.events import ChunkEvent, SourceRecord
+from worker.publisher import Publisher
+
+NOW = dt.datetime(2026, 11, 30, tzinfo=dt.UTC)
+
+
+def events(doc_id: str, count: int) -> list[ChunkEvent]:
+    return [
+        ChunkEvent(
+            chunk_id=f"{doc_id}-{i}",
+            doc_id=doc_id,
+            doc_version=None,
+            index=i,
+            count=count,
+            text=f"chunk {i}",
+            start_index=i,
+            end_index=i + 1,
+            token_count=1,
+            strategy="sentence",
+            metadata={},
+            source=SourceRecord("documents", 0, 0),
+            produced_at=NOW,
+        )
+        for i in range(count)
+    ]
+
+
+def publisher_for(producer: FakeProducer, linger_ms: int = 0) -> Publisher:
+    return Publisher(
+        producer,  # type: ignore[arg-type]
+        EventEncoder("msgpack"),
+        output_topic="chunks",
+        dlq_topic="chunks.dlq",
+        max_record_bytes=1024 * 1024,
+        linger_ms=linger_ms,
+    )
+
+
+def java_partition(key: bytes, partitions: int) -> int:
+    """Kafka's Java DefaultPartitioner for a keyed record: toPositive(murmur2(key)) % n."""
+    return (murmur2(key) & 0x7FFFFFFF) % partitions
+
+
+async def test_documents_share_batches_and_keep_their_order_across_batch_boundaries() -> None:
+    producer = FakeProducer(partitions=1, batch_capacity=4)
+    publisher = publisher_for(producer)
+    docs = {f"doc-{n}": events(f"doc-{n}", 7) for n in range(5)}
+    await asyncio.gather(*(publisher.publish_chunks(d, evs) for d, evs in docs.items()))
+    sent = [decode_as(value, [], ChunkEvent) for _, _, value, _ in producer.sent]
+    assert len(sent) == 35
+    for doc_id in docs:
+        assert [e.index for e in sent if e.doc_id == doc_id] == list(range(7))
+    # 35 records in batches of at most 4: shared across documents, not one per document.
+    assert producer.batches == 9
+
+
+async def test_every_document_goes_to_its_keys_kafka_partition() -> None:
+    producer = FakeProducer(partitions=6)
+    publisher = publisher_for(producer)
+    ids = [f"document-{n}" for n in range(60)]
+    await asyncio.gather(*(publisher.publish_chunks(d, events(d, 2)) for d in ids))
+    placed = {key: partition for _, key, _, partition in producer.sent}
+    assert placed == {d.encode(): java_partition(d.encode(), 6) for d in ids}
+    assert len(set(placed.values())) == 6
+
+
+async def test_a_failed_hand_over_fails_every_document_in_the_batch() -> None:
+    producer = FakeProducer(partitions=1)
+    producer.fail_next = [KafkaTimeoutError()]
+    publisher = publisher_for(producer)
+    results = await asyncio.gather(
+        publisher.publish_chunks("a", events("a", 3)),
+        publisher.publish_chunks("b", events("b", 3)),
+        return_exceptions=True,
+    )
+    assert [type(r) for r in results] == [KafkaTimeoutError, KafkaTimeoutError]
+    assert results[0] is not results[1]  # each document raises its own copy
+    assert producer.sent == []
+    # The lane is free again: the retry of a document goes through.
+    assert await publisher.publish_chunks("a", events("a", 3)) > 0
+    assert len(producer.sent) == 3
+
+
+async def test_a_batch_the_topic_refuses_for_size_is_output_record_too_large() -> None:
+    producer = FakeProducer(partitions=1)
+    producer.fail_next = [MessageSizeTooLargeError()]
+    publisher = publisher_for(producer)
+    with pytest.raises(OutputRecordTooLarge, match="refused"):
+        await publisher.publish_chunks("a", events("a", 2))
+
+
+async def test_a_chunk_event_above_the_record_limit_is_refused_before_anything_is_sent() -> None:
+    producer = FakeProducer(partitions=1)
+    publisher = Publisher(
+        producer,  # type: ignore[arg-type]
+        EventEncoder("msgpack"),
+        output_topic="chunks",
+        dlq_topic="chunks.dlq",
+        max_record_bytes=1024 + 400,
+    )
+    big = events("a", 2)
+    big[1] = ChunkEvent(
+        **{**{f: getattr(big[1], f) for f in big[1].__struct_fields__}, "text": "x" * 500}
+    )
+    with pytest.raises(OutputRecordTooLarge, match="chunk 1"):
+        await publisher.publish_chunks("a", big)
+    assert producer.sent == []
+    assert producer.batches == 0
+
+
+@pytest.mark.parametrize(("linger_ms", "batches"), [(0, 2), (3000, 1)])
+async def test_linger_holds_a_batch_open_for_documents_that_arrive_within_it(
+    linger_ms: int, batches: int
+) -> None:
+    producer = FakeProducer(partitions=1)
+    publisher = publisher_for(producer, linger_ms=linger_ms)
+    first = asyncio.create_task(publisher.publish_chunks("a", events("a", 2)))
+    await asyncio.sleep(0)  # the first document's records are in, the lane's driver is due
+    second = asyncio.create_task(publisher.publish_chunks("b", events("b", 2)))
+    await asyncio.gather(first, second)
+    # Without linger the driver hands the first batch over before the second document
+    # appends; with it, the batch waits (3 s: far beyond any scheduling delay) and takes both.
+    assert producer.batches == batches
+    assert len(producer.sent) == 4
+
+
+async def test_a_document_without_chunk_events_sends_nothing_and_waits_for_nothing() -> None:
+    producer = FakeProducer(partitions=1)
+    publisher = publisher_for(producer, linger_ms=60_000)  # a batch would hold it a minute
+    assert await publisher.publish_chunks("empty", []) == 0
+    assert producer.batches == 0
