@@ -143,6 +143,7 @@ RULES = [
             "worker.embedding.build",
             "worker.embedding.graph",
             "worker.embedding.commands",
+            "worker.embedding.encoder_passes",  # the encoder run for `model distill`
         ),
         "the inference runtime and the model build stay in embedding/",
     ),
