@@ -23,6 +23,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from tests.conftest import free_port
@@ -122,6 +123,15 @@ async def test_rendered_deployment_runs_probes_and_stops_like_under_the_kubelet(
     assert settings.client_id == POD
     await helpers.create(settings, partitions=3)
     docs = make_docs(24, seed=3, prefix="kubelet")
+    # The last one large (800 KB, under the base's 1 MiB document limit): seconds of work for
+    # either boundary model (the static default chunks ~460 KB/s on one core, docs/deploy.md),
+    # so the SIGTERM sent once every document is taken in lands while it is in flight and the
+    # drain has to finish it. (Small documents alone are done by the static model in
+    # milliseconds, before the signal.)
+    filler = "\n\n".join(d.text for d in make_docs(800, seed=4, prefix="filler"))
+    assert len(filler) > 800_000
+    docs[-1] = msgspec.structs.replace(docs[-1], text=filler[:800_000])
+    assert len(docs[-1].text.encode()) < settings.max_document_bytes
     await helpers.produce_raw(
         kafka_bootstrap, settings.input_topic, helpers.encode_documents(docs[:12])
     )
