@@ -242,7 +242,9 @@ async def test_a_paused_loop_resumes_when_documents_finish_not_after_a_fetch_tim
     stats = {"documents": 0, "chunks": 0, "dead_letters": 0, "rebalances": 0}
     loop = ConsumeLoop(
         consumer,
-        load_settings({"max_in_flight_documents": "4"}, env={}),
+        load_settings(
+            {"max_in_flight_documents": "4", "max_in_flight_bytes": str(64 << 20)}, env={}
+        ),
         process,
         metrics=Metrics(),
         stats=stats,
