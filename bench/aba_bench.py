@@ -14,7 +14,9 @@ Per strategy the table gives, over all documents:
 * seam P / R / F1 on bench/seams.py's documents (blocks of four packages), the figure the
   second pass must not lose against `semantic`.
 
-Run: ``.venv/bin/python bench/aba_bench.py [--model DIR]`` (the real ONNX model).
+Run: ``.venv/bin/python bench/aba_bench.py [--model DIR]`` (default: the ONNX transformer; any
+model directory works, e.g. the distilled static boundary model). Chunking goes through
+``worker.pipeline.chunk_document_sync`` and the batcher's ``embed_batch``, as the other benches.
 """
 
 from __future__ import annotations
@@ -35,8 +37,10 @@ from bench.seams import Scores, prose_paragraphs, score, seam_documents
 from worker.batcher import embed_batch
 from worker.chunking import registry
 from worker.chunking.text.segment import split_sentences
-from worker.chunking.types import Chunk, EmbeddingChunker
-from worker.embedding.embedder import OnnxEmbedder
+from worker.chunking.types import Chunk
+from worker.embedding.backend import EmbeddingBackend
+from worker.embedding.loading import load_model
+from worker.pipeline import chunk_document_sync
 
 
 class ABADocument(msgspec.Struct, frozen=True):
@@ -77,14 +81,13 @@ def aba_documents(count: int = 16, max_chars: int = 1900) -> list[ABADocument]:
 Runner = Callable[[str], list[Chunk]]
 
 
-def runner(name: str, params: dict[str, Any], model_dir: str, embedder: OnnxEmbedder) -> Runner:
+def runner(name: str, params: dict[str, Any], model_dir: str, embedder: EmbeddingBackend) -> Runner:
     built = registry.build(name, params, registry.BuildContext(model_dir=model_dir))
-    chunker = built.chunker
-    assert isinstance(chunker, EmbeddingChunker)
 
     def run(text: str) -> list[Chunk]:
-        plan = chunker.plan(text)
-        return chunker.assemble(plan, embed_batch(embedder, list(plan.texts)))
+        return chunk_document_sync(
+            built, text, "text/plain", lambda texts: embed_batch(embedder, texts)
+        )
 
     return run
 
@@ -115,7 +118,8 @@ def main() -> int:
     parser.add_argument("--model", default=".cache/models/all-MiniLM-L6-v2")
     parser.add_argument("--count", type=int, default=16)
     args = parser.parse_args()
-    embedder = OnnxEmbedder.load(Path(args.model))
+    embedder = load_model(Path(args.model)).backend
+    print(f"model: {args.model}")
     docs = aba_documents(args.count)
     seams = seam_documents()
     print(
