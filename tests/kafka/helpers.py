@@ -175,6 +175,28 @@ async def wait_committed_to_end(
         await asyncio.sleep(0.3)
 
 
+async def run_worker_to_end(settings: Settings, timeout_s: float) -> None:
+    """Run an in-process Worker until its group has committed the whole input topic, then stop
+    it and require a clean exit (0)."""
+    from worker.service import Worker
+
+    worker = Worker(settings)
+    task = asyncio.create_task(worker.run())
+    try:
+        await asyncio.wait_for(
+            wait_committed_to_end(
+                settings.bootstrap_servers,
+                settings.group_id,
+                settings.input_topic,
+                timeout_s=timeout_s,
+            ),
+            timeout_s + 20,
+        )
+    finally:
+        worker.request_stop()
+        assert await task == 0
+
+
 def worker_process(
     settings: Settings, log_path: Path, extra_env: Mapping[str, str] | None = None
 ) -> subprocess.Popen[bytes]:

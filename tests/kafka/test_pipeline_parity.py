@@ -19,7 +19,6 @@ import pytest
 from tests.kafka import helpers
 from tests.long_document import long_markdown
 from worker.events import DocumentEvent
-from worker.service import Worker
 
 pytestmark = [pytest.mark.kafka, pytest.mark.model]
 REPO = Path(__file__).resolve().parents[2]
@@ -82,18 +81,7 @@ async def test_cli_and_worker_produce_the_same_chunks(
     await helpers.produce_raw(
         kafka_bootstrap, settings.input_topic, helpers.encode_documents([doc])
     )
-    worker = Worker(settings)
-    task = asyncio.create_task(worker.run())
-    try:
-        await asyncio.wait_for(
-            helpers.wait_committed_to_end(
-                kafka_bootstrap, settings.group_id, settings.input_topic, timeout_s=200
-            ),
-            220,
-        )
-    finally:
-        worker.request_stop()
-        assert await task == 0
+    await helpers.run_worker_to_end(settings, timeout_s=200)
     events = await helpers.chunk_events(kafka_bootstrap, settings.output_topic)
     from_worker = [
         comparable(

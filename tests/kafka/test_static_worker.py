@@ -4,7 +4,6 @@ chunks come from the transformer (two roles, two models)."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +14,6 @@ from tests.kafka.test_worker_kafka import check_complete, make_docs
 from worker.batcher import embed_batch
 from worker.chunking import registry
 from worker.chunking.types import EmbeddingChunker
-from worker.service import Worker
 
 pytestmark = pytest.mark.kafka
 
@@ -69,18 +67,7 @@ async def test_static_boundaries_transformer_vectors(
     await helpers.create(settings, partitions=2)
     docs = make_docs(12, seed=12, prefix=strategy)
     await helpers.produce_raw(kafka_bootstrap, settings.input_topic, helpers.encode_documents(docs))
-    worker = Worker(settings)
-    task = asyncio.create_task(worker.run())
-    try:
-        await asyncio.wait_for(
-            helpers.wait_committed_to_end(
-                kafka_bootstrap, settings.group_id, settings.input_topic, timeout_s=120
-            ),
-            140,
-        )
-    finally:
-        worker.request_stop()
-        assert await task == 0
+    await helpers.run_worker_to_end(settings, timeout_s=120)
     events = await helpers.chunk_events(kafka_bootstrap, settings.output_topic)
     if strategy == "context":  # window chunks: text is the join of their spans
         assert {e.doc_id for e in events} == {d.id for d in docs}
