@@ -51,11 +51,9 @@ async def chunk_document(
 ) -> list[Chunk]:
     """The chunks of ``text`` by ``built``, embedding through ``embed`` when it needs a model."""
     if built.needs_model:
-        chunker = cast(EmbeddingChunker, built.chunker)
-        if embed is None:
-            raise ModelRequired(f"strategy {built.name!r} needs the embedding model")
+        chunker = _embedding_chunker(built, embed)
         plan = chunker.plan(text, content_type=content_type)
-        vectors = await embed(list(plan.texts))
+        vectors = await cast(EmbedFn, embed)(list(plan.texts))
         return chunker.assemble(plan, vectors)
     rule = cast(RuleChunker, built.chunker)
     if len(text) >= THREAD_CHUNKING_CHARS:
@@ -71,9 +69,15 @@ def chunk_document_sync(
 ) -> list[Chunk]:
     """:func:`chunk_document` without an event loop (``embed`` is a blocking call)."""
     if built.needs_model:
-        chunker = cast(EmbeddingChunker, built.chunker)
-        if embed is None:
-            raise ModelRequired(f"strategy {built.name!r} needs the embedding model")
+        chunker = _embedding_chunker(built, embed)
         plan = chunker.plan(text, content_type=content_type)
-        return chunker.assemble(plan, embed(list(plan.texts)))
+        return chunker.assemble(plan, cast(SyncEmbedFn, embed)(list(plan.texts)))
     return cast(RuleChunker, built.chunker).chunk(text, content_type=content_type)
+
+
+def _embedding_chunker(built: BuiltStrategy, embed: object) -> EmbeddingChunker:
+    """``built``'s chunker as the embedding shape its registry entry says it has; refused
+    (:class:`ModelRequired`) when the caller has no model to embed with."""
+    if embed is None:
+        raise ModelRequired(f"strategy {built.name!r} needs the embedding model")
+    return cast(EmbeddingChunker, built.chunker)
