@@ -38,8 +38,9 @@ from worker.batcher import embed_batch
 from worker.chunking import registry
 from worker.chunking.text.segment import split_sentences
 from worker.chunking.types import Chunk
-from worker.embedding.backend import EmbeddingBackend
-from worker.embedding.loading import load_model
+from worker.models.backend import EmbeddingBackend
+from worker.models.loading import load_backend
+from worker.models.reference import describe, find
 from worker.pipeline import chunk_document_sync
 
 
@@ -82,7 +83,8 @@ Runner = Callable[[str], list[Chunk]]
 
 
 def runner(name: str, params: dict[str, Any], model_dir: str, embedder: EmbeddingBackend) -> Runner:
-    built = registry.build(name, params, registry.BuildContext(model_dir=model_dir))
+    context = registry.BuildContext(boundary=describe(Path(model_dir), "boundary"))
+    built = registry.build(name, params, context)
 
     def run(text: str) -> list[Chunk]:
         return chunk_document_sync(
@@ -115,10 +117,13 @@ def seam_scores(run: Runner) -> Scores:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", default=".cache/models/all-MiniLM-L6-v2")
+    parser.add_argument(
+        "--model", default=None, help="model dir (default: the transformer on the search path)"
+    )
     parser.add_argument("--count", type=int, default=16)
     args = parser.parse_args()
-    embedder = load_model(Path(args.model)).backend
+    args.model = str(find("retrieval", args.model).directory)
+    embedder = load_backend(describe(Path(args.model), "boundary"))
     print(f"model: {args.model}")
     docs = aba_documents(args.count)
     seams = seam_documents()

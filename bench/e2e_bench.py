@@ -58,14 +58,15 @@ from worker.chunking.types import ContentType  # noqa: E402
 from worker.codec import Encoding, EventEncoder  # noqa: E402
 from worker.config import load_settings  # noqa: E402
 from worker.consumer import ConsumeLoop  # noqa: E402
-from worker.embedding.manifest import DEFAULT_MODEL_DIR  # noqa: E402
-from worker.embedding.runtime import open_batcher  # noqa: E402
 from worker.events import DocumentEvent  # noqa: E402
+from worker.inference import open_batcher  # noqa: E402
 from worker.kafka import create_topics  # noqa: E402
+from worker.models.reference import describe as describe_model  # noqa: E402
+from worker.models.reference import find  # noqa: E402
 from worker.pipeline import chunk_document  # noqa: E402
 from worker.service import Worker  # noqa: E402
 
-MODEL_DIR = REPO / DEFAULT_MODEL_DIR
+MODEL_DIR = find("retrieval", None).directory
 
 
 @dataclass
@@ -98,7 +99,8 @@ def kind(doc: Document) -> ContentType:
 async def in_process(
     name: str, docs: Sequence[Document], batcher: Batcher | None, cores: str = "-"
 ) -> Result:
-    built = registry.build(name, {}, registry.BuildContext(model_dir=str(MODEL_DIR)))
+    context = registry.BuildContext(boundary=describe_model(MODEL_DIR, "boundary"))
+    built = registry.build(name, {}, context)
     embed = batcher.submit if batcher is not None else None
     latencies: list[float] = []
 

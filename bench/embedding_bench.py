@@ -59,9 +59,7 @@ from worker.batcher import (
     Batcher,
 )
 from worker.chunking.text.segment import split_sentences
-from worker.embedding.embedder import OnnxEmbedder
-from worker.embedding.manifest import (
-    DEFAULT_MODEL_DIR,
+from worker.models.manifest import (
     INT8_MODEL_NAME,
     MODEL_NAME,
     TOKENIZER_NAME,
@@ -69,6 +67,8 @@ from worker.embedding.manifest import (
     sha256_file,
     write_manifest,
 )
+from worker.models.onnx_embedder import OnnxEmbedder
+from worker.models.reference import default_location
 
 ARRIVAL_BATCH = 32
 ROWS = ["a", "b", "c", "bx", "cx", "bo", "co"]
@@ -267,7 +267,7 @@ def build_optimized(model_dir: Path, out_dir: Path) -> Path:
     from onnxruntime.transformers.fusion_options import FusionOptions
     from onnxruntime.transformers.optimizer import optimize_model
 
-    from worker.embedding.source import default_source_dir, read_source
+    from worker.model_making.source import default_source_dir, read_source
 
     config = read_source(default_source_dir()).config
     options = FusionOptions("bert")
@@ -321,7 +321,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--model", type=Path, default=DEFAULT_MODEL_DIR)
+    parser.add_argument("--model", type=Path, default=default_location("retrieval"))
     parser.add_argument("--sentences", type=int, default=4096)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--slice", type=int, default=1024, help="sentences per timed slice")
@@ -352,7 +352,7 @@ def main() -> int:
     )
     args = parser.parse_args()
 
-    from worker.embedding.build import ensure_model
+    from worker.model_making.build import ensure_model
 
     ensure_model(None, args.model, int8=True)
     args.sentence_list = gather_sentences(args.sentences)

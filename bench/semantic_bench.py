@@ -34,8 +34,8 @@ from bench.corpus import Document, gather
 from bench.seams import Scores, SeamDocument, score, seam_documents
 from worker.batcher import embed_batch
 from worker.chunking import registry
-from worker.embedding.embedder import OnnxEmbedder
-from worker.embedding.manifest import DEFAULT_MODEL_DIR
+from worker.models.onnx_embedder import OnnxEmbedder
+from worker.models.reference import describe, find
 from worker.pipeline import chunk_document_sync
 
 
@@ -59,7 +59,8 @@ Runner = Callable[[str], list[int]]  # document text → chunk start offsets
 
 
 def ours(name: str, model_dir: str, embed: Timed) -> Runner:
-    built = registry.build(name, {}, registry.BuildContext(model_dir=model_dir))
+    context = registry.BuildContext(boundary=describe(Path(model_dir), "boundary"))
+    built = registry.build(name, {}, context)
     assert built.needs_model
 
     def run(text: str) -> list[int]:
@@ -126,7 +127,7 @@ def quality(run: Runner, docs: list[SeamDocument]) -> Scores:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--max-kb", type=int, default=120)
-    parser.add_argument("--model", default=str(DEFAULT_MODEL_DIR))
+    parser.add_argument("--model", default=str(find("retrieval", None).directory))
     parser.add_argument("--threads", type=int, default=None)
     args = parser.parse_args()
 

@@ -12,7 +12,7 @@ seam precision/recall/F1). Rows:
   one pair of encoder passes over the pinned training corpus (single tokens; per-token hidden
   states), cached in ``.cache/distill/`` — the passes are what ``chunkstream model distill``
   runs, the variants differ only in the numpy fitting after them. ``shipped`` is exactly
-  ``distill``'s recipe (:func:`worker.embedding.distill.fit`).
+  ``distill``'s recipe (:func:`worker.model_making.distill.fit`).
 * the paragraph baseline: a boundary at every paragraph (no model);
 * chonkie's SemanticChunker (defaults) on the fp32 transformer, and on the shipped static model.
 
@@ -41,12 +41,12 @@ from bench.corpus import Document, gather
 from bench.seams import Scores, SeamDocument, seam_documents
 from bench.semantic_bench import Runner, Timed, chonkie_runner, ours, quality
 from worker.chunking.text.segment import split_paragraphs
-from worker.embedding import static_fit
-from worker.embedding.distill import Recipe, fit
-from worker.embedding.embedder import OnnxEmbedder
-from worker.embedding.encoder_passes import Encoder
-from worker.embedding.static import StaticEmbedder, StaticModel, _median_token_chars, _unk_id
-from worker.embedding.training_corpus import training_sentences
+from worker.model_making import static_fit
+from worker.model_making.distill import Recipe, fit
+from worker.model_making.encoder_passes import Encoder
+from worker.model_making.training_corpus import training_sentences
+from worker.models.onnx_embedder import OnnxEmbedder
+from worker.models.static import StaticEmbedder, StaticModel, _median_token_chars, _unk_id
 
 F64 = NDArray[np.float64]
 

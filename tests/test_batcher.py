@@ -13,7 +13,7 @@ import pytest
 from numpy.typing import NDArray
 
 from worker.batcher import MEASURE_IN_THREAD_OVER, Batcher, embed_batch
-from worker.embedding.backend import EmbeddingBackend
+from worker.models.backend import EmbeddingBackend
 
 DIM = 3
 

@@ -7,6 +7,7 @@ is wrong. Never a traceback. Each command runs in a subprocess, as a user would 
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -29,12 +30,15 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
-def cli(*argv: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+def cli(
+    *argv: str, cwd: Path = REPO, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "worker.cli", *argv],
         capture_output=True,
         text=True,
         cwd=cwd,
+        env={**os.environ, **(env or {})},
         timeout=120,
     )
 
@@ -54,12 +58,22 @@ def test_chunk_without_a_built_model_says_the_command_that_builds_it(
 ) -> None:
     doc = tmp_path / "doc.txt"
     doc.write_text("One sentence. Another one.", encoding="utf-8")
-    # The default model directory is relative to the working directory: none here.
-    result = cli("chunk", "--strategy", strategy, str(doc), cwd=tmp_path)
+    # No model anywhere on the search path: the message says every place it looked.
+    empty = [tmp_path / "cache", tmp_path / "share"]
+    result = cli(
+        "chunk",
+        "--strategy",
+        strategy,
+        str(doc),
+        cwd=tmp_path,
+        env={"CHUNKSTREAM_MODEL_PATH": os.pathsep.join(map(str, empty))},
+    )
     assert result.returncode == 1
     line = one_line(result)
-    assert "no embedding model in .cache/models/all-MiniLM-L6-v2" in line
-    assert "`chunkstream model build`" in line
+    assert (
+        f"looked in {empty[0]}/all-MiniLM-L6-v2-static, {empty[1]}/all-MiniLM-L6-v2-static" in line
+    )
+    assert "`chunkstream model build` then `chunkstream model distill`" in line
 
     named = cli("chunk", "--strategy", strategy, "--model", str(tmp_path / "m"), str(doc))
     assert named.returncode == 1

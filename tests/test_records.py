@@ -8,6 +8,7 @@ import hashlib
 import msgpack
 import pytest
 
+from tests.semantic.fakes import model_ref
 from worker.chunking import registry
 from worker.errors import SchemaViolation
 from worker.events import DocumentEvent
@@ -86,8 +87,8 @@ def test_dead_letter_keeps_original_bytes_or_a_marked_prefix() -> None:
 
 
 def test_embedding_strategy_ids_change_with_the_model_rule_ones_do_not() -> None:
-    a = registry.BuildContext(model_id="aaaa")
-    b = registry.BuildContext(model_id="bbbb")
+    a = registry.BuildContext(boundary=model_ref("aaaa"))
+    b = registry.BuildContext(boundary=model_ref("bbbb"))
     assert (
         registry.build("semantic", {}, a).fingerprint
         != registry.build("semantic", {}, b).fingerprint

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from worker.chunking.registry import build
     from worker.chunking.types import Chunk
     from worker.config import Settings, load_settings
-    from worker.embedding.runtime import open_batcher
+    from worker.inference import open_batcher
     from worker.pipeline import chunk_document, chunk_document_sync
     from worker.service import Worker
 
@@ -38,7 +38,7 @@ _WHERE = {
     "chunk_document": "worker.pipeline",
     "chunk_document_sync": "worker.pipeline",
     "load_settings": "worker.config",
-    "open_batcher": "worker.embedding.runtime",
+    "open_batcher": "worker.inference",
 }
 
 __all__ = [

@@ -30,7 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from worker.batch_policy import Batch, BatchPolicy, Watermark
-from worker.embedding.backend import EmbeddingBackend
+from worker.models.backend import EmbeddingBackend
 
 # Defaults sized for MiniLM on a small CPU (bench/embedding_bench.py measures them). The queue
 # limit is also the sorting window: replaying the benchmark's arrivals through the policy, a
@@ -49,7 +49,7 @@ DEFAULT_QUEUE_LOW_TOKENS = 16384
 # pool that syncs at every node loses most when another process takes a core. Five same-run A/Bs
 # on the bench: fp32 +1 to +26 %, every time; int8 -29 to +30 %, median +1 % (slightly more
 # padding: batches leave the queue sooner). docs/embedding.md has the runs. The backend must use
-# cores ÷ concurrent batches intra-op threads (worker.embedding.intra_op_threads_for), or the
+# cores ÷ concurrent batches intra-op threads (worker.models.intra_op_threads_for), or the
 # runs oversubscribe the cores (2 × 2 threads on 2 cores measured 11 % slower than 1 × 2).
 DEFAULT_CONCURRENT_BATCHES = 2
 # Requests with more texts than this are measured (tokenised) on a thread: a 1,000-sentence

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from worker.chunking import registry
     from worker.chunking.types import Chunk, ContentType
     from worker.config import Settings
+    from worker.models.reference import ModelRef
 
 MARKDOWN_SUFFIXES = frozenset({".md", ".markdown", ".mdx"})
 
@@ -82,29 +83,30 @@ def read_text(path: Path) -> str:
 
 def _cmd_chunk(args: argparse.Namespace) -> int:
     from worker.chunking import registry
-    from worker.embedding.runtime import inference_settings, model_dir_of, require_model
+    from worker.inference import inference_settings, resolve
 
     strategy = registry.get(args.strategy)
     params = _parse_kv(args.param)
+    strategy.parse_params(params)  # a parameter error is reported before any model check
+    # A strategy may name its model (`context`'s embedding_model); --model wins.
+    named = args.model or params.get("embedding_model")
     settings = inference_settings()
-    model_dir = args.model or settings.model_dir
-    if strategy.needs_model:
-        # Refused before the strategy loads its tokenizer, with the command that builds it.
-        require_model(Path(args.model or params.get("embedding_model") or model_dir_of(settings)))
-    built = registry.build(args.strategy, params, registry.BuildContext(model_dir=model_dir))
+    # The roles resolved exactly as the worker resolves them: same models, same chunks.
+    refs = resolve(settings, boundary=strategy.needs_model, retrieval=False, model_dir=named)
+    context = registry.BuildContext(boundary=refs.boundary, retrieval=refs.retrieval)
+    built = registry.build(args.strategy, params, context)
     # Every file is read before anything is printed: a bad one costs no partial output.
     documents = [(name, read_text(Path(name))) for name in args.files]
-    if built.needs_model:
-        # A strategy may name its own model (`context`'s embedding_model); --model wins.
-        named = model_dir or getattr(built.chunker, "model_dir", None)
-        settings = msgspec.structs.replace(settings, model_dir=named)
-    return asyncio.run(_chunk_files(built, documents, settings))
+    return asyncio.run(_chunk_files(built, documents, settings, refs.boundary))
 
 
 async def _chunk_files(
-    built: registry.BuiltStrategy, documents: Sequence[tuple[str, str]], settings: Settings
+    built: registry.BuiltStrategy,
+    documents: Sequence[tuple[str, str]],
+    settings: Settings,
+    boundary: ModelRef | None,
 ) -> int:
-    from worker.embedding.runtime import open_batcher
+    from worker.inference import open_batcher
     from worker.pipeline import chunk_document
 
     out = sys.stdout
@@ -113,7 +115,8 @@ async def _chunk_files(
         if built.needs_model:
             # The worker's batcher, with the worker's bounds: no inference batch ever holds
             # more than max_batch_tokens, however long the document.
-            embed = (await stack.enter_async_context(open_batcher(settings))).submit
+            batcher = await stack.enter_async_context(open_batcher(settings, model=boundary))
+            embed = batcher.submit
         for name, text in documents:
             chunks = await chunk_document(built, text, content_type_for(Path(name)), embed)
             for index, chunk in enumerate(chunks):
@@ -437,7 +440,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_embedding_commands(sub: Any) -> None:
     try:
-        from worker.embedding import commands
+        from worker.model_making import commands
     except ImportError:  # pragma: no cover - the embedding package is always shipped
         return
     commands.add_model_command(sub)

@@ -17,8 +17,8 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from worker.embedding.manifest import DEFAULT_MODEL_DIR, DEFAULT_STATIC_DIR
 from worker.errors import ConfigError
+from worker.models.manifest import DEFAULT_MODEL_NAME, DEFAULT_STATIC_NAME
 
 ENV_PREFIX = "CHUNKSTREAM_"
 MiB = 1024 * 1024
@@ -129,7 +129,7 @@ SETTING_HELP: dict[str, str] = {
     "ssl_keyfile": "client private key (mutual TLS)",
     "model_dir": "boundary model of the embedding strategies: an ONNX directory (`chunkstream "
     "model build`) or a static one (`model distill`, model2vec); default the distilled "
-    f"`{DEFAULT_STATIC_DIR}`",
+    f"`{DEFAULT_STATIC_NAME}` found on the model search path (docs/embedding.md)",
     "model_int8": "use the per-channel int8 model (`model.int8.onnx`) of ONNX models",
     "inference_threads": "onnxruntime intra-op threads of each running batch "
     "(0 = derived from the CPU budget)",
@@ -141,8 +141,9 @@ SETTING_HELP: dict[str, str] = {
     "max_queued_tokens": "high watermark of the embedding queue (partitions pause above it, "
     "resume below half)",
     "include_embeddings": "add each chunk's embedding (float32 little-endian bytes) to its event",
-    "retrieval_model_dir": "model of the embeddings that go out with `include_embeddings`; "
-    f"default `model_dir` when set, else the transformer `{DEFAULT_MODEL_DIR}`",
+    "retrieval_model_dir": "model of the embeddings that go out with `include_embeddings`, whose "
+    "tokens size chunks; default `model_dir` when that is an ONNX build, else the transformer "
+    f"`{DEFAULT_MODEL_NAME}` found on the model search path",
     "cpu_budget": "CPU cores the worker may use (0 = the cgroup CPU quota, else the CPUs it "
     "may run on); inference threads are derived from it",
     "memory_budget": "bytes of memory the worker must stay under (0 = the cgroup memory limit, "

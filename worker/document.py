@@ -41,7 +41,7 @@ from worker.resolver import StrategyResolver
 from worker.tracecontext import HeaderPropagation
 
 if TYPE_CHECKING:
-    from worker.embedding.runtime import Models
+    from worker.inference import Models
 
 log = logging.getLogger("chunkstream.worker")
 

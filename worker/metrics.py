@@ -39,7 +39,12 @@ class Metrics:
         p = "chunkstream_"
         self.build_info = Info(p + "build", "Worker version", registry=r)
         self.build_info.info({"version": __version__})
-        self.model_info = Info(p + "model", "Embedding model in use (empty if none)", registry=r)
+        self.model_info = Info(
+            p + "model",
+            "Embedding models in use, one per role (none if none)",
+            ["role"],
+            registry=r,
+        )
         # Budgets the worker derived its threads and in-flight window from (worker/resources.py).
         self.cpu_budget = Gauge(
             p + "cpu_budget_cores",

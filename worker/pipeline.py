@@ -4,9 +4,12 @@ Invariants:
 
 - Which path a document takes is the registry's ``needs_model``, never the chunker's shape:
   embedding strategies run ``plan`` → embed → ``assemble``; rule strategies run ``chunk``.
+- This is the only place that embeds for chunking: the embedding chunkers plan and assemble,
+  they never call a model (:func:`assemble_with` / :func:`assemble_with_sync` are the step
+  for a caller holding a chunker rather than a built strategy, e.g. a test).
 - Every vector comes from the caller's ``embed``. The worker, ``chunkstream chunk``,
   ``chunkstream embed`` and the benches all pass a :class:`worker.batcher.Batcher`'s
-  ``submit`` (built by :mod:`worker.embedding.runtime` from the same settings), so inference
+  ``submit`` (built by :mod:`worker.inference` from the same settings), so inference
   batches are bounded by ``max_batch_tokens`` for every caller: no caller hands a whole
   document to the model in one call.
 - A rule strategy on a large document (:data:`THREAD_CHUNKING_CHARS` or more) runs on a worker
@@ -51,10 +54,9 @@ async def chunk_document(
 ) -> list[Chunk]:
     """The chunks of ``text`` by ``built``, embedding through ``embed`` when it needs a model."""
     if built.needs_model:
-        chunker = _embedding_chunker(built, embed)
-        plan = chunker.plan(text, content_type=content_type)
-        vectors = await cast(EmbedFn, embed)(list(plan.texts))
-        return chunker.assemble(plan, vectors)
+        return await assemble_with(
+            _embedding_chunker(built, embed), text, content_type, cast(EmbedFn, embed)
+        )
     rule = cast(RuleChunker, built.chunker)
     if len(text) >= THREAD_CHUNKING_CHARS:
         return await asyncio.to_thread(rule.chunk, text, content_type=content_type)
@@ -69,10 +71,26 @@ def chunk_document_sync(
 ) -> list[Chunk]:
     """:func:`chunk_document` without an event loop (``embed`` is a blocking call)."""
     if built.needs_model:
-        chunker = _embedding_chunker(built, embed)
-        plan = chunker.plan(text, content_type=content_type)
-        return chunker.assemble(plan, cast(SyncEmbedFn, embed)(list(plan.texts)))
+        return assemble_with_sync(
+            _embedding_chunker(built, embed), text, content_type, cast(SyncEmbedFn, embed)
+        )
     return cast(RuleChunker, built.chunker).chunk(text, content_type=content_type)
+
+
+async def assemble_with(
+    chunker: EmbeddingChunker, text: str, content_type: ContentType, embed: EmbedFn
+) -> list[Chunk]:
+    """plan → embed (every text of the plan, in one call to ``embed``) → assemble."""
+    plan = chunker.plan(text, content_type=content_type)
+    return chunker.assemble(plan, await embed(list(plan.texts)))
+
+
+def assemble_with_sync(
+    chunker: EmbeddingChunker, text: str, content_type: ContentType, embed: SyncEmbedFn
+) -> list[Chunk]:
+    """:func:`assemble_with` with a blocking ``embed``."""
+    plan = chunker.plan(text, content_type=content_type)
+    return chunker.assemble(plan, embed(list(plan.texts)))
 
 
 def _embedding_chunker(built: BuiltStrategy, embed: object) -> EmbeddingChunker:

@@ -68,7 +68,7 @@ class StrategyResolver:
             raise UnknownStrategy(str(exc)) from None
         except registry.StrategyError as exc:
             raise InvalidStrategyParams(str(exc)) from None
-        if built.needs_model and not self.default.needs_model and self.context.model_dir is None:
+        if built.needs_model and self.context.boundary is None:
             raise StrategyNotAllowed(
                 f"strategy {override.name!r} needs the embedding model, which this worker "
                 "was not configured to load (set CHUNKSTREAM_MODEL_DIR)"

@@ -13,7 +13,7 @@ Invariants:
 
 The pieces, each readable alone: :mod:`worker.consumer` (fetch, backpressure, commits,
 rebalance), :mod:`worker.document` (one record → chunk events or a dead letter),
-:mod:`worker.pipeline` (the chunking dispatch), :mod:`worker.embedding.runtime` (the model and
+:mod:`worker.pipeline` (the chunking dispatch), :mod:`worker.inference` (the model and
 its batcher), :mod:`worker.kafka` (client construction), :mod:`worker.loop_lag`.
 """
 
@@ -27,6 +27,7 @@ import os
 import signal
 from collections.abc import Awaitable
 from dataclasses import dataclass
+from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.errors import KafkaConnectionError, KafkaError
@@ -37,19 +38,13 @@ from worker.codec import EventEncoder
 from worker.config import Settings, redacted
 from worker.consumer import ConsumeLoop
 from worker.document import DocumentHandler
-from worker.embedding.backend import EmbeddingBackend
-from worker.embedding.runtime import (
-    Models,
-    model_dir_of,
-    model_identity,
-    open_models,
-    require_model,
-)
 from worker.errors import ConfigError, ModelNotBuilt
 from worker.health import HealthServer
+from worker.inference import ModelRefs, Models, boundary_ref, open_models, retrieval_ref
 from worker.kafka import diagnose_connection, make_consumer, make_producer, topic_record_limits
 from worker.loop_lag import watch_loop_lag
 from worker.metrics import Metrics
+from worker.models.backend import EmbeddingBackend
 from worker.publisher import Publisher
 from worker.resolver import PATH_PARAMS, StrategyResolver
 
@@ -143,21 +138,34 @@ class Worker:
         budgets = resources.plan(self.settings, cgroups.host_view(), resources.affinity_cpus())
         self.settings = s = budgets.settings
         self.state = State.STARTING
-        context = registry.BuildContext(model_dir=s.model_dir, model_id=model_identity(s))
+        strategy = self._default_strategy()
+        refs = self._resolve_models(strategy)
+        context = registry.BuildContext(boundary=refs.boundary, retrieval=refs.retrieval)
         default = self._build_default_strategy(context)
         trusted = {v for k, v in s.strategy_params.items() if k in PATH_PARAMS} | (
             {s.model_dir} if s.model_dir else set()
         )
+        if refs.boundary is not None:
+            trusted.add(str(refs.boundary.directory))
         resolver = StrategyResolver(
             default, frozenset(s.allowed_strategies), context, frozenset(trusted)
         )
-        self._needs_model = needs_model(s, default)
+        self._needs_model = refs.boundary is not None or s.include_embeddings
         log.info(
             "starting",
             extra={
                 "config": redacted(s),
                 "strategy_id": default.fingerprint,
                 "needs_model": self._needs_model,
+                "models": {
+                    ref.role: {
+                        "dir": str(ref.directory),
+                        "variant": ref.variant,
+                        "id": ref.identity,
+                    }
+                    for ref in (refs.boundary, refs.retrieval)
+                    if ref is not None
+                },
             },
         )
         log.info("budget", extra=budgets.log_fields())
@@ -171,7 +179,7 @@ class Worker:
                 stack.push_async_callback(self._health.stop)
             stack.push_async_callback(self._stop_background)
             self._spawn(watch_loop_lag(self.metrics))
-            models = await self._start_models(stack) if self._needs_model else None
+            models = await self._start_models(stack, refs) if self._needs_model else None
 
             consumer = make_consumer(s)
             producer = make_producer(s)
@@ -231,27 +239,58 @@ class Worker:
                     await other.stop()
             raise ConfigError(await diagnose_connection(self.settings)) from None
 
+    def _default_strategy(self) -> registry.Strategy[Any]:
+        """The default strategy, its parameters checked: parameter errors come before any
+        model is looked for."""
+        s = self.settings
+        try:
+            strategy = registry.get(s.strategy)
+            strategy.parse_params(s.strategy_params)
+        except registry.StrategyError as exc:
+            field = "STRATEGY" if isinstance(exc, registry.NoSuchStrategy) else "STRATEGY_PARAMS"
+            raise ConfigError(f"invalid setting CHUNKSTREAM_{field}: {exc}") from None
+        return strategy
+
+    def _resolve_models(self, strategy: registry.Strategy[Any]) -> ModelRefs:
+        """Each model role resolved once (worker.inference): the boundary model when a strategy
+        the worker may run needs it, the retrieval model when embeddings go out (and, when it
+        is installed, for sizing chunks in its tokens)."""
+        s = self.settings
+        needs_boundary = (
+            strategy.needs_model
+            or any(
+                registry.get(name).needs_model
+                for name in s.allowed_strategies
+                if name in registry.names()
+            )
+            or ("*" in s.allowed_strategies and s.model_dir is not None)
+        )
+        try:
+            boundary = boundary_ref(s) if needs_boundary else None
+        except ModelNotBuilt as exc:
+            raise ConfigError(f"invalid setting CHUNKSTREAM_MODEL_DIR: {exc}") from None
+        try:
+            retrieval = retrieval_ref(s)
+        except ModelNotBuilt as exc:
+            if s.include_embeddings or s.retrieval_model_dir is not None:
+                raise ConfigError(
+                    f"invalid setting CHUNKSTREAM_RETRIEVAL_MODEL_DIR: {exc}"
+                ) from None
+            retrieval = None  # rule sizes in characters: docs/chunking.md
+        return ModelRefs(boundary, retrieval)
+
     def _build_default_strategy(self, context: registry.BuildContext) -> registry.BuiltStrategy:
         s = self.settings
         try:
-            if s.model_dir is not None and registry.get(s.strategy).needs_model:
-                # Said as what it is (the model directory), before the strategy, which reads
-                # the model's window, reports it as its own parameter problem.
-                require_model(model_dir_of(s))
             return registry.build(s.strategy, s.strategy_params, context)
-        except ModelNotBuilt as exc:
-            raise ConfigError(f"invalid setting CHUNKSTREAM_MODEL_DIR: {exc}") from None
         except registry.StrategyError as exc:
             field = "STRATEGY" if isinstance(exc, registry.NoSuchStrategy) else "STRATEGY_PARAMS"
             raise ConfigError(f"invalid setting CHUNKSTREAM_{field}: {exc}") from None
 
-    async def _start_models(self, stack: contextlib.AsyncExitStack) -> Models:
-        try:
-            return await stack.enter_async_context(
-                open_models(self.settings, backend=self._backend, metrics=self.metrics)
-            )
-        except ModelNotBuilt as exc:
-            raise ConfigError(f"invalid setting CHUNKSTREAM_MODEL_DIR: {exc}") from None
+    async def _start_models(self, stack: contextlib.AsyncExitStack, refs: ModelRefs) -> Models:
+        return await stack.enter_async_context(
+            open_models(self.settings, refs, backend=self._backend, metrics=self.metrics)
+        )
 
     def _spawn(self, coro: Awaitable[None]) -> None:
         task = asyncio.ensure_future(coro)
@@ -309,19 +348,3 @@ class Worker:
                     f"{s.max_record_bytes} is above max.message.bytes={limit} of topic "
                     f"{topic}; lower it to at most {limit} or raise the topic's limit"
                 )
-
-
-def needs_model(settings: Settings, default: registry.BuiltStrategy) -> bool:
-    """Whether the worker loads the model: its strategy, the embeddings it attaches, or an
-    override it allows may need it."""
-    s = settings
-    return (
-        default.needs_model
-        or s.include_embeddings
-        or any(
-            registry.get(name).needs_model
-            for name in s.allowed_strategies
-            if name in registry.names()
-        )
-        or ("*" in s.allowed_strategies and s.model_dir is not None)
-    )

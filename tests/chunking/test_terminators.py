@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from worker.chunking.embedding import units
+from worker.chunking.semantic import units
 from worker.chunking.text import boundaries, density, segment, terminators
 
 HEADER = (

@@ -197,9 +197,9 @@ def image_model_dirs() -> dict[str, str]:
 def local_models(env: dict[str, str]) -> dict[str, str]:
     """The image's model settings in ``env`` with each image directory replaced by the model
     scripts/bootstrap made here with the same command (`model build`, `model distill`)."""
-    from worker.embedding.manifest import DEFAULT_MODEL_DIR, DEFAULT_STATIC_DIR
+    from worker.models.reference import find
 
-    here = {"onnx": REPO / DEFAULT_MODEL_DIR, "static": REPO / DEFAULT_STATIC_DIR}
+    here = {"onnx": find("retrieval", None).directory, "static": find("boundary", None).directory}
     local = {image: str(here[kind]) for kind, image in image_model_dirs().items()}
     return {
         key: local[env[key]]

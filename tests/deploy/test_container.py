@@ -17,8 +17,8 @@ from packaging.utils import canonicalize_name
 
 from tests.deploy import manifests as m
 from worker.config import Settings
-from worker.embedding.runtime import model_dir_of, retrieval_model_dir
-from worker.embedding.training_corpus import PINNED_WHEELS
+from worker.inference import boundary_ref, retrieval_ref
+from worker.model_making.training_corpus import PINNED_WHEELS
 
 
 def test_hadolint() -> None:
@@ -67,12 +67,15 @@ def test_dockerfile_contract() -> None:
         assert f"--from=build {directory} {directory}" in copies
     # The product's defaults (docs/semantic.md): boundaries from the static model, the vectors
     # of include_embeddings from the transformer — as the worker resolves the image's ENV.
+    # The image's directories do not exist here: the same models scripts/bootstrap made stand
+    # in for them, by the same commands (m.local_models).
+    local = m.local_models(env)
     settings = Settings(
-        model_dir=env["CHUNKSTREAM_MODEL_DIR"],
-        retrieval_model_dir=env["CHUNKSTREAM_RETRIEVAL_MODEL_DIR"],
+        model_dir=local["CHUNKSTREAM_MODEL_DIR"],
+        retrieval_model_dir=local["CHUNKSTREAM_RETRIEVAL_MODEL_DIR"],
     )
-    assert model_dir_of(settings) == Path(models["static"])
-    assert retrieval_model_dir(settings) == Path(models["onnx"])
+    assert boundary_ref(settings).kind == "static"
+    assert retrieval_ref(settings).kind == "onnx"
     users = [rest for k, rest in final if k == "USER"]
     assert users
     uid = users[-1].split(":")[0]
@@ -112,7 +115,7 @@ def test_dockerignore_sends_only_what_the_build_copies() -> None:
         "pyproject.toml",
         "README.md",
         "worker/cli.py",
-        "worker/embedding/build.py",
+        "worker/model_making/build.py",
         "deploy/docker/requirements/build.txt",
         "deploy/docker/requirements/corpus.txt",
     ):

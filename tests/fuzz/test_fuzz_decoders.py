@@ -69,7 +69,7 @@ ENCODINGS = st.sampled_from(["json", "msgpack"])
 
 def _resolver() -> StrategyResolver:
     default = registry.build("sentence", {"chunk_size": 200})
-    return StrategyResolver(default, frozenset({"*"}), registry.BuildContext(model_dir=None))
+    return StrategyResolver(default, frozenset({"*"}), registry.BuildContext())
 
 
 RESOLVER = _resolver()

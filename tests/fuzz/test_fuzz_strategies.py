@@ -123,7 +123,7 @@ def test_strategy_on_arbitrary_text_and_parameters(name: str) -> None:
     def fuzz(text: str, params: dict[str, Any], markdown: bool) -> None:
         try:
             # No model dir: the character window, so the fake embedder is all there is.
-            built = registry.build(name, params, registry.BuildContext(model_dir=None))
+            built = registry.build(name, params, registry.BuildContext())
         except registry.StrategyError:
             return  # documented: cross-field rules (min_size > max_size, core > chunk)
         chunks = run(built, text, markdown)

@@ -220,8 +220,8 @@ async def test_flood_with_slow_inference_pauses_stays_bounded_and_completes(
 
 @pytest.fixture(scope="module")
 def real_model_dir() -> Path:
-    from worker.embedding.build import ensure_model
-    from worker.embedding.source import default_source_dir
+    from worker.model_making.build import ensure_model
+    from worker.model_making.source import default_source_dir
 
     target = REPO / ".cache" / "models" / "all-MiniLM-L6-v2"
     ensure_model(default_source_dir(), target, int8=True)
@@ -231,7 +231,7 @@ def real_model_dir() -> Path:
 async def test_chunk_embeddings_from_the_real_model(
     kafka_bootstrap: str, topic_names: dict[str, str], real_model_dir: Path
 ) -> None:
-    from worker.embedding.embedder import OnnxEmbedder
+    from worker.models.onnx_embedder import OnnxEmbedder
 
     settings = helpers.make_settings(
         kafka_bootstrap,

@@ -1,7 +1,7 @@
 """`chunkstream chunk` and the worker give the same chunks for the same document.
 
 Both run :func:`worker.pipeline.chunk_document` over a batcher built by
-:func:`worker.embedding.runtime.open_batcher` from the same settings; this checks it end to
+:func:`worker.inference.open_batcher` from the same settings; this checks it end to
 end: the CLI in a subprocess, the worker against the real broker and the real model.
 """
 
@@ -28,8 +28,8 @@ CHUNK = [sys.executable, "-m", "worker.cli", "chunk"]
 
 @pytest.fixture(scope="module")
 def model_dir() -> Path:
-    from worker.embedding.build import ensure_model
-    from worker.embedding.source import default_source_dir
+    from worker.model_making.build import ensure_model
+    from worker.model_making.source import default_source_dir
 
     ensure_model(default_source_dir(), MODEL, int8=True)
     return MODEL
@@ -50,31 +50,46 @@ def comparable(row: dict[str, Any]) -> tuple[object, ...]:
 
 
 # The embedding strategies: plan → batcher → assemble; lexical: the rule path, on a thread
-# (the document is over 64 KB).
-@pytest.mark.parametrize("strategy", ["semantic", "sdpm", "context", "lexical"])
+# (the document is over 64 KB). ``named``: both are given the transformer's directory; else
+# neither has any model setting and the CLI runs outside the checkout: both must find the
+# same default models (the distilled static boundary model) and cut alike.
+@pytest.mark.parametrize(
+    ("strategy", "named"),
+    [
+        ("semantic", True),
+        ("sdpm", True),
+        ("context", True),
+        ("lexical", True),
+        ("semantic", False),
+        ("context", False),
+    ],
+)
 async def test_cli_and_worker_produce_the_same_chunks(
     kafka_bootstrap: str,
     topic_names: dict[str, str],
     model_dir: Path,
     tmp_path: Path,
     strategy: str,
+    named: bool,
 ) -> None:
     text = long_markdown(120_000, seed=5)
     path = tmp_path / "doc.md"
     path.write_text(text, encoding="utf-8")
+    model_flag = ["--model", str(model_dir)] if named else []
     cli = await asyncio.to_thread(
         subprocess.run,
-        [*CHUNK, "--strategy", strategy, "--model", str(model_dir), str(path)],
+        [*CHUNK, "--strategy", strategy, *model_flag, str(path)],
         capture_output=True,
         text=True,
-        cwd=REPO,
+        cwd=REPO if named else tmp_path,
         timeout=240,
         check=True,
     )
     from_cli = [comparable(json.loads(line)) for line in cli.stdout.splitlines()]
 
+    model_setting = {"model_dir": str(model_dir)} if named else {}
     settings = helpers.make_settings(
-        kafka_bootstrap, topic_names, strategy=strategy, model_dir=str(model_dir)
+        kafka_bootstrap, topic_names, strategy=strategy, **model_setting
     )
     await helpers.create(settings, partitions=1)
     doc = DocumentEvent(id="doc", text=text, content_type="text/markdown")

@@ -23,8 +23,8 @@ STATIC_DIR = REPO / ".cache" / "models" / "all-MiniLM-L6-v2-static"
 
 @pytest.fixture(scope="module")
 def onnx_dir() -> Path:
-    from worker.embedding.build import ensure_model
-    from worker.embedding.source import default_source_dir
+    from worker.model_making.build import ensure_model
+    from worker.model_making.source import default_source_dir
 
     target = REPO / ".cache" / "models" / "all-MiniLM-L6-v2"
     ensure_model(default_source_dir(), target, int8=True)
@@ -51,15 +51,18 @@ async def test_static_boundaries_transformer_vectors(
     strategy: str,
     by_default: bool,
     monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
     """Named directories, and (``by_default``) no model setting at all: the defaults are the
     distilled static model for boundaries and the transformer for the vectors."""
-    from worker.embedding.embedder import OnnxEmbedder
-    from worker.embedding.loading import load_model, model_identity
+    from worker.models.loading import load_backend
+    from worker.models.onnx_embedder import OnnxEmbedder
+    from worker.models.reference import describe
 
     dirs = {"model_dir": str(static_dir), "retrieval_model_dir": str(onnx_dir)}
     if by_default:
-        monkeypatch.chdir(REPO)  # the default directories are relative to the working dir
+        # Found on the model search path, from any working directory (not the checkout).
+        monkeypatch.chdir(tmp_path)
         dirs = {}
     settings = helpers.make_settings(
         kafka_bootstrap, topic_names, strategy=strategy, include_embeddings="true", **dirs
@@ -75,8 +78,9 @@ async def test_static_boundaries_transformer_vectors(
         check_complete(docs, events)
 
     # Boundaries: exactly those of the same chunker fed by the static model offline.
-    static = load_model(static_dir).backend
-    chunker = registry.build(strategy, {}, registry.BuildContext(model_dir=str(static_dir)))
+    static_ref = describe(static_dir, "boundary")
+    static = load_backend(static_ref)
+    chunker = registry.build(strategy, {}, registry.BuildContext(boundary=static_ref))
     assert isinstance(chunker.chunker, EmbeddingChunker)
     for doc in docs:
         plan = chunker.chunker.plan(doc.text)
@@ -87,7 +91,7 @@ async def test_static_boundaries_transformer_vectors(
         ], doc.id
 
     # Vectors: the transformer's, and the event says so.
-    assert {e.embedding_model for e in events} == {f"onnx:{model_identity(onnx_dir)}"}
+    assert {e.embedding_model for e in events} == {describe(onnx_dir, "retrieval").label}
     got = np.stack([np.frombuffer(e.embedding or b"", dtype="<f4") for e in events])
     expected = OnnxEmbedder.load(onnx_dir).embed([e.text for e in events])
     assert got.shape == expected.shape == (len(events), 384)

@@ -2,6 +2,6 @@
 tests' fixture) and the bundled tokenizer.json."""
 
 from tests.chunking.conftest import tokenizer_path
-from tests.embedding.conftest import model_dir, source_dir
+from tests.models.conftest import model_dir, source_dir
 
 __all__ = ["model_dir", "source_dir", "tokenizer_path"]

@@ -8,10 +8,16 @@ from __future__ import annotations
 
 import re
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+from worker.chunking.types import Chunk, ContentType, EmbeddingChunker
+from worker.models.reference import ModelRef, Role
+from worker.pipeline import SyncEmbedFn, assemble_with_sync
 
 DIMENSION = 64
 _WORD = re.compile(r"\w+")
@@ -72,3 +78,43 @@ def topic_document(topics: Sequence[str], per_topic: int) -> tuple[str, list[int
         paragraphs.append(paragraph)
         position += len(paragraph) + 2
     return "\n\n".join(paragraphs), seams
+
+
+class WithEmbedder:
+    """An embedding chunker and the embed function the pipeline feeds it from, so a test can
+    call ``chunk(text)``: the one plan → embed → assemble of :mod:`worker.pipeline`."""
+
+    def __init__(self, chunker: EmbeddingChunker, embed_fn: SyncEmbedFn) -> None:
+        self.chunker = chunker
+        self.embed = embed_fn
+
+    def chunk(self, text: str, *, content_type: ContentType = "text/plain") -> list[Chunk]:
+        return assemble_with_sync(self.chunker, text, content_type, self.embed)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.chunker, name)
+
+
+def with_embedder(chunker_type: Callable[..., Any], embed_fn: SyncEmbedFn, **params: Any) -> Any:
+    """``chunker_type(**params)`` behind :class:`WithEmbedder` (``Any``: tests also reach the
+    chunker's own attributes through it)."""
+    return WithEmbedder(chunker_type(**params), embed_fn)
+
+
+# The tokenizer of the model scripts/bootstrap builds (any WordPiece tokenizer.json would do).
+TOKENIZER = Path(__file__).resolve().parents[2] / ".cache/models/all-MiniLM-L6-v2/tokenizer.json"
+
+
+def model_ref(identity: str, role: Role = "boundary") -> ModelRef:
+    """A model reference for code that reads who the model is and its tokenizer (the model's
+    directory, /models/<identity>, need not exist)."""
+    return ModelRef(
+        role=role,
+        directory=Path(f"/models/{identity}"),
+        kind="static",
+        variant="static",
+        identity=identity,
+        dimension=DIMENSION,
+        max_seq_length=None,
+        tokenizer=TOKENIZER,
+    )

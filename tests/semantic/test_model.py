@@ -18,6 +18,7 @@ from bench.seams import Scores, score, seam_documents
 from tests.semantic.invariants import assert_contiguous, assert_windows
 from worker.chunking import registry
 from worker.chunking.text.tokens import CharacterCounter
+from worker.models.reference import describe
 
 pytestmark = pytest.mark.model
 
@@ -35,7 +36,7 @@ F1_FLOOR = {"semantic": 0.6, "sdpm": 0.6}
 @pytest.fixture(scope="module")
 def embed(model_dir: Path) -> Embed:
     from worker.batcher import embed_batch
-    from worker.embedding.embedder import OnnxEmbedder
+    from worker.models.onnx_embedder import OnnxEmbedder
 
     embedder = OnnxEmbedder.load(model_dir)
     cache: dict[str, NDArray[np.float32]] = {}
@@ -53,7 +54,9 @@ def embed(model_dir: Path) -> Embed:
 
 
 def _chunk(name: str, model_dir: Path, embed: Embed, text: str, **params: object) -> list:  # type: ignore[type-arg]
-    built = registry.build(name, params, registry.BuildContext(model_dir=str(model_dir)))
+    built = registry.build(
+        name, params, registry.BuildContext(boundary=describe(model_dir, "boundary"))
+    )
     chunker = built.chunker
     plan = chunker.plan(text)  # type: ignore[union-attr]
     return chunker.assemble(plan, embed(list(plan.texts)))  # type: ignore[union-attr,no-any-return]
@@ -76,9 +79,11 @@ def test_real_documents_keep_the_invariants(name: str, model_dir: Path, embed: E
 
 def test_over_long_sentence_is_windowed_for_the_model(model_dir: Path, embed: Embed) -> None:
     sentence = " ".join(["tokens"] * 400) + "."
-    built = registry.build("semantic", {}, registry.BuildContext(model_dir=str(model_dir)))
+    built = registry.build(
+        "semantic", {}, registry.BuildContext(boundary=describe(model_dir, "boundary"))
+    )
     plan = built.chunker.plan(f"A first sentence that is fine. {sentence}")  # type: ignore[union-attr]
-    assert built.chunker.window.model_dir == str(model_dir)  # type: ignore[union-attr]
+    assert built.chunker.window.cap == 254  # the model's window: 256 less [CLS] and [SEP]  # type: ignore[union-attr]
     assert len(plan.texts) >= 3  # the long sentence needed two windows or more
     counter = built.chunker.window.counter  # type: ignore[union-attr]
     assert all(counter.count(t) <= 254 for t in plan.texts)

@@ -5,12 +5,12 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.semantic.fakes import TOPICS, embed
+from tests.semantic.fakes import TOPICS, embed, with_embedder
 from tests.semantic.invariants import assert_contiguous, assert_windows
-from worker.chunking.embedding.context import ContextChunker
-from worker.chunking.embedding.model_window import ModelWindow
-from worker.chunking.embedding.sdpm import SDPMChunker
-from worker.chunking.embedding.semantic import SemanticChunker
+from worker.chunking.semantic.context import ContextChunker
+from worker.chunking.semantic.model_window import ModelWindow
+from worker.chunking.semantic.sdpm import SDPMChunker
+from worker.chunking.semantic.semantic import SemanticChunker
 from worker.chunking.text.tokens import CharacterCounter
 
 COUNTER = CharacterCounter()
@@ -53,7 +53,8 @@ def test_semantic_invariants(
     min_characters: int,
     window: ModelWindow,
 ) -> None:
-    chunker = SemanticChunker(
+    chunker = with_embedder(
+        SemanticChunker,
         embed,
         model_window=window,
         chunk_size=chunk_size,
@@ -88,7 +89,8 @@ def test_sdpm_invariants(
     skip_window: int,
     window: ModelWindow,
 ) -> None:
-    chunker = SDPMChunker(
+    chunker = with_embedder(
+        SDPMChunker,
         embed,
         model_window=window,
         chunk_size=chunk_size,
@@ -126,7 +128,8 @@ def test_context_invariants(
     language: str,
     window: ModelWindow,
 ) -> None:
-    chunker = ContextChunker(
+    chunker = with_embedder(
+        ContextChunker,
         embed,
         model_window=window,
         chunk_size=chunk_size,

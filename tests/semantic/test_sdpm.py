@@ -5,11 +5,11 @@ import itertools
 import numpy as np
 import pytest
 
-from tests.semantic.fakes import RecordingEmbedder, embed, topic_document
+from tests.semantic.fakes import RecordingEmbedder, embed, topic_document, with_embedder
 from tests.semantic.invariants import assert_contiguous
 from worker.chunking import registry
-from worker.chunking.embedding.sdpm import SDPMChunker, SDPMParams
-from worker.chunking.embedding.semantic import SemanticChunker
+from worker.chunking.semantic.sdpm import SDPMChunker, SDPMParams
+from worker.chunking.semantic.semantic import SemanticChunker
 from worker.chunking.text.tokens import CharacterCounter
 
 COUNTER = CharacterCounter()
@@ -18,9 +18,9 @@ COUNTER = CharacterCounter()
 def test_merges_an_over_split_first_pass_back_to_topics() -> None:
     text, seams = topic_document(["cooking", "astronomy", "finance"], 6)
     settings = {"similarity_window": 1, "threshold": 1.0}
-    first = SemanticChunker(embed, **settings).chunk(text)
+    first = with_embedder(SemanticChunker, embed, **settings).chunk(text)
     assert len(first) > 3, "the first pass alone over-splits"
-    chunks = SDPMChunker(embed, merge_threshold=0.3, **settings).chunk(text)
+    chunks = with_embedder(SDPMChunker, embed, merge_threshold=0.3, **settings).chunk(text)
     assert_contiguous(text, chunks, COUNTER, 2048)
     assert [c.start_index for c in chunks] == [0, *seams]
     merges = [m for c in chunks for m in c.metadata["merges"]]
@@ -35,9 +35,9 @@ def test_merges_an_over_split_first_pass_back_to_topics() -> None:
 def test_skip_window_bridges_a_digression() -> None:
     text, seams = topic_document(["cooking", "astronomy", "cooking", "finance"], 5)
     settings = {"similarity_window": 2, "threshold": 1.0, "merge_threshold": 0.5}
-    adjacent = SDPMChunker(embed, skip_window=1, **settings).chunk(text)
+    adjacent = with_embedder(SDPMChunker, embed, skip_window=1, **settings).chunk(text)
     assert [c.start_index for c in adjacent] == [0, *seams]
-    bridged = SDPMChunker(embed, skip_window=2, **settings).chunk(text)
+    bridged = with_embedder(SDPMChunker, embed, skip_window=2, **settings).chunk(text)
     assert_contiguous(text, bridged, COUNTER, 2048)
     assert [c.start_index for c in bridged] == [0, seams[2]]
     merges = bridged[0].metadata["merges"]
@@ -47,7 +47,9 @@ def test_skip_window_bridges_a_digression() -> None:
 
 def test_merges_never_break_the_cap() -> None:
     text, _ = topic_document(["sailing"], 10)
-    chunks = SDPMChunker(embed, chunk_size=150, threshold=1.0, merge_threshold=-1.0).chunk(text)
+    chunks = with_embedder(
+        SDPMChunker, embed, chunk_size=150, threshold=1.0, merge_threshold=-1.0
+    ).chunk(text)
     assert_contiguous(text, chunks, COUNTER, 150)
     assert len(chunks) > 1
 
@@ -70,8 +72,8 @@ def test_the_derived_level_merges_and_is_reported() -> None:
     # pass merges back within topics, and every chunk says which level it merged at.
     text, _ = topic_document(["cooking", "astronomy", "finance"], 6)
     settings = {"similarity_window": 1, "threshold": 1.0}
-    first = SemanticChunker(embed, **settings).chunk(text)
-    chunks = SDPMChunker(embed, **settings).chunk(text)
+    first = with_embedder(SemanticChunker, embed, **settings).chunk(text)
+    chunks = with_embedder(SDPMChunker, embed, **settings).chunk(text)
     assert len(chunks) < len(first)
     assert {c.metadata["merge_level"] for c in chunks} == {chunks[0].metadata["merge_level"]}
     assert all(
@@ -84,7 +86,7 @@ def test_the_derived_level_merges_and_is_reported() -> None:
 def test_one_embedding_call_with_distinct_texts() -> None:
     text, _ = topic_document(["cooking", "finance"], 4)
     recorder = RecordingEmbedder()
-    SDPMChunker(recorder, merge_threshold=0.0).chunk(text)
+    with_embedder(SDPMChunker, recorder, merge_threshold=0.0).chunk(text)
     (texts,) = recorder.calls
     assert len(texts) == len(set(texts)) == 8
 

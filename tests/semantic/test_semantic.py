@@ -3,12 +3,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.semantic.fakes import RecordingEmbedder, embed, topic_document
+from tests.semantic.fakes import RecordingEmbedder, embed, topic_document, with_embedder
 from tests.semantic.invariants import assert_contiguous
 from worker.chunking import registry
-from worker.chunking.embedding.model_window import ModelWindow, character_window
-from worker.chunking.embedding.semantic import SemanticChunker
-from worker.chunking.embedding.units import plan_units, sentence_units, unit_vectors
+from worker.chunking.semantic.model_window import ModelWindow, character_window
+from worker.chunking.semantic.semantic import SemanticChunker
+from worker.chunking.semantic.units import plan_units, sentence_units, unit_vectors
 from worker.chunking.text.tokens import CharacterCounter, make_counter
 from worker.chunking.types import EmbeddingChunker, Span
 
@@ -17,7 +17,7 @@ COUNTER = CharacterCounter()
 
 def test_cuts_at_topic_seams() -> None:
     text, seams = topic_document(["cooking", "astronomy", "finance"], 5)
-    chunker = SemanticChunker(embed, similarity_window=2, threshold=0.5)
+    chunker = with_embedder(SemanticChunker, embed, similarity_window=2, threshold=0.5)
     chunks = chunker.chunk(text)
     assert_contiguous(text, chunks, COUNTER, 2048)
     starts = [c.start_index for c in chunks]
@@ -33,7 +33,7 @@ def test_cuts_at_topic_seams() -> None:
 def test_is_an_embedding_chunker_and_embeds_each_text_once() -> None:
     text = "Same line repeated here.\nSame line repeated here.\n" * 3 + "A different one at last."
     recorder = RecordingEmbedder()
-    chunker = SemanticChunker(recorder)
+    chunker = with_embedder(SemanticChunker, recorder)
     assert isinstance(chunker, EmbeddingChunker)
     chunks = chunker.chunk(text)
     assert len(recorder.calls) == 1
@@ -68,7 +68,7 @@ def test_short_sentence_stays_alone_when_joining_would_break_the_cap() -> None:
 
 def test_hard_cap_splits_and_says_so() -> None:
     text, _ = topic_document(["sailing"], 12)
-    chunker = SemanticChunker(embed, chunk_size=120)
+    chunker = with_embedder(SemanticChunker, embed, chunk_size=120)
     chunks = chunker.chunk(text)
     assert_contiguous(text, chunks, COUNTER, 120)
     caps = [c for c in chunks if c.metadata["start"] == "cap"]
@@ -78,7 +78,9 @@ def test_hard_cap_splits_and_says_so() -> None:
 
 def test_min_sentences_per_chunk() -> None:
     text, _ = topic_document(["cooking", "astronomy", "finance", "sailing"], 2)
-    chunker = SemanticChunker(embed, similarity_window=1, threshold=1.0, min_sentences_per_chunk=3)
+    chunker = with_embedder(
+        SemanticChunker, embed, similarity_window=1, threshold=1.0, min_sentences_per_chunk=3
+    )
     chunks = chunker.chunk(text)
     assert_contiguous(text, chunks, COUNTER, 2048)
     for chunk in chunks:
@@ -90,7 +92,9 @@ def test_over_long_sentence_is_embedded_in_windows_and_averaged() -> None:
     sentence = "Alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron."
     text = f"Short one first here. {sentence} Short one at the end."
     window = ModelWindow(CharacterCounter(), 30)
-    chunker = SemanticChunker(embed, model_window=window, min_characters_per_sentence=0)
+    chunker = with_embedder(
+        SemanticChunker, embed, model_window=window, min_characters_per_sentence=0
+    )
     plan = chunker.plan(text)
     assert all(len(t) <= 30 for t in plan.texts)
     assert len(plan.units) == 3
@@ -121,13 +125,13 @@ def test_wrong_embeddings_are_refused() -> None:
         chunker.assemble(plan, np.zeros((1, 4), dtype=np.float32))
     with pytest.raises(TypeError):
         chunker.assemble(object(), np.zeros((1, 4), dtype=np.float32))  # type: ignore[arg-type]
-    with pytest.raises(RuntimeError, match="embed_batch"):
-        chunker.chunk("Some text.")
+    # The chunker never embeds: the pipeline does, between plan and assemble.
+    assert not hasattr(chunker, "chunk")
 
 
 @pytest.mark.parametrize("text", ["", "   \n\n\t "])
 def test_empty_documents(text: str) -> None:
-    chunker = SemanticChunker(embed)
+    chunker = with_embedder(SemanticChunker, embed)
     plan = chunker.plan(text)
     assert plan.texts == ()
     assert chunker.assemble(plan, np.zeros((0, 8), dtype=np.float32)) == []
@@ -135,14 +139,14 @@ def test_empty_documents(text: str) -> None:
 
 def test_deterministic() -> None:
     text, _ = topic_document(["finance", "cooking", "sailing"], 4)
-    first = SemanticChunker(embed).chunk(text)
-    second = SemanticChunker(embed).chunk(text)
+    first = with_embedder(SemanticChunker, embed).chunk(text)
+    second = with_embedder(SemanticChunker, embed).chunk(text)
     assert first == second
 
 
 def test_tokens_as_the_unit(tokenizer_path: str) -> None:
     text, _ = topic_document(["cooking", "astronomy"], 8)
-    chunker = SemanticChunker(embed, tokenizer=tokenizer_path, chunk_size=40)
+    chunker = with_embedder(SemanticChunker, embed, tokenizer=tokenizer_path, chunk_size=40)
     chunks = chunker.chunk(text)
     assert_contiguous(text, chunks, make_counter(tokenizer_path), 40)
 
@@ -172,12 +176,14 @@ def test_threshold_zero_is_the_deepest_valley_only() -> None:
     # The design's range is 0.0-1.0: 0.0 takes the 0th percentile, so only the valley of
     # least similarity (and any tied with it) is a candidate.
     text, seams = topic_document(["cooking", "astronomy", "finance"], 5)
-    chunks = SemanticChunker(embed, similarity_window=2, threshold=0.0).chunk(text)
+    chunks = with_embedder(SemanticChunker, embed, similarity_window=2, threshold=0.0).chunk(text)
     assert len(chunks) == 2
     assert chunks[1].start_index in seams
     lowest = min(
         c.metadata["boundary_similarity"]
-        for c in SemanticChunker(embed, similarity_window=2, threshold=1.0).chunk(text)[1:]
+        for c in with_embedder(SemanticChunker, embed, similarity_window=2, threshold=1.0).chunk(
+            text
+        )[1:]
     )
     assert chunks[1].metadata["boundary_similarity"] == lowest
     assert registry.build("semantic", {"threshold": "0.0"}).chunker.params.threshold == 0.0

@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from worker.chunking.embedding.similarity import (
+from worker.chunking.semantic.similarity import (
     cosine,
     gap_similarities,
     local_minima,

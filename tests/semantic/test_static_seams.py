@@ -30,10 +30,12 @@ def static_dir() -> Path:
 
 @pytest.mark.parametrize("name", ["semantic", "sdpm"])
 def test_static_model_seam_quality(name: str, static_dir: Path) -> None:
-    from worker.embedding.loading import load_model
+    from worker.models.loading import load_backend
+    from worker.models.reference import describe
 
-    backend = load_model(static_dir).backend
-    built = registry.build(name, {}, registry.BuildContext(model_dir=str(static_dir)))
+    ref = describe(static_dir, "boundary")
+    backend = load_backend(ref)
+    built = registry.build(name, {}, registry.BuildContext(boundary=ref))
     chunker = built.chunker
     assert isinstance(chunker, EmbeddingChunker)
     docs = seam_documents()

@@ -1,5 +1,5 @@
 def test_hard_wrapped_prose_is_rejoined_but_structure_is_not() -> None:
-    from worker.chunking.embedding.units import join_soft_wraps
+    from worker.chunking.semantic.units import join_soft_wraps
     from worker.chunking.text.segment import split_sentences
 
     text = (

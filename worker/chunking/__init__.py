@@ -3,11 +3,12 @@
 The public surface for library users (pinned by tests/test_public_api.py)::
 
     from worker.chunking import build
-    built = build("semantic", {"chunk_size": 800}, BuildContext(model_dir="models/minilm"))
+    built = build("semantic", {"chunk_size": 800}, BuildContext(boundary=model_ref))
 
 - the chunk types: :class:`Chunk`, :class:`Span`, ``ContentType``;
 - the registry: :func:`build` (a name and loose parameters → a configured strategy with its
-  fingerprint), :func:`names`, :class:`BuildContext`, :class:`BuiltStrategy`, and its errors
+  fingerprint), :func:`names`, :class:`BuildContext` (the resolved model references:
+  :func:`worker.inference.resolve`), :class:`BuiltStrategy`, and its errors
   :class:`StrategyError` ⊃ :class:`NoSuchStrategy`, :class:`InvalidParameters`;
 - each strategy's chunker and parameters: ``SentenceChunker``/``SentenceParams``,
   ``AdaptiveChunker``, ``LexicalChunker``, ``SemanticChunker``, ``SDPMChunker``,
@@ -16,9 +17,10 @@ The public surface for library users (pinned by tests/test_public_api.py)::
 To run a built strategy on a document (embedding through a bounded batcher when it needs the
 model) use :func:`worker.pipeline.chunk_document`, or ``chunk_document_sync``.
 
-Rooms: ``text/`` (text analysis), ``rules/`` (strategies without a model), ``embedding/``
+Rooms: ``text/`` (text analysis), ``rules/`` (strategies without a model), ``semantic/``
 (strategies driven by sentence embeddings), ``_native/`` (the compiled cores and their loader);
-``registry.py``, ``strategies.py`` and ``types.py`` at the top. Names are imported on first
+``types.py`` and ``contract.py`` (what a strategy is) below ``strategies.py`` (the built-in
+list) below ``registry.py`` at the top. Names are imported on first
 use, so importing one submodule does not load every strategy.
 """
 
@@ -28,32 +30,30 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from worker.chunking.embedding.context import ContextChunker, ContextParams
-    from worker.chunking.embedding.sdpm import SDPMChunker, SDPMParams
-    from worker.chunking.embedding.semantic import SemanticChunker, SemanticParams
-    from worker.chunking.registry import (
+    from worker.chunking.contract import (
         BuildContext,
-        BuiltStrategy,
         InvalidParameters,
         NoSuchStrategy,
         StrategyError,
-        build,
-        names,
     )
+    from worker.chunking.registry import BuiltStrategy, build, names
     from worker.chunking.rules.adaptive import AdaptiveChunker, AdaptiveParams
     from worker.chunking.rules.lexical import LexicalChunker, LexicalParams
     from worker.chunking.rules.sentence import SentenceChunker, SentenceParams
+    from worker.chunking.semantic.context import ContextChunker, ContextParams
+    from worker.chunking.semantic.sdpm import SDPMChunker, SDPMParams
+    from worker.chunking.semantic.semantic import SemanticChunker, SemanticParams
     from worker.chunking.types import Chunk, ContentType, Span
 
 _WHERE = {
     "Chunk": "types",
     "ContentType": "types",
     "Span": "types",
-    "BuildContext": "registry",
+    "BuildContext": "contract",
     "BuiltStrategy": "registry",
-    "InvalidParameters": "registry",
-    "NoSuchStrategy": "registry",
-    "StrategyError": "registry",
+    "InvalidParameters": "contract",
+    "NoSuchStrategy": "contract",
+    "StrategyError": "contract",
     "build": "registry",
     "names": "registry",
     "SentenceChunker": "rules.sentence",
@@ -62,12 +62,12 @@ _WHERE = {
     "AdaptiveParams": "rules.adaptive",
     "LexicalChunker": "rules.lexical",
     "LexicalParams": "rules.lexical",
-    "SemanticChunker": "embedding.semantic",
-    "SemanticParams": "embedding.semantic",
-    "SDPMChunker": "embedding.sdpm",
-    "SDPMParams": "embedding.sdpm",
-    "ContextChunker": "embedding.context",
-    "ContextParams": "embedding.context",
+    "SemanticChunker": "semantic.semantic",
+    "SemanticParams": "semantic.semantic",
+    "SDPMChunker": "semantic.sdpm",
+    "SDPMParams": "semantic.sdpm",
+    "ContextChunker": "semantic.context",
+    "ContextParams": "semantic.context",
 }
 
 __all__ = [
