@@ -60,7 +60,7 @@ from worker.config import load_settings  # noqa: E402
 from worker.consumer import ConsumeLoop  # noqa: E402
 from worker.events import DocumentEvent  # noqa: E402
 from worker.inference import open_batcher  # noqa: E402
-from worker.kafka import create_topics  # noqa: E402
+from worker.kafka import create_topics, worker_topics  # noqa: E402
 from worker.models.reference import describe as describe_model  # noqa: E402
 from worker.models.reference import find  # noqa: E402
 from worker.pipeline import chunk_document  # noqa: E402
@@ -166,11 +166,8 @@ async def through_kafka(
         },
         env={},
     )
-    await create_topics(
-        settings,
-        {settings.input_topic: 3, settings.output_topic: 3, settings.dlq_topic: 1},
-        max_message_bytes=16 * 1024 * 1024,
-    )
+    topics, configs = worker_topics(settings, 3)
+    await create_topics(settings, topics, max_message_bytes=16 * 1024 * 1024, configs=configs)
     await _produce(bootstrap, settings.input_topic, docs)
     worker = Worker(settings)
     recorder = _Recorder()

@@ -56,9 +56,9 @@ from tests.kafka.test_worker_kafka import make_docs  # noqa: E402
 from worker.chunking import registry  # noqa: E402
 from worker.config import Settings  # noqa: E402
 from worker.events import ChunkEvent, DeadLetterEvent, DocumentEvent  # noqa: E402
-from worker.kafka import create_topics  # noqa: E402
+from worker.kafka import create_topics, worker_topics  # noqa: E402
 from worker.pipeline import chunk_document_sync  # noqa: E402
-from worker.records import chunk_id, doc_version  # noqa: E402
+from worker.records import chunk_ids  # noqa: E402
 
 STRATEGY_PARAMS = {"chunk_size": "300"}
 Record = tuple[bytes | None, bytes | None, list[tuple[str, bytes]]]
@@ -167,10 +167,7 @@ def expected_chunk_ids(
     expected: dict[str, set[str]] = {}
     for doc in docs:
         chunks = chunk_document_sync(built, doc.text, doc.content_type, None)
-        version = doc_version(doc)
-        expected[doc.id] = {
-            chunk_id(doc.id, version, built.fingerprint, i) for i in range(len(chunks))
-        }
+        expected[doc.id] = set(chunk_ids(doc.id, built.fingerprint, [c.text for c in chunks]))
     return expected
 
 
@@ -293,13 +290,10 @@ class Harness:
 
     async def create_topics(self, settings: Settings, partitions: int = 4, **kw: Any) -> None:
         big = 16 * 1024 * 1024
-        await create_topics(settings, {settings.input_topic: partitions}, max_message_bytes=big)
-        await create_topics(
-            settings,
-            {settings.output_topic: partitions},
-            max_message_bytes=kw.get("output_max_bytes", big),
-        )
-        await create_topics(settings, {settings.dlq_topic: 1}, max_message_bytes=big)
+        topics, configs = worker_topics(settings, partitions)
+        output = {settings.output_topic: topics.pop(settings.output_topic)}
+        await create_topics(settings, topics, max_message_bytes=big, configs=configs)
+        await create_topics(settings, output, max_message_bytes=kw.get("output_max_bytes", big))
 
     def spawn(self, settings: Settings) -> subprocess.Popen[bytes]:
         self._spawned += 1

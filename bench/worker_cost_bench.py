@@ -65,7 +65,7 @@ from worker import service  # noqa: E402
 from worker.codec import Headers  # noqa: E402
 from worker.config import Settings, load_settings  # noqa: E402
 from worker.events import ChunkEvent  # noqa: E402
-from worker.kafka import create_topics, make_producer  # noqa: E402
+from worker.kafka import create_topics, make_producer, worker_topics  # noqa: E402
 from worker.publisher import Publisher  # noqa: E402
 from worker.service import Worker  # noqa: E402
 
@@ -236,11 +236,9 @@ async def worker_run(
     """The real Worker, in a fresh consumer group, on the documents already in
     ``input_topic``; its output goes to a fresh topic."""
     settings = settings_for(bootstrap, strategy, input_topic, "cost")
-    await create_topics(
-        settings,
-        {settings.output_topic: 3, settings.dlq_topic: 1},
-        max_message_bytes=16 * 1024 * 1024,
-    )
+    topics, configs = worker_topics(settings, 3)
+    del topics[settings.input_topic]  # shared by every pass, made once
+    await create_topics(settings, topics, max_message_bytes=16 * 1024 * 1024, configs=configs)
     worker = Worker(settings)
     with mock.patch.object(service, "Publisher", publisher), clock_from_assignment() as marks:
         task = asyncio.create_task(worker.run())

@@ -185,6 +185,9 @@ RULES = [
             "worker.document",
             "worker.service",
             "worker.cli",
+            "worker.sink",  # the reference sink: a consumer at the edge
+            "worker.state",  # the state changelog's writes (Kafka errors)
+            "worker.changelog",  # the state changelog's reader
         ),
         "Kafka stays at the edge",
     ),

@@ -72,14 +72,36 @@ async def test_documents_share_batches_and_keep_their_order_across_batch_boundar
     assert producer.batches == 9
 
 
-async def test_every_document_goes_to_its_keys_kafka_partition() -> None:
+async def test_chunks_are_keyed_by_chunk_id_and_placed_by_document_id() -> None:
     producer = FakeProducer(partitions=6)
     publisher = publisher_for(producer)
     ids = [f"document-{n}" for n in range(60)]
     await asyncio.gather(*(publisher.publish_chunks(d, events(d, 2)) for d in ids))
     placed = {key: partition for _, key, _, partition in producer.sent}
-    assert placed == {d.encode(): java_partition(d.encode(), 6) for d in ids}
+    # The key a stock sink upserts by is the chunk id; the partition is the one Kafka's
+    # partitioner gives the document id, so one document's records stay in order.
+    assert placed == {
+        f"{d}-{i}".encode(): java_partition(d.encode(), 6) for d in ids for i in range(2)
+    }
     assert len(set(placed.values())) == 6
+
+
+async def test_retracted_chunks_follow_the_events_as_tombstones_in_the_same_partition() -> None:
+    producer = FakeProducer(partitions=6)
+    publisher = publisher_for(producer)
+    await publisher.publish_chunks("doc", events("doc", 2), (("traceparent", b"t"),), ["old1"])
+    await publisher.publish_chunks("doc", [], (), ["old2", "old3"])  # a deleted document
+    sent = [(key, value, partition) for _, key, value, partition in producer.sent]
+    partition = java_partition(b"doc", 6)
+    assert [(k, v is None, p) for k, v, p in sent] == [
+        (b"doc-0", False, partition),
+        (b"doc-1", False, partition),
+        (b"old1", True, partition),
+        (b"old2", True, partition),
+        (b"old3", True, partition),
+    ]
+    headers = dict(producer.headers[2])
+    assert headers == {"chunkstream-doc-id": b"doc", "traceparent": b"t"}
 
 
 async def test_a_failed_hand_over_fails_every_document_in_the_batch() -> None:

@@ -19,35 +19,50 @@ REC = InputRecord("documents", 2, 41, b"k", b"value-bytes", [("h", b"1")], 0)
 
 
 def test_chunk_ids_are_deterministic_and_sensitive_to_every_part() -> None:
-    base = chunk_id("doc", "1", "fp", 0)
-    assert base == chunk_id("doc", "1", "fp", 0)
+    base = chunk_id("doc", "fp", "text", 0)
+    assert base == chunk_id("doc", "fp", "text", 0)
     variants = {
-        chunk_id("doc2", "1", "fp", 0),
-        chunk_id("doc", "2", "fp", 0),
-        chunk_id("doc", None, "fp", 0),
-        chunk_id("doc", "1", "fp2", 0),
-        chunk_id("doc", "1", "fp", 1),
+        chunk_id("doc2", "fp", "text", 0),
+        chunk_id("doc", "fp2", "text", 0),
+        chunk_id("doc", "fp", "text.", 0),
+        chunk_id("doc", "fp", "text", 1),
+        chunk_id("doc", "fp", "text", 0, "onnx:abc"),
     }
     assert base not in variants
     assert len(variants) == 5
 
 
+def test_equal_texts_get_their_occurrence_and_unchanged_texts_keep_their_ids() -> None:
+    first = chunk_ids("doc", "fp", ["intro", "same", "body", "same"])
+    assert len(set(first)) == 4  # the two "same" chunks differ by their occurrence
+    # A new version: a chunk inserted before, one changed; the others keep their ids.
+    second = chunk_ids("doc", "fp", ["new", "intro", "same", "body!", "same"])
+    assert second[1:3] == first[0:2]
+    assert second[4] == first[3]
+    assert second[3] != first[2]
+
+
 @pytest.mark.parametrize(
-    ("doc_id", "version"),
-    [("doc", "1"), ("d" * 300, None), ("ドキュメント", "v" * 40), ("", "2")],
+    ("doc_id", "model"),
+    [("doc", None), ("d" * 300, "onnx:1943d8edfb003ce3"), ("ドキュメント", None), ("", "x")],
 )
 def test_chunk_ids_are_sha256_of_the_msgpack_array_as_another_library_writes_it(
-    doc_id: str, version: str | None
+    doc_id: str, model: str | None
 ) -> None:
-    # The ids are a contract (replays must upsert, not duplicate): pinned against the
-    # `msgpack` library's encoding, for indexes on both sides of msgpack's int size steps.
-    indexes = [0, 1, 127, 128, 255, 256, 65_535, 65_536]
-    ids = chunk_ids(doc_id, version, "fp", 65_537)
-    for index in indexes:
-        material = msgpack.packb([doc_id, version, "fp", index])
+    # The ids are a contract (sinks upsert by them, and an unchanged chunk must keep its id):
+    # pinned against the `msgpack` library's encoding, for texts and occurrence counts on both
+    # sides of msgpack's size steps.
+    texts = ["", "a", "é" * 40, "x" * 300, "y" * 70_000] + ["dup"] * 300
+    ids = chunk_ids(doc_id, "fp", texts, model)
+    seen: dict[str, int] = {}
+    for text, got in zip(texts, ids, strict=True):
+        occurrence = seen.get(text, 0)
+        seen[text] = occurrence + 1
+        material = msgpack.packb([doc_id, "fp", model, text, occurrence])
         expected = hashlib.sha256(material).hexdigest()[:32]
-        assert chunk_id(doc_id, version, "fp", index) == expected
-        assert ids[index] == expected
+        assert got == expected
+        assert chunk_id(doc_id, "fp", text, occurrence, model) == expected
+    assert seen["dup"] == 300  # occurrences past 255: two-byte msgpack integers
 
 
 def test_strategy_fingerprint_covers_effective_parameters() -> None:

@@ -22,13 +22,27 @@ def test_asyncapi_document_is_wired() -> None:
         "documents",
         "chunks",
         "documents.dlq",
+        "chunks.documents",
+        "chunkstream-document-state-changelog",
     }
     components = doc["components"]["schemas"]
     for op in doc["operations"].values():
         channel = op["channel"]["$ref"].split("/")[-1]
-        (message_ref,) = doc["channels"][channel]["messages"].values()
-        message = doc["components"]["messages"][message_ref["$ref"].split("/")[-1]]
-        assert message["payload"]["$ref"].split("/")[-1] in components
+        for message_ref in doc["channels"][channel]["messages"].values():
+            message = doc["components"]["messages"][message_ref["$ref"].split("/")[-1]]
+            payload = message["payload"]
+            # A record with a payload, or a tombstone (null value); both say what the key is.
+            assert payload == {"type": "null"} or payload["$ref"].split("/")[-1] in components
+            assert message["bindings"]["kafka"]["key"]["description"]
+    # The key and the tombstone form of the lifecycle (issue 19): chunks keyed by chunk id,
+    # deletes as null values, the state changelog compacted.
+    chunk_messages = doc["channels"]["chunks"]["messages"]
+    assert set(chunk_messages) == {"ChunkEvent", "ChunkTombstone"}
+    key = doc["components"]["messages"]["ChunkEvent"]["bindings"]["kafka"]["key"]
+    assert "chunk id" in key["description"]
+    assert "DocumentTombstone" in doc["channels"]["documents"]["messages"]
+    state = doc["channels"]["documentState"]["bindings"]["kafka"]["topicConfiguration"]
+    assert state == {"cleanup.policy": ["compact"]}
     required = set(components["DocumentEvent"]["required"])
     assert required == {"id", "text"}
 

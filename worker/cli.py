@@ -281,17 +281,44 @@ def _cmd_tail(args: argparse.Namespace) -> int:
     return asyncio.run(main())
 
 
+def _cmd_sink(args: argparse.Namespace) -> int:
+    from worker.kafka import make_sink_consumer
+    from worker.sink import SinkStore, run_sink
+
+    settings = _client_settings(args)
+    store = SinkStore(Path(args.db))
+
+    async def main() -> int:
+        consumer = make_sink_consumer(settings, args.topic, args.group)
+        await consumer.start()
+        try:
+            applied = await run_sink(consumer, store, idle_timeout_s=args.idle_timeout)
+        finally:
+            await consumer.stop()
+        print(f"applied {applied} records to {args.db}", file=sys.stderr)
+        return 0
+
+    try:
+        code = asyncio.run(main())
+        if args.show:
+            for row in store.rows():
+                text = (row.text or "").replace("\n", "⏎ ")
+                text = text if len(text) <= 80 else text[:77] + "..."
+                print(f"{row.doc_id} #{row.index} {row.key}: {text}")
+        return code
+    finally:
+        store.close()
+
+
 def _cmd_topics(args: argparse.Namespace) -> int:
     from worker.config import load_settings
-    from worker.kafka import create_topics
+    from worker.kafka import create_topics, worker_topics
 
     settings = load_settings({k: v for k, v in vars(args).items() if v is not None})
-    topics = {
-        settings.input_topic: args.partitions,
-        settings.output_topic: args.partitions,
-        settings.dlq_topic: 1,
-    }
-    asyncio.run(create_topics(settings, topics, max_message_bytes=args.max_message_bytes))
+    topics, configs = worker_topics(settings, args.partitions)
+    asyncio.run(
+        create_topics(settings, topics, max_message_bytes=args.max_message_bytes, configs=configs)
+    )
     print("topics ready: " + ", ".join(f"{t} ({p})" for t, p in topics.items()))
     return 0
 
@@ -410,6 +437,18 @@ def build_parser() -> argparse.ArgumentParser:
     tail.add_argument("--json", action="store_true", help="one JSON chunk event per line")
     tail.set_defaults(func=_cmd_tail)
 
+    sink = sub.add_parser(
+        "sink",
+        help="the reference sink: apply a topic to SQLite (upsert by key, delete on null)",
+    )
+    sink.add_argument("--bootstrap-servers", required=True)
+    sink.add_argument("--topic", default="chunks")
+    sink.add_argument("--db", required=True, help="SQLite file (created if missing)")
+    sink.add_argument("--group", default="chunkstream-sink", help="consumer group")
+    sink.add_argument("--idle-timeout", type=float, default=None, help="stop after S idle seconds")
+    sink.add_argument("--show", action="store_true", help="print every row afterwards")
+    sink.set_defaults(func=_cmd_sink)
+
     lag = sub.add_parser("lag", help="committed vs end offsets of a consumer group")
     lag.add_argument("--bootstrap-servers", required=True)
     lag.add_argument("--group", default="chunkstream")
@@ -422,6 +461,9 @@ def build_parser() -> argparse.ArgumentParser:
     topics.add_argument("--input-topic", default=None)
     topics.add_argument("--output-topic", default=None)
     topics.add_argument("--dlq-topic", default=None)
+    topics.add_argument("--group-id", default=None, help="names the default state topic")
+    topics.add_argument("--state-topic", default=None)
+    topics.add_argument("--documents-topic", default=None)
     topics.add_argument("--partitions", type=int, default=3)
     topics.add_argument("--max-message-bytes", type=int, default=16 * 1024 * 1024)
     topics.set_defaults(func=_cmd_topics)

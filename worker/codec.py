@@ -25,6 +25,9 @@ Encoding = Literal["msgpack", "json"]
 Headers = Sequence[tuple[str, bytes | None]]
 
 CONTENT_TYPE_HEADER = "content-type"
+# On a chunk tombstone: which document it belonged to (a null value says nothing), for sinks
+# that want to know (a stock sink needs only the key).
+DOC_ID_HEADER = "chunkstream-doc-id"
 CONTENT_TYPES: dict[Encoding, str] = {
     "msgpack": "application/msgpack",
     "json": "application/json",

@@ -34,6 +34,13 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     input_topic: str = "documents"
     output_topic: str = "chunks"
     dlq_topic: str = "documents.dlq"
+    # Document lifecycle (docs/lifecycle.md): updates retract, tombstones delete, state in a
+    # compacted changelog topic co-partitioned with the input.
+    document_lifecycle: bool = True
+    state_topic: str = ""  # "" = "<group_id>-document-state-changelog" (Kafka Streams' naming)
+    state_dir: str | None = None
+    documents_topic: str | None = None
+    unchanged_chunks: Literal["emit", "skip"] = "emit"
     strategy: str = "sentence"
     strategy_params: dict[str, str] = msgspec.field(default_factory=dict)
     allowed_strategies: list[str] = msgspec.field(default_factory=list)
@@ -88,8 +95,19 @@ SETTING_HELP: dict[str, str] = {
     "group_instance_id": "static membership id (stable per pod) to avoid rebalances on restart",
     "client_id": "Kafka client id prefix (shows up in broker logs and quotas)",
     "input_topic": "topic of DocumentEvents",
-    "output_topic": "topic of ChunkEvents (key = document id)",
+    "output_topic": "topic of ChunkEvents (key = chunk id, partitioned by document id; a null "
+    "value deletes the chunk)",
     "dlq_topic": "topic of DeadLetterEvents",
+    "document_lifecycle": "updates retract the chunks a document no longer has and input "
+    "tombstones delete every chunk of the document (docs/lifecycle.md); false: append-only",
+    "state_topic": "compacted changelog of what the worker remembers per document, "
+    "co-partitioned with the input (empty = `<group_id>-document-state-changelog`)",
+    "state_dir": "directory of the local state store (a cache of the state topic, rebuilt from "
+    "it; a kept directory restores faster after a restart); unset = a temporary directory",
+    "documents_topic": "optional topic of DocumentChunksEvents: each document's current chunk "
+    "ids, a null value when it is deleted (for sinks that delete by document)",
+    "unchanged_chunks": "`emit` every chunk of a new version (unchanged ones keep their ids and "
+    "get current index/offsets) or `skip` the chunks whose ids the previous version had",
     "strategy": "default chunking strategy",
     "strategy_params": "its parameters: `k=v,k=v` or a JSON object",
     "allowed_strategies": "strategies a document may request in its `strategy` field "
@@ -275,6 +293,11 @@ def _check_consistency(s: Settings) -> None:
         raise bad("output_topic", "must differ from the input topic (it would loop)")
     if s.dlq_topic in (s.input_topic, s.output_topic):
         raise bad("dlq_topic", "must differ from the input and output topics")
+    taken = {s.input_topic, s.output_topic, s.dlq_topic}
+    if s.document_lifecycle and state_topic(s) in taken:
+        raise bad("state_topic", "must differ from the input, output and dead-letter topics")
+    if s.documents_topic is not None and s.documents_topic in taken | {state_topic(s)}:
+        raise bad("documents_topic", "must differ from the worker's other topics")
     if s.heartbeat_interval_ms >= s.session_timeout_ms:
         raise bad("heartbeat_interval_ms", "must be lower than the session timeout")
     if s.security_protocol.startswith("SASL"):
@@ -303,6 +326,12 @@ def _check_producer(s: Settings, bad: Callable[[str, str], ConfigError]) -> None
     for name in s.forward_headers:
         if name.lower() in reserved:
             raise bad("forward_headers", f"{name!r} is set by the worker itself")
+
+
+def state_topic(settings: Settings) -> str:
+    """The state changelog's name: the setting, else Kafka Streams' convention
+    ``<application id>-<store>-changelog`` with the group id as the application id."""
+    return settings.state_topic or f"{settings.group_id}-document-state-changelog"
 
 
 def codec_available(name: str) -> bool:

@@ -12,6 +12,10 @@ Invariants:
   deadline (cancel the rest; they are replayed), commit, then let go.
 - A document whose processing raises something that is not the input's fault is a bug: the
   loop stops (``fatal``), rather than skip the offset or stall the partition.
+- With document state (worker.state): a newly assigned partition is paused until its state is
+  restored from the changelog; a partition let go cleanly (nothing abandoned at the drain
+  deadline) is checkpointed; delete markers expire after the commits that pass them, only for
+  partitions still owned.
 
 The client is anything with aiokafka's consumer methods used here (tests pass a small fake).
 """
@@ -36,6 +40,7 @@ from worker.config import Settings
 from worker.metrics import Metrics
 from worker.offsets import OffsetTracker
 from worker.records import InputRecord
+from worker.state import DocumentStates
 from worker.unreadable import StuckPartitions, locate
 
 log = logging.getLogger("chunkstream.worker")
@@ -90,6 +95,7 @@ class ConsumeLoop:
         stats: dict[str, int],
         stopping: asyncio.Event,
         queue_full: Callable[[], bool] = lambda: False,
+        states: DocumentStates | None = None,
     ) -> None:
         if settings.max_in_flight_bytes <= 0:
             # 0 means "derive from the container" (worker.resources.plan), done at start-up.
@@ -113,6 +119,11 @@ class ConsumeLoop:
         self._last_commit = time.monotonic()
         self.joined = False
         self.fatal: BaseException | None = None
+        self._states = states
+        # Partitions paused until their state is restored, and the task restoring them.
+        self.restoring: set[TopicPartition] = set()
+        self._restores: dict[TopicPartition, asyncio.Task[None]] = {}
+        self._expiring: asyncio.Task[None] | None = None
 
     @property
     def paused(self) -> bool:
@@ -151,7 +162,10 @@ class ConsumeLoop:
             if self.paused:
                 await self._until_a_document_finishes()
             if time.monotonic() - self._last_commit >= s.commit_interval_ms / 1000:
-                await self.commit()
+                committed = await self.commit()
+                if committed and self._states is not None:
+                    self._expiring = asyncio.create_task(self._expire(committed))
+                    await self._expiring
 
     async def _until_a_document_finishes(self) -> None:
         """While paused: return when a document finishes (resuming may be due) or after one
@@ -204,14 +218,18 @@ class ConsumeLoop:
 
     def _retry_stuck(self) -> None:
         for tp in self.stuck.due(time.monotonic()):
-            if tp in self._owned and not self.paused:
+            if tp in self._owned and not self.paused and tp not in self.restoring:
                 self._consumer.resume(tp)
         self._metrics.unreadable_partitions.set(len(self.stuck))
 
     async def finish(self) -> None:
-        """Shutdown: let in-flight documents finish within the drain timeout, commit."""
-        await self.drain(self.settings.drain_timeout_s)
+        """Shutdown: let in-flight documents finish within the drain timeout, commit, and
+        checkpoint the state of the partitions let go cleanly."""
+        for task in self._restores.values():
+            task.cancel()
+        abandoned = await self.drain(self.settings.drain_timeout_s)
         await self.commit()
+        await self._release(set(self._owned), abandoned)
 
     def _start(self, tp: TopicPartition, record: ConsumerRecord[bytes, bytes]) -> None:
         self._tracker.add(tp, record.offset)
@@ -239,7 +257,10 @@ class ConsumeLoop:
                 extra={"in_flight": docs, "in_flight_bytes": size, "queue_full": queue_full},
             )
         elif verdict is Verdict.RESUME:
-            self._consumer.resume(*(tp for tp in assigned if tp not in self.stuck))
+            held = self.restoring
+            self._consumer.resume(
+                *(tp for tp in assigned if tp not in self.stuck and tp not in held)
+            )
             self._metrics.paused_partitions.set(0)
             log.info("resumed", extra={"in_flight": docs, "in_flight_bytes": size})
 
@@ -277,11 +298,12 @@ class ConsumeLoop:
 
     # -- commits, revocation, drain ----------------------------------------------------------
 
-    async def commit(self, partitions: set[TopicPartition] | None = None) -> None:
+    async def commit(self, partitions: set[TopicPartition] | None = None) -> dict[int, int]:
+        """Commit what finished; the offsets committed, by partition number."""
         self._last_commit = time.monotonic()
         offsets = self._tracker.committable(partitions)
         if not offsets:
-            return
+            return {}
         started = time.perf_counter()
         try:
             await self._consumer.commit({tp: OffsetAndMetadata(o, "") for tp, o in offsets.items()})
@@ -290,33 +312,52 @@ class ConsumeLoop:
             # with the next commit, or the new owner replays them (at-least-once).
             self._metrics.commit_failures.inc()
             log.warning("commit failed", extra={"error": repr(exc)})
-            return
+            return {}
         self._metrics.commit_seconds.observe(time.perf_counter() - started)
         self._metrics.last_commit.set(time.time())
         self._tracker.committed(offsets)
+        return {tp.partition: offset for tp, offset in offsets.items()}
 
-    async def drain(self, deadline_s: float, partitions: set[TopicPartition] | None = None) -> None:
-        tasks = [
-            task
+    async def _expire(self, committed: dict[int, int]) -> None:
+        assert self._states is not None
+        owned = {tp.partition for tp in self._owned if tp not in self.restoring}
+        await self._states.expire_markers(
+            {p: offset for p, offset in committed.items() if p in owned}
+        )
+
+    async def drain(
+        self, deadline_s: float, partitions: set[TopicPartition] | None = None
+    ) -> set[TopicPartition]:
+        """Wait for the in-flight documents (of ``partitions``) up to the deadline, cancel the
+        rest; the partitions that had documents cancelled."""
+        tasks = {
+            task: tp
             for tp, group in self.in_flight.tasks.items()
             if partitions is None or tp in partitions
             for task in group
-        ]
+        }
         if not tasks:
-            return
+            return set()
         _, pending = await asyncio.wait(tasks, timeout=deadline_s)
         for task in pending:
             task.cancel()
         if pending:
             log.warning("drain deadline passed", extra={"abandoned": len(pending)})
             await asyncio.wait(pending)
+        return {tasks[task] for task in pending}
 
     async def on_revoked(self, revoked: set[TopicPartition]) -> None:
         self._owned -= revoked
+        for tp in revoked & set(self._restores):
+            self._restores.pop(tp).cancel()
         # Bounded by the rebalance timeout: the group waits for us, so leave headroom.
         budget = max(1.0, self.settings.rebalance_timeout_ms / 1000 - 5.0)
-        await self.drain(min(budget, self.settings.drain_timeout_s), revoked)
+        abandoned = await self.drain(min(budget, self.settings.drain_timeout_s), revoked)
         await self.commit(revoked)
+        if self._expiring is not None:  # no marker tombstone may land after we let go
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._expiring)
+        await self._release(revoked, abandoned)
         self._tracker.forget(revoked)
         self.stuck.forget(revoked)
         for tp in revoked:
@@ -336,6 +377,62 @@ class ConsumeLoop:
         if self.paused and assigned:
             # The new assignment starts unpaused in aiokafka; keep our state consistent.
             self._consumer.pause(*assigned)
+        if self._states is not None and assigned:
+            # Nothing of a partition is consumed before its state is back.
+            self._consumer.pause(*assigned)
+            self.restoring |= assigned
+            self._metrics.restoring_partitions.set(len(self.restoring))
+            for tp in sorted(assigned, key=lambda tp: tp.partition):
+                self._restores[tp] = asyncio.create_task(self._restore(tp))
+
+    async def _restore(self, tp: TopicPartition) -> None:
+        """Restore one partition's state, then let its records in."""
+        assert self._states is not None
+        try:
+            restored = await self._states.restore(tp.partition)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            # The store cannot be trusted and the partition cannot be consumed without it.
+            log.exception(
+                "state restore failed; stopping the worker", extra={"partition": tp.partition}
+            )
+            self.fatal = exc
+            self._stopping.set()
+            return
+        finally:
+            self._restores.pop(tp, None)
+        self.restoring.discard(tp)
+        self._metrics.restoring_partitions.set(len(self.restoring))
+        self._metrics.state_restore_seconds.observe(restored.seconds)
+        log.info(
+            "state restored",
+            extra={
+                "partition": tp.partition,
+                "records": restored.records,
+                "seconds": round(restored.seconds, 3),
+                "from_checkpoint": restored.from_checkpoint,
+                "documents": self._states.documents(tp.partition),
+            },
+        )
+        if tp in self._owned and not self.paused and tp not in self.stuck:
+            self._consumer.resume(tp)
+
+    async def _release(
+        self, partitions: set[TopicPartition], abandoned: set[TopicPartition]
+    ) -> None:
+        """Let go of partitions' state: checkpoint those handed over cleanly."""
+        if self._states is None or not partitions:
+            return
+        clean = {
+            tp.partition for tp in partitions if tp not in abandoned and tp not in self.restoring
+        }
+        self.restoring -= partitions
+        self._metrics.restoring_partitions.set(len(self.restoring))
+        try:
+            await self._states.release({tp.partition for tp in partitions}, clean)
+        except KafkaError as exc:  # no checkpoint: the next owner restores from the start
+            log.warning("state checkpoint failed", extra={"error": repr(exc)})
 
 
 class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]

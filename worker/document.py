@@ -2,9 +2,13 @@
 
 Invariants:
 
-- A record ends in exactly one of two ways: all its chunk events are acknowledged, or its dead
-  letter is. :meth:`DocumentHandler.process` returns only then; the caller may then mark the
-  offset done.
+- A record ends in exactly one of three ways: everything it changes downstream is acknowledged
+  (chunk events, tombstones of retracted chunks, and then its document state), or its dead
+  letter is, or it changes nothing (a replay, an older version, a delete of an unknown
+  document: worker.lifecycle). :meth:`DocumentHandler.process` returns only then; the caller
+  may then mark the offset done.
+- Records of one document are handled one at a time, in arrival order (worker.turns): each
+  reads the state the one before it wrote.
 - Everything that is the input's fault (a :class:`~worker.errors.DocumentError`, including a
   strategy raising on this one document) becomes a dead letter with the reason; nothing is
   silently dropped.
@@ -22,23 +26,35 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from aiokafka.errors import KafkaError
 from numpy.typing import NDArray
 
+from worker import lifecycle
 from worker.chunking import registry
 from worker.chunking.types import Chunk, ContentType
-from worker.codec import decode_document
+from worker.codec import Headers, decode_document
 from worker.config import Settings
-from worker.errors import ChunkingFailed, DocumentError, TooManyChunks
+from worker.errors import (
+    ChunkingFailed,
+    DocumentError,
+    InvalidUtf8,
+    KeyMismatch,
+    TooManyChunks,
+    UnkeyedTombstone,
+)
+from worker.events import DocumentChunksEvent, DocumentEvent, SourceRecord
 from worker.metrics import Metrics
 from worker.pipeline import EmbedFn, ModelRequired, chunk_document
 from worker.publisher import Publisher
-from worker.records import InputRecord, chunk_events, dead_letter
+from worker.records import InputRecord, chunk_events, chunk_ids, dead_letter, doc_version
 from worker.resolver import StrategyResolver
+from worker.state import DocumentStates
 from worker.tracecontext import HeaderPropagation
+from worker.turns import DocumentTurns
 
 if TYPE_CHECKING:
     from worker.inference import Models
@@ -63,8 +79,18 @@ def dead_letter_room(rec: InputRecord, max_value_bytes: int) -> tuple[InputRecor
     return rec, max(0, room - extra)
 
 
+@dataclass(frozen=True)
+class _Subject:
+    """What a record is about, known before its turn: a document version (``doc``), a delete
+    (``doc`` None, ``doc_id`` set), or an input error to dead-letter."""
+
+    doc: DocumentEvent | None
+    doc_id: str | None
+    error: DocumentError | None = None
+
+
 class DocumentHandler:
-    """Turns one input record into published chunk events or a dead letter."""
+    """Turns one input record into published chunk events (and retractions) or a dead letter."""
 
     def __init__(
         self,
@@ -74,6 +100,8 @@ class DocumentHandler:
         metrics: Metrics,
         models: Models | None,
         stats: dict[str, int],
+        states: DocumentStates | None = None,
+        documents_topic: str | None = None,
     ) -> None:
         self.settings = settings
         self._resolver = resolver
@@ -87,49 +115,59 @@ class DocumentHandler:
         self._stats = stats
         self._propagation = HeaderPropagation(settings.forward_headers)
         self._by_strategy: dict[str, tuple[Any, Any, Any]] = {}
+        self._states = states  # None: append-only (CHUNKSTREAM_DOCUMENT_LIFECYCLE=false)
+        self._documents_topic = documents_topic
+        self._turns = DocumentTurns()
+        self._emit_unchanged = settings.unchanged_chunks == "emit"
 
     async def process(self, rec: InputRecord) -> None:
         """Handle ``rec`` until its outcome is acknowledged, retrying Kafka errors."""
         where = {"partition": rec.partition, "offset": rec.offset}
-        await self._retrying(lambda: self._handle(rec, where), where)
+        # Decoded and its turn claimed in this first step, before anything can suspend it: the
+        # consume loop starts records in offset order, so turns are claimed in that order.
+        subject = self._subject(rec)
+        ordered = self._states is not None and subject.doc_id is not None
+        async with self._turns.turn((rec.partition, subject.doc_id) if ordered else None):
+            await self._retrying(lambda: self._handle(rec, subject, where), where)
 
-    async def _handle(self, rec: InputRecord, where: dict[str, int]) -> None:
-        s = self.settings
+    def _subject(self, rec: InputRecord) -> _Subject:
+        if rec.value is None:  # a tombstone: the key is the document
+            if rec.key is None:
+                error = UnkeyedTombstone("a null value without a key deletes nothing")
+                return _Subject(None, None, error)
+            try:
+                return _Subject(None, rec.key.decode("utf-8"))
+            except UnicodeDecodeError:
+                return _Subject(None, None, InvalidUtf8("the tombstone's key is not UTF-8"))
+        try:
+            doc = decode_document(
+                rec.value, rec.headers, max_bytes=self.settings.max_document_bytes
+            )
+        except DocumentError as failure:
+            return _Subject(None, None, failure)
+        if self._states is not None and rec.key is not None and rec.key != doc.id.encode():
+            mismatch = KeyMismatch(
+                f"the record key {rec.key[:200]!r} is not the document id {doc.id[:200]!r}: "
+                "a changelog's key is the document (its tombstone must delete this document)"
+            )
+            return _Subject(None, doc.id, mismatch)
+        return _Subject(doc, doc.id)
+
+    async def _handle(self, rec: InputRecord, subject: _Subject, where: dict[str, int]) -> None:
         m = self._metrics
-        doc_id: str | None = None
         started = time.perf_counter()
         # Trace context and allowed headers: the same on every record of this document.
         headers = self._propagation.outgoing(rec.headers)
         try:
-            doc = decode_document(rec.value, rec.headers, max_bytes=s.max_document_bytes)
-            doc_id = doc.id
-            built = self._resolver.resolve(doc)
-            chunks = await self._chunk(built, doc.text, doc.content_type)
-            if len(chunks) > s.max_chunks_per_document:
-                raise TooManyChunks(
-                    f"{len(chunks)} chunks, above CHUNKSTREAM_MAX_CHUNKS_PER_DOCUMENT="
-                    f"{s.max_chunks_per_document}"
-                )
-            vectors = await self._chunk_vectors(chunks) if s.include_embeddings else None
-            events = chunk_events(
-                doc,
-                rec,
-                built.name,
-                built.fingerprint,
-                chunks,
-                dt.datetime.now(dt.UTC),
-                embeddings=vectors,
-                embedding_model=self._retrieval_label,
-            )
-            published = await self._publisher.publish_chunks(doc.id, events, headers)
-            self._stats["chunks"] += len(events)
-            chunks_produced, completed, seconds = self._strategy_metrics(built.name)
-            chunks_produced.inc(len(events))
-            m.output_bytes.inc(published)
-            completed.inc()
-            seconds.observe(time.perf_counter() - started)
-            m.end_to_end_lag.observe(max(0.0, time.time() - rec.timestamp_ms / 1000))
+            if subject.error is not None:
+                raise subject.error
+            if subject.doc is None:
+                assert subject.doc_id is not None
+                await self._delete(rec, subject.doc_id, headers)
+            else:
+                await self._update(rec, subject.doc, headers, started)
         except DocumentError as error:
+            doc_id = subject.doc_id
             log.warning(
                 "dead letter",
                 extra={**where, "doc_id": doc_id, "kind": error.kind, "reason": str(error)},
@@ -143,6 +181,102 @@ class DocumentHandler:
             )
             self._stats["dead_letters"] += 1
             m.documents_dead_lettered.labels(error.kind).inc()
+
+    async def _update(
+        self, rec: InputRecord, doc: DocumentEvent, headers: Headers, started: float
+    ) -> None:
+        s = self.settings
+        m = self._metrics
+        states = self._states
+        state = None if states is None else states.get(rec.partition, doc.id)
+        early = lifecycle.update(state, rec.offset, doc.version, (), emit_unchanged=True)
+        if isinstance(early, lifecycle.Skip):  # decided before any chunking work
+            m.documents_skipped.labels(early.value).inc()
+            return
+        built = self._resolver.resolve(doc)
+        chunks = await self._chunk(built, doc.text, doc.content_type)
+        if len(chunks) > s.max_chunks_per_document:
+            raise TooManyChunks(
+                f"{len(chunks)} chunks, above CHUNKSTREAM_MAX_CHUNKS_PER_DOCUMENT="
+                f"{s.max_chunks_per_document}"
+            )
+        model = self._retrieval_label if s.include_embeddings else None
+        ids = chunk_ids(doc.id, built.fingerprint, [c.text for c in chunks], model)
+        decision = lifecycle.update(
+            state, rec.offset, doc.version, ids, emit_unchanged=self._emit_unchanged
+        )
+        assert not isinstance(decision, lifecycle.Skip)  # the same inputs as above
+        emit = decision.emit
+        vectors = await self._chunk_vectors([chunks[i] for i in emit]) if model else None
+        events = chunk_events(
+            doc,
+            rec,
+            built.name,
+            built.fingerprint,
+            chunks,
+            dt.datetime.now(dt.UTC),
+            ids=ids,
+            indexes=emit,
+            embeddings=vectors,
+            embedding_model=self._retrieval_label,
+        )
+        retracted = decision.retract if states is not None else []
+        published = await self._publisher.publish_chunks(doc.id, events, headers, retracted)
+        if self._documents_topic is not None:
+            await self._publish_document_chunks(rec, doc, built.name, ids)
+        if states is not None:
+            await states.remember(rec.partition, doc.id, decision.state, state)
+        self._stats["chunks"] += len(events)
+        chunks_produced, completed, seconds = self._strategy_metrics(built.name)
+        chunks_produced.inc(len(events))
+        if decision.unchanged:
+            action = "emitted" if self._emit_unchanged else "skipped"
+            m.chunks_unchanged.labels(action).inc(decision.unchanged)
+        if retracted:
+            m.chunks_retracted.inc(len(retracted))
+        m.output_bytes.inc(published)
+        completed.inc()
+        seconds.observe(time.perf_counter() - started)
+        m.end_to_end_lag.observe(max(0.0, time.time() - rec.timestamp_ms / 1000))
+
+    async def _delete(self, rec: InputRecord, doc_id: str, headers: Headers) -> None:
+        """A tombstone: every chunk of the document is tombstoned downstream."""
+        m = self._metrics
+        states = self._states
+        state = None if states is None else states.get(rec.partition, doc_id)
+        decision = lifecycle.delete(state, rec.offset)
+        if isinstance(decision, lifecycle.Skip):
+            m.documents_skipped.labels(decision.value).inc()
+            return
+        assert states is not None  # a known state needs the lifecycle
+        await self._publisher.publish_chunks(doc_id, [], headers, decision.retract)
+        if self._documents_topic is not None:
+            key = doc_id.encode()
+            partition = await self._publisher.partition_for(self._documents_topic, key)
+            await self._publisher.publish(self._documents_topic, partition, [(key, None, [])])
+        await states.remember(rec.partition, doc_id, decision.state, state)
+        m.documents_deleted.inc()
+        m.chunks_retracted.inc(len(decision.retract))
+
+    async def _publish_document_chunks(
+        self, rec: InputRecord, doc: DocumentEvent, strategy: str, ids: Sequence[str]
+    ) -> None:
+        """The document's current chunk ids on the documents topic (keyed by its id)."""
+        assert self._documents_topic is not None
+        event = DocumentChunksEvent(
+            doc_id=doc.id,
+            doc_version=doc_version(doc),
+            chunk_ids=list(ids),
+            strategy=strategy,
+            source=SourceRecord(rec.topic, rec.partition, rec.offset),
+            produced_at=dt.datetime.now(dt.UTC),
+        )
+        key = doc.id.encode()
+        value = self._publisher.encode(event)
+        partition = await self._publisher.partition_for(self._documents_topic, key)
+        await self._publisher.publish(
+            self._documents_topic, partition, [(key, value, list(self._publisher.content_headers))]
+        )
 
     def _strategy_metrics(self, name: str) -> tuple[Any, Any, Any]:
         """The per-strategy metric children, looked up once per strategy, not per document."""

@@ -67,6 +67,19 @@ class TooManyChunks(DocumentError):
     kind = "too_many_chunks"
 
 
+class KeyMismatch(DocumentError):
+    """A keyed record whose document id differs from its key: the key is a changelog's
+    identity (a tombstone under it must delete this document), so the two must agree."""
+
+    kind = "key_mismatch"
+
+
+class UnkeyedTombstone(DocumentError):
+    """A null value without a key: a tombstone must say which document it deletes."""
+
+    kind = "unkeyed_tombstone"
+
+
 ERROR_KINDS: tuple[str, ...] = tuple(
     sorted(
         cls.kind
@@ -78,6 +91,8 @@ ERROR_KINDS: tuple[str, ...] = tuple(
             DocumentTooLarge,
             HeadersTooLarge,
             UnknownStrategy,
+            KeyMismatch,
+            UnkeyedTombstone,
             StrategyNotAllowed,
             InvalidStrategyParams,
             ChunkingFailed,

@@ -75,7 +75,8 @@ class DocumentEvent(msgspec.Struct, frozen=True):
     id: Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_ID_CHARS)]
     text: str
     content_type: ContentType = "text/plain"
-    # Part of every chunk id: re-sending a document under a new version yields new ids.
+    # Integer versions compare: an older one never replaces a newer one (docs/lifecycle.md);
+    # strings are opaque (the last record by offset wins). Not part of chunk ids.
     version: Annotated[str, msgspec.Meta(max_length=256)] | Int64 | None = None
     source: Annotated[str, msgspec.Meta(max_length=4096)] | None = None
     language: Annotated[str, msgspec.Meta(max_length=35)] | None = None
@@ -101,7 +102,8 @@ class ChunkSpan(msgspec.Struct, frozen=True):
 
 
 class ChunkEvent(msgspec.Struct, frozen=True):
-    """One chunk of one document, keyed by ``doc_id`` on the output topic."""
+    """One chunk of one document, keyed by ``chunk_id`` on the output topic (partitioned by
+    ``doc_id``); a null value under a chunk id deletes that chunk (a tombstone)."""
 
     chunk_id: str
     doc_id: str
@@ -129,6 +131,20 @@ class ChunkEvent(msgspec.Struct, frozen=True):
     # Which model produced ``embedding``: its kind and identity, e.g. "onnx:3f2a…" or
     # "static:9c41…" (CHUNKSTREAM_RETRIEVAL_MODEL_DIR, which may differ from the boundary model).
     embedding_model: str | None = None
+
+
+class DocumentChunksEvent(msgspec.Struct, frozen=True):
+    """The current chunks of one document, keyed by ``doc_id`` on the optional documents
+    topic (CHUNKSTREAM_DOCUMENTS_TOPIC); a null value under the id: the document was deleted.
+    For sinks that delete by document rather than by chunk."""
+
+    doc_id: str
+    doc_version: str | None
+    chunk_ids: list[str]  # in index order
+    strategy: str
+    source: SourceRecord
+    produced_at: Timestamp
+    schema_version: int = SCHEMA_VERSION
 
 
 class RecordHeader(msgspec.Struct, frozen=True, array_like=True):
@@ -160,4 +176,5 @@ EVENT_TYPES: dict[str, type[msgspec.Struct]] = {
     "DocumentEvent": DocumentEvent,
     "ChunkEvent": ChunkEvent,
     "DeadLetterEvent": DeadLetterEvent,
+    "DocumentChunksEvent": DocumentChunksEvent,
 }

@@ -12,7 +12,7 @@ from aiokafka.conn import collect_hosts, create_conn
 from aiokafka.errors import KafkaError, SaslAuthenticationFailed, UnsupportedSaslMechanismError
 from aiokafka.helpers import create_ssl_context
 
-from worker.config import Settings
+from worker.config import Settings, state_topic
 from worker.resources import fetch_max_bytes
 
 
@@ -68,18 +68,49 @@ def make_producer(settings: Settings) -> AIOKafkaProducer:
     )
 
 
+# The state changelog is compacted: the latest state per document is all a restore needs,
+# and a document's tombstone removes it entirely (Kafka Streams' changelog configuration).
+COMPACTED = {"cleanup.policy": "compact"}
+
+
+def worker_topics(
+    settings: Settings, partitions: int
+) -> tuple[dict[str, int], dict[str, dict[str, str]]]:
+    """The topics a worker with ``settings`` needs (name → partitions) and their configs:
+    input and output with ``partitions``, the dead letters with one, the state changelog
+    co-partitioned with the input and compacted, the documents topic when configured."""
+    topics = {
+        settings.input_topic: partitions,
+        settings.output_topic: partitions,
+        settings.dlq_topic: 1,
+    }
+    configs: dict[str, dict[str, str]] = {}
+    if settings.document_lifecycle:
+        topics[state_topic(settings)] = partitions
+        configs[state_topic(settings)] = COMPACTED
+    if settings.documents_topic is not None:
+        topics[settings.documents_topic] = partitions
+        configs[settings.documents_topic] = COMPACTED
+    return topics, configs
+
+
 async def create_topics(
-    settings: Settings, topics: dict[str, int], *, max_message_bytes: int | None = None
+    settings: Settings,
+    topics: dict[str, int],
+    *,
+    max_message_bytes: int | None = None,
+    configs: dict[str, dict[str, str]] | None = None,
 ) -> None:
-    """Create topics that do not exist yet (``{name: partitions}``), replication factor 1
-    unless the cluster says otherwise. Used by the demo, tests and `chunkstream topics`."""
+    """Create topics that do not exist yet (``{name: partitions}``, ``configs`` per name),
+    replication factor 1 unless the cluster says otherwise. Used by the demo, tests and
+    `chunkstream topics`."""
     admin = AIOKafkaAdminClient(**connection_options(settings))
     await admin.start()
     try:
         existing = set(await admin.list_topics())
-        configs = {"max.message.bytes": str(max_message_bytes)} if max_message_bytes else {}
+        shared = {"max.message.bytes": str(max_message_bytes)} if max_message_bytes else {}
         new = [
-            NewTopic(name, partitions, 1, topic_configs=configs)
+            NewTopic(name, partitions, 1, topic_configs={**shared, **(configs or {}).get(name, {})})
             for name, partitions in topics.items()
             if name not in existing
         ]
@@ -89,26 +120,35 @@ async def create_topics(
         await admin.close()
 
 
-async def topic_record_limits(settings: Settings, topics: list[str]) -> dict[str, int]:
-    """``max.message.bytes`` of each topic, as far as the broker tells us."""
+async def topic_configs(
+    settings: Settings, topics: list[str], names: list[str]
+) -> dict[str, dict[str, str]]:
+    """The configs ``names`` of each topic (topic → name → value), as far as the broker says."""
     admin = AIOKafkaAdminClient(**connection_options(settings))
     await admin.start()
     try:
         responses = await admin.describe_configs(
             [
-                ConfigResource(ConfigResourceType.TOPIC, t, configs={"max.message.bytes": None})
+                ConfigResource(ConfigResourceType.TOPIC, t, configs=dict.fromkeys(names))
                 for t in topics
             ]
         )
     finally:
         await admin.close()
-    limits: dict[str, int] = {}
+    found: dict[str, dict[str, str]] = {}
     for response in responses:
         for resource in response.to_object()["resources"]:
             for entry in resource["config_entries"] if resource["error_code"] == 0 else ():
-                if entry["config_names"] == "max.message.bytes":
-                    limits[resource["resource_name"]] = int(entry["config_value"])
-    return limits
+                if entry["config_names"] in names:
+                    topic = found.setdefault(resource["resource_name"], {})
+                    topic[entry["config_names"]] = entry["config_value"]
+    return found
+
+
+async def topic_record_limits(settings: Settings, topics: list[str]) -> dict[str, int]:
+    """``max.message.bytes`` of each topic, as far as the broker tells us."""
+    configs = await topic_configs(settings, topics, ["max.message.bytes"])
+    return {t: int(c["max.message.bytes"]) for t, c in configs.items() if c}
 
 
 async def diagnose_connection(settings: Settings) -> str:
@@ -185,6 +225,31 @@ def make_reader(settings: Settings, *topics: str) -> AIOKafkaConsumer:
         *topics,
         enable_auto_commit=False,
         auto_offset_reset="earliest",
+        **connection_options(settings),
+    )
+
+
+def make_changelog_reader(settings: Settings) -> AIOKafkaConsumer:
+    """The worker's reader of its state changelog: assigned partitions by hand (no group),
+    nothing committed; a fetch brings at most 8 MiB (restores are paced by the local store)."""
+    return AIOKafkaConsumer(
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        fetch_max_bytes=8 * 1024 * 1024,
+        max_partition_fetch_bytes=1024 * 1024,
+        **connection_options(settings),
+    )
+
+
+def make_sink_consumer(settings: Settings, topic: str, group_id: str) -> AIOKafkaConsumer:
+    """The reference sink's consumer: a group (it resumes where it left), commits by hand after
+    its writes, from the beginning the first time, committed records only."""
+    return AIOKafkaConsumer(
+        topic,
+        group_id=group_id,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        isolation_level="read_committed",
         **connection_options(settings),
     )
 

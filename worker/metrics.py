@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 # Buckets in one place (TEI-style): seconds for latencies, counts for batch shapes.
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+RESTORE_BUCKETS = (0.01, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
 LOOP_LAG_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
 BATCH_TEXT_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 BATCH_TOKEN_BUCKETS = (16, 64, 256, 512, 1024, 2048, 4096, 8192, 16384)
@@ -195,6 +196,48 @@ class Metrics:
         )
         self.unreadable_partitions = Gauge(
             p + "unreadable_partitions", "Partitions stuck on an unreadable batch", registry=r
+        )
+        # Document lifecycle (docs/lifecycle.md).
+        self.documents_deleted = Counter(
+            p + "documents_deleted_total",
+            "Input tombstones that deleted a known document's chunks",
+            registry=r,
+        )
+        self.chunks_retracted = Counter(
+            p + "chunks_retracted_total",
+            "Chunk tombstones published: chunks of deleted documents and chunks a new version "
+            "no longer has",
+            registry=r,
+        )
+        self.chunks_unchanged = Counter(
+            p + "chunks_unchanged_total",
+            "Chunks of a new version whose ids the previous version had, by what was done "
+            "(emitted again or skipped: CHUNKSTREAM_UNCHANGED_CHUNKS)",
+            ["action"],
+            registry=r,
+        )
+        self.documents_skipped = Counter(
+            p + "documents_skipped_total",
+            "Input records that changed nothing (replayed, older version, unknown delete)",
+            ["reason"],
+            registry=r,
+        )
+        self.state_documents = Gauge(
+            p + "state_documents",
+            "Documents the worker remembers, per assigned partition (its state store)",
+            ["partition"],
+            registry=r,
+        )
+        self.restoring_partitions = Gauge(
+            p + "restoring_partitions",
+            "Assigned partitions whose state is being restored (not consumed meanwhile)",
+            registry=r,
+        )
+        self.state_restore_seconds = Histogram(
+            p + "state_restore_seconds",
+            "Time to restore one partition's state from the changelog on assignment",
+            buckets=RESTORE_BUCKETS,
+            registry=r,
         )
         self.ready = Gauge(p + "ready", "1 when /readyz answers 200", registry=r)
         self.started_at = Gauge(

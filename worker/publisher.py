@@ -2,12 +2,17 @@
 
 Invariants:
 
-- A document's chunk events go to one partition, the one Kafka's default keyed partitioner
-  picks for the document id (murmur2 of the key, as the Java client and librdkafka's
-  ``murmur2_random`` compute it), in index order.
+- A document's chunk events are keyed by their chunk ids (the point id a stock sink upserts)
+  and go to one partition, the one Kafka's default keyed partitioner picks for the *document*
+  id (murmur2 of it, as the Java client and librdkafka's ``murmur2_random`` compute it), in
+  index order, followed by the tombstones (null values) of the chunk ids the document no
+  longer has: one document's records stay in order, and a chunk id always lands on the same
+  partition (so compaction keeps exactly one record per chunk).
 - :meth:`Publisher.publish_chunks` returns only once the broker acknowledged every one of them
   (acks=all, idempotent producer) and raises if any was refused; the caller then publishes the
   whole document again (at least once; chunk ids are deterministic).
+- The same lanes carry the worker's other keyed records: the document-state changelog (to the
+  input record's own partition: co-partitioned) and the optional per-document topic.
 - Per partition, record batches are handed to the client one at a time, in the order their
   records were appended (:class:`_Lane`), so a document's records keep their order across
   batch boundaries, and the idempotent producer keeps that order on the broker.
@@ -34,17 +39,21 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+import msgspec
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError, MessageSizeTooLargeError, RecordTooLargeError
 from aiokafka.partitioner import DefaultPartitioner
 
-from worker.codec import EventEncoder, Headers
+from worker.codec import DOC_ID_HEADER, EventEncoder, Headers
 from worker.errors import OutputRecordTooLarge
 from worker.events import ChunkEvent, DeadLetterEvent
 
 # Record overhead beyond key and value (batch header, headers, varints): leave room for it
 # when checking a value against max_record_bytes ourselves.
 _RECORD_OVERHEAD = 1024
+
+# (key, value, headers): a null value is a tombstone.
+Record = tuple[bytes, bytes | None, list[tuple[str, bytes | None]]]  # the client wants a list
 # Kafka's default keyed partitioning (murmur2 of the key), as every client computes it.
 _PARTITIONER = DefaultPartitioner()
 
@@ -88,58 +97,87 @@ class Publisher:
         self.dlq_topic = dlq_topic
         self.max_value_bytes = max_record_bytes - _RECORD_OVERHEAD
         self._linger_s = linger_ms / 1000
-        self._lanes: dict[int, _Lane] = {}
+        self._lanes: dict[tuple[str, int], _Lane] = {}
+
+    @property
+    def content_headers(self) -> Headers:
+        """The content-type header every encoded event carries."""
+        return self._headers
+
+    def encode(self, event: msgspec.Struct) -> bytes:
+        return self._encoder.encode(event)
 
     async def publish_chunks(
-        self, doc_id: str, events: Sequence[ChunkEvent], headers: Headers = ()
+        self,
+        doc_id: str,
+        events: Sequence[ChunkEvent],
+        headers: Headers = (),
+        retracted: Sequence[str] = (),
     ) -> int:
-        """Send a document's chunk events in index order to its key's partition and return
-        once the broker acknowledged all of them. ``headers`` (trace context, forwarded input
-        headers) go on every record beside the content type. Returns the bytes published."""
-        if not events:
-            return 0  # nothing to wait for (a document that chunked to nothing)
-        key = doc_id.encode()
+        """Send a document's chunk events in index order, then the tombstones of its
+        ``retracted`` chunk ids, to the document's partition, and return once the broker
+        acknowledged all of them. ``headers`` (trace context, forwarded input headers) go on
+        every record (beside the content type on events; beside the document id on
+        tombstones). Returns the bytes published."""
+        if not events and not retracted:
+            return 0  # nothing to wait for (a document that chunked to nothing, as before)
         encode = self._encoder.encode
         values = [encode(event) for event in events]
         sizes = list(map(len, values))
-        if sizes and max(sizes) + len(key) > self.max_value_bytes:
-            index = next(i for i, n in enumerate(sizes) if n + len(key) > self.max_value_bytes)
+        keys = [event.chunk_id.encode() for event in events]
+        if sizes and max(sizes) + 32 > self.max_value_bytes:
+            index = next(i for i, n in enumerate(sizes) if n + 32 > self.max_value_bytes)
             raise OutputRecordTooLarge(
                 f"chunk {index} encodes to {sizes[index]} bytes, above the record limit "
                 f"{self.max_value_bytes} (raise CHUNKSTREAM_MAX_RECORD_BYTES or lower the "
                 "chunk size)"
             )
-        partition = await self._partition_for(key)
-        record_headers = [*self._headers, *headers] if headers else self._headers
-        # No await between the first append and the last: the records sit together, in order.
-        acks = self._append(partition, key, values, record_headers)
+        partition = await self.partition_for(self.output_topic, doc_id.encode())
+        event_headers: list[tuple[str, bytes | None]] = [*self._headers, *headers]
+        records: list[Record] = [
+            (key, value, event_headers) for key, value in zip(keys, values, strict=True)
+        ]
+        if retracted:
+            tombstone_headers = [(DOC_ID_HEADER, doc_id.encode()), *headers]
+            records.extend((chunk_id.encode(), None, tombstone_headers) for chunk_id in retracted)
         try:
-            for acked in acks:
-                await acked
+            await self.publish(self.output_topic, partition, records)
         except (MessageSizeTooLargeError, RecordTooLargeError) as exc:
             # The topic's own max.message.bytes is below ours: no retry can succeed.
             raise OutputRecordTooLarge(f"the output topic refused a chunk event: {exc}") from None
+        return sum(sizes)
+
+    async def publish(self, topic: str, partition: int, records: Sequence[Record]) -> None:
+        """Append ``records`` in order to the (topic, partition) lane and return once every
+        one is acknowledged; a refused batch raises (our own copy of its error)."""
+        # No await between the first append and the last: the records sit together, in order.
+        acks = self._append(topic, partition, records)
+        try:
+            for acked in acks:
+                await acked
+        except (MessageSizeTooLargeError, RecordTooLargeError):
+            raise
         except KafkaError as exc:
             # A batch's error is shared by every document in it: raise our own copy, so
             # tracebacks do not pile up on one exception object.
             raise copy.copy(exc) from None
-        return sum(sizes)
 
-    async def _partition_for(self, key: bytes) -> int:
-        partitions = sorted(await self._producer.partitions_for(self.output_topic))
+    async def partition_for(self, topic: str, key: bytes) -> int:
+        """The partition Kafka's default partitioner picks for ``key`` in ``topic``."""
+        partitions = sorted(await self._producer.partitions_for(topic))
         return int(_PARTITIONER(key, partitions, partitions))
 
     def _append(
-        self, partition: int, key: bytes, values: list[bytes], headers: Headers
+        self, topic: str, partition: int, records: Sequence[Record]
     ) -> list[asyncio.Future[None]]:
-        """Append the records to the partition's open batch (sealing full ones); the futures
-        of the batches they went into, in order."""
-        lane = self._lanes.get(partition)
+        """Append the records to the lane's open batch (sealing full ones); the futures of
+        the batches they went into, in order."""
+        lane = self._lanes.get((topic, partition))
         if lane is None:
-            lane = self._lanes[partition] = _Lane()
+            lane = self._lanes[(topic, partition)] = _Lane()
         batch = lane.open or self._new_batch(lane)
         acks = [batch.acked]
-        for value in values:
+        for key, value, headers in records:
             if batch.builder.append(timestamp=None, key=key, value=value, headers=headers) is None:
                 # Full (batch.size): it waits its turn; the record opens the next batch. A
                 # builder always takes its first record, however large.
@@ -148,7 +186,8 @@ class Publisher:
                 batch.builder.append(timestamp=None, key=key, value=value, headers=headers)
                 acks.append(batch.acked)
         if lane.driver is None:
-            lane.driver = asyncio.get_running_loop().create_task(self._drive(lane, partition))
+            loop = asyncio.get_running_loop()
+            lane.driver = loop.create_task(self._drive(lane, topic, partition))
         return acks
 
     def _new_batch(self, lane: _Lane) -> _Batch:
@@ -156,7 +195,7 @@ class Publisher:
         lane.open = _Batch(self._producer.create_batch(), loop.create_future(), loop.time())
         return lane.open
 
-    async def _drive(self, lane: _Lane, partition: int) -> None:
+    async def _drive(self, lane: _Lane, topic: str, partition: int) -> None:
         """Hand the lane's batches to the client in order until none is left. ``send_batch``
         returns once the client has queued the batch, which it does one per partition at a
         time; meanwhile documents keep filling the open batch."""
@@ -177,7 +216,7 @@ class Publisher:
                 batch.builder.close()
                 try:
                     delivered = await self._producer.send_batch(
-                        batch.builder, self.output_topic, partition=partition
+                        batch.builder, topic, partition=partition
                     )
                 except Exception as exc:  # no room within request_timeout_ms, producer closed
                     _fail(batch.acked, exc)

@@ -42,26 +42,46 @@ def doc_version(doc: DocumentEvent) -> str | None:
     return None if doc.version is None else str(doc.version)
 
 
-def chunk_id(doc_id: str, version: str | None, strategy_fingerprint: str, index: int) -> str:
-    """Deterministic id: a replay of the same document under the same strategy and
-    parameters yields the same ids, so downstream upserts stay idempotent. The id is the
-    first 32 hex digits of SHA-256 over msgpack ``[doc_id, version, fingerprint, index]``."""
-    material = msgspec.msgpack.encode([doc_id, version, strategy_fingerprint, index])
+def chunk_id(
+    doc_id: str, strategy_fingerprint: str, text: str, occurrence: int, model: str | None = None
+) -> str:
+    """Deterministic, content-addressed id: the first 32 hex digits of SHA-256 over msgpack
+    ``[doc_id, fingerprint, model, text, occurrence]``.
+
+    - The same text cut by the same strategy (fingerprint: name, parameters, boundary model)
+      keeps its id across versions of the document, wherever it moved: a sink that already
+      holds it need not embed it again.
+    - ``occurrence`` counts the earlier chunks of the document with the same text, so identical
+      texts within one document get distinct ids.
+    - ``model`` is the retrieval model's ``kind:identity`` when the event carries its vector
+      (``include_embeddings``): another vector is another chunk for a sink that stores it.
+    - The document id keeps two documents' equal texts apart (a delete of one must not touch
+      the other's chunks). The version is not in it: a new version of unchanged text is the
+      same chunk.
+    """
+    material = msgspec.msgpack.encode([doc_id, strategy_fingerprint, model, text, occurrence])
     return hashlib.sha256(material).hexdigest()[:32]
 
 
-def chunk_ids(doc_id: str, version: str | None, strategy_fingerprint: str, count: int) -> list[str]:
-    """:func:`chunk_id` for indexes ``0..count-1``, the same bytes hashed, with the part
-    every index shares hashed once: msgpack writes the 4-element array as its marker (0x94)
-    and then each element, so the material is that marker, the first three elements as
-    they encode in a 3-element array (minus its marker 0x93), then the index."""
-    head = msgspec.msgpack.encode([doc_id, version, strategy_fingerprint])
-    shared = hashlib.sha256(b"\x94" + head[1:])
+def chunk_ids(
+    doc_id: str, strategy_fingerprint: str, texts: Sequence[str], model: str | None = None
+) -> list[str]:
+    """:func:`chunk_id` of each text in order, occurrences counted, the same bytes hashed,
+    with the part every chunk shares hashed once: msgpack writes the 5-element array as its
+    marker (0x95) and then each element, so the material is that marker, the first three
+    elements as they encode in a 3-element array (minus its marker 0x93), then text and
+    occurrence."""
+    head = msgspec.msgpack.encode([doc_id, strategy_fingerprint, model])
+    shared = hashlib.sha256(b"\x95" + head[1:])
     encode = msgspec.msgpack.encode
+    seen: dict[str, int] = {}
     ids = []
-    for index in range(count):
+    for text in texts:
+        occurrence = seen.get(text, 0)
+        seen[text] = occurrence + 1
         digest = shared.copy()
-        digest.update(encode(index))
+        digest.update(encode(text))
+        digest.update(encode(occurrence))
         ids.append(digest.hexdigest()[:32])
     return ids
 
@@ -74,15 +94,25 @@ def chunk_events(
     chunks: Sequence[Chunk],
     now: dt.datetime,
     *,
+    ids: Sequence[str] | None = None,
+    indexes: Sequence[int] | None = None,
     embeddings: NDArray[np.float32] | None = None,
     embedding_model: str | None = None,
 ) -> list[ChunkEvent]:
+    """The events of the chunks at ``indexes`` (default: every chunk), in index order; ``ids``
+    when the caller computed them already (the same :func:`chunk_ids`); ``embeddings`` has one
+    row per event. ``index`` and ``count`` are always the chunk's place in the whole
+    document."""
     version = doc_version(doc)
     source = SourceRecord(record.topic, record.partition, record.offset)
     count = len(chunks)
-    ids = chunk_ids(doc.id, version, strategy_fingerprint, count)
+    if ids is None:
+        model = None if embeddings is None else embedding_model
+        ids = chunk_ids(doc.id, strategy_fingerprint, [c.text for c in chunks], model)
     events = []
-    for index, chunk in enumerate(chunks):
+    chosen = range(count) if indexes is None else indexes
+    for row, index in enumerate(chosen):
+        chunk = chunks[index]
         # Strategy metadata first, then the document's own: a document cannot be shadowed
         # by a strategy key, and its keys are what downstream filters are written against.
         # Without strategy metadata every event shares the document's dict (never mutated).
@@ -109,7 +139,7 @@ def chunk_events(
                 language=doc.language,
                 embedding=None
                 if embeddings is None
-                else embeddings[index].astype("<f4", copy=False).tobytes(),
+                else embeddings[row].astype("<f4", copy=False).tobytes(),
                 embedding_model=None if embeddings is None else embedding_model,
             )
         )

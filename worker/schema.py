@@ -13,35 +13,87 @@ from typing import Any
 import msgspec
 
 from worker._version import __version__
-from worker.codec import CONTENT_TYPE_HEADER, CONTENT_TYPES
+from worker.codec import CONTENT_TYPE_HEADER, CONTENT_TYPES, DOC_ID_HEADER
 from worker.events import EVENT_TYPES, SCHEMA_VERSION
+from worker.lifecycle import DocumentState
 
 SCHEMA_FILES = {
     "DocumentEvent": "document-event.schema.json",
     "ChunkEvent": "chunk-event.schema.json",
     "DeadLetterEvent": "dead-letter-event.schema.json",
+    "DocumentChunksEvent": "document-chunks-event.schema.json",
 }
 ASYNCAPI_FILE = "asyncapi.json"
 
+# Messages whose value is null: Kafka's tombstones (key → what is deleted).
+_TOMBSTONES = {
+    "DocumentTombstone": (
+        "Deletes a document: every chunk of it is tombstoned downstream. Key: the document id "
+        "(UTF-8). A delete of an unknown document is a no-op."
+    ),
+    "ChunkTombstone": (
+        "Deletes one chunk (of a deleted document, or one a new version no longer has). Key: "
+        f"the chunk id. Header {DOC_ID_HEADER}: the document it belonged to."
+    ),
+    "DocumentChunksTombstone": "The document was deleted. Key: the document id.",
+    "DocumentStateTombstone": "A delete marker expired: the document is forgotten.",
+}
+# The state changelog's value (internal to the worker; always msgpack, an array).
+_INTERNAL = {"DocumentState": DocumentState}
+
 _CHANNELS = {
-    # channel id: (default address, message, action of the worker, description)
+    # channel id: (default address, messages, action of the worker, key, description, config)
     "documents": (
         "documents",
-        "DocumentEvent",
+        ["DocumentEvent", "DocumentTombstone"],
         "receive",
-        "Documents to chunk (CHUNKSTREAM_INPUT_TOPIC). Key: any; the worker does not use it.",
+        "the document id (UTF-8); a keyed record's id must equal its key (else a `key_mismatch` "
+        "dead letter); a keyless record is chunked, but its versions are ordered only within "
+        "one partition",
+        "Documents to chunk (CHUNKSTREAM_INPUT_TOPIC): a changelog. A record carries a "
+        "document's newest version; a null value deletes it. Versions apply in partition "
+        "order; an integer `version` below the one applied is ignored (docs/lifecycle.md).",
+        {},
     ),
     "chunks": (
         "chunks",
-        "ChunkEvent",
+        ["ChunkEvent", "ChunkTombstone"],
         "send",
-        "Chunk events (CHUNKSTREAM_OUTPUT_TOPIC), keyed by document id, in index order.",
+        "the chunk id (32 hex digits: SHA-256 of msgpack [doc_id, strategy fingerprint, "
+        "retrieval model or null, text, occurrence]); the partition is the one Kafka's default "
+        "partitioner gives the document id",
+        "Chunk events (CHUNKSTREAM_OUTPUT_TOPIC) in index order, then tombstones of the "
+        "chunks the document no longer has: upsert by key, delete on null, as stock Kafka "
+        "sinks do; may be compacted.",
+        {},
     ),
     "deadLetters": (
         "documents.dlq",
-        "DeadLetterEvent",
+        ["DeadLetterEvent"],
         "send",
+        "the input record's key",
         "Input records that could not be chunked, with the reason (CHUNKSTREAM_DLQ_TOPIC).",
+        {},
+    ),
+    "documentChunks": (
+        "chunks.documents",
+        ["DocumentChunksEvent", "DocumentChunksTombstone"],
+        "send",
+        "the document id",
+        "Optional (CHUNKSTREAM_DOCUMENTS_TOPIC): each document's current chunk ids, a null "
+        "value once it is deleted, for sinks that delete by document.",
+        {},
+    ),
+    "documentState": (
+        "chunkstream-document-state-changelog",
+        ["DocumentState", "DocumentStateTombstone"],
+        "send",
+        "the document id",
+        "Internal (CHUNKSTREAM_STATE_TOPIC, default <group id>-document-state-changelog): what "
+        "the worker remembers per document, restored on partition assignment. Compacted, and "
+        "co-partitioned with the input topic (its partition p holds the state of input "
+        "partition p); a delete marker stays until the group's commits pass it.",
+        {"cleanup.policy": ["compact"]},
     ),
 }
 
@@ -58,7 +110,7 @@ def event_schema(name: str) -> dict[str, Any]:
 
 def asyncapi() -> dict[str, Any]:
     _, components = msgspec.json.schema_components(
-        list(EVENT_TYPES.values()), ref_template="#/components/schemas/{name}"
+        [*EVENT_TYPES.values(), *_INTERNAL.values()], ref_template="#/components/schemas/{name}"
     )
     content_type_header = {
         "type": "object",
@@ -66,7 +118,7 @@ def asyncapi() -> dict[str, Any]:
             CONTENT_TYPE_HEADER: {"type": "string", "enum": sorted(CONTENT_TYPES.values())}
         },
     }
-    messages = {
+    messages: dict[str, Any] = {
         name: {
             "name": name,
             "title": name,
@@ -77,6 +129,26 @@ def asyncapi() -> dict[str, Any]:
         }
         for name in EVENT_TYPES
     }
+    for name, summary in _TOMBSTONES.items():
+        messages[name] = {
+            "name": name,
+            "title": name,
+            "summary": summary,
+            "payload": {"type": "null"},
+        }
+    messages["DocumentState"] = {
+        "name": "DocumentState",
+        "title": "DocumentState",
+        "contentType": CONTENT_TYPES["msgpack"],
+        "summary": "A document's state: [input offset, version, chunk ids (16 bytes each, "
+        "concatenated, index order), deleted]; always msgpack.",
+        "payload": {"$ref": "#/components/schemas/DocumentState"},
+    }
+    for _, names, _, key, _, _ in _CHANNELS.values():
+        for name in names:
+            messages[name].setdefault(
+                "bindings", {"kafka": {"key": {"type": "string", "description": key}}}
+            )
     return {
         "asyncapi": "3.0.0",
         "info": {
@@ -98,17 +170,18 @@ def asyncapi() -> dict[str, Any]:
             channel: {
                 "address": address,
                 "description": description,
-                "messages": {message: {"$ref": f"#/components/messages/{message}"}},
+                "messages": {m: {"$ref": f"#/components/messages/{m}"} for m in names},
+                **({"bindings": {"kafka": {"topicConfiguration": config}}} if config else {}),
             }
-            for channel, (address, message, _, description) in _CHANNELS.items()
+            for channel, (address, names, _, _, description, config) in _CHANNELS.items()
         },
         "operations": {
             f"{action}{channel[0].upper()}{channel[1:]}": {
                 "action": action,
                 "channel": {"$ref": f"#/channels/{channel}"},
-                "messages": [{"$ref": f"#/channels/{channel}/messages/{message}"}],
+                "messages": [{"$ref": f"#/channels/{channel}/messages/{m}"} for m in names],
             }
-            for channel, (_, message, action, _) in _CHANNELS.items()
+            for channel, (_, names, action, _, _, _) in _CHANNELS.items()
         },
         "components": {"messages": messages, "schemas": components},
     }

@@ -33,20 +33,30 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.errors import KafkaConnectionError, KafkaError
 
 from worker import cgroups, resources
+from worker.changelog import Changelog
 from worker.chunking import registry
 from worker.codec import EventEncoder
-from worker.config import Settings, redacted
+from worker.config import Settings, redacted, state_topic
 from worker.consumer import ConsumeLoop
 from worker.document import DocumentHandler
 from worker.errors import ConfigError, ModelNotBuilt
 from worker.health import HealthServer
 from worker.inference import ModelRefs, Models, boundary_ref, open_models, retrieval_ref
-from worker.kafka import diagnose_connection, make_consumer, make_producer, topic_record_limits
+from worker.kafka import (
+    diagnose_connection,
+    make_changelog_reader,
+    make_consumer,
+    make_producer,
+    topic_configs,
+    topic_record_limits,
+)
 from worker.loop_lag import watch_loop_lag
 from worker.metrics import Metrics
 from worker.models.backend import EmbeddingBackend
 from worker.publisher import Publisher
 from worker.resolver import PATH_PARAMS, StrategyResolver
+from worker.state import DocumentStates
+from worker.state_store import open_store
 
 log = logging.getLogger("chunkstream.worker")
 
@@ -126,11 +136,14 @@ class Worker:
             "group_joined": running is not None and running.loop.joined,
             "producer_connected": self.state in (State.RUNNING, State.DRAINING),
             "unreadable_partitions": [] if running is None else running.loop.stuck.describe(),
+            "restoring_partitions": []
+            if running is None
+            else sorted(tp.partition for tp in running.loop.restoring),
         }
         ready = (
             self.state is State.RUNNING
             and all(checks[k] for k in ("model_loaded", "group_joined", "producer_connected"))
-            and not (running is not None and running.loop.stuck)
+            and not (running is not None and (running.loop.stuck or running.loop.restoring))
         )
         return ready, checks
 
@@ -183,9 +196,10 @@ class Worker:
 
             consumer = make_consumer(s)
             producer = make_producer(s)
-            await self._start_client(producer, (producer, consumer))
+            clients: tuple[AIOKafkaProducer | AIOKafkaConsumer, ...] = (producer, consumer)
+            await self._start_client(producer, clients)
             stack.push_async_callback(producer.stop)  # flushes what is still buffered
-            await self._start_client(consumer, (producer, consumer))
+            await self._start_client(consumer, clients)
             stack.push_async_callback(consumer.stop)  # leaves the group
             await self._check_topics(consumer)
             publisher = Publisher(
@@ -196,6 +210,7 @@ class Worker:
                 max_record_bytes=s.max_record_bytes,
                 linger_ms=s.linger_ms,
             )
+            states = await self._open_states(stack, publisher) if s.document_lifecycle else None
             handler = DocumentHandler(
                 s,
                 resolver,
@@ -203,6 +218,8 @@ class Worker:
                 self.metrics,
                 models,
                 self.stats,
+                states,
+                s.documents_topic,
             )
             loop = ConsumeLoop(
                 consumer,
@@ -212,6 +229,7 @@ class Worker:
                 stats=self.stats,
                 stopping=self._stopping,
                 queue_full=lambda: models is not None and models.over_high_watermark,
+                states=states,
             )
             self._running = _Running(consumer, producer, loop, models)
             consumer.subscribe([s.input_topic], listener=loop.listener())
@@ -224,10 +242,25 @@ class Worker:
         log.info("stopped", extra=self.stats)
         return 1 if loop.fatal is not None else 0
 
+    async def _open_states(
+        self, stack: contextlib.AsyncExitStack, publisher: Publisher
+    ) -> DocumentStates:
+        """The document state: the local store (a cache) and the changelog reader."""
+        s = self.settings
+        store = open_store(s.state_dir, s.group_id)
+        stack.callback(store.close)
+        reader = make_changelog_reader(s)
+        await self._start_client(reader, (reader,))
+        stack.push_async_callback(reader.stop)
+        log.info("state store", extra={"path": str(store.path), "topic": state_topic(s)})
+        return DocumentStates(
+            store, publisher, Changelog(reader, state_topic(s), store), self.metrics
+        )
+
     async def _start_client(
         self,
         client: AIOKafkaProducer | AIOKafkaConsumer,
-        every: tuple[AIOKafkaProducer, AIOKafkaConsumer],
+        every: tuple[AIOKafkaProducer | AIOKafkaConsumer, ...],
     ) -> None:
         """A broker that refuses us at start-up (credentials, TLS trust, address) is a
         configuration problem: exit with a message naming the setting, not a traceback."""
@@ -327,17 +360,31 @@ class Worker:
     async def _check_topics(self, consumer: AIOKafkaConsumer) -> None:
         topics = await consumer.topics()
         s = self.settings
-        missing = [t for t in (s.input_topic, s.output_topic, s.dlq_topic) if t not in topics]
+        needed = {
+            s.input_topic: "INPUT_TOPIC",
+            s.output_topic: "OUTPUT_TOPIC",
+            s.dlq_topic: "DLQ_TOPIC",
+        }
+        if s.document_lifecycle:
+            needed[state_topic(s)] = "STATE_TOPIC"
+        if s.documents_topic is not None:
+            needed[s.documents_topic] = "DOCUMENTS_TOPIC"
+        missing = [t for t in needed if t not in topics]
         if missing:
+            settings = "/".join(needed[t] for t in missing)
             raise ConfigError(
                 f"topics missing on {s.bootstrap_servers}: {', '.join(missing)} "
-                "(check CHUNKSTREAM_INPUT_TOPIC/OUTPUT_TOPIC/DLQ_TOPIC, or create them with "
-                "`chunkstream topics`)"
+                f"(check CHUNKSTREAM_{settings}, or create them with `chunkstream topics`)"
             )
+        if s.document_lifecycle:
+            await self._check_state_topic(consumer)
         # The producer batches many small records up to max_record_bytes; a topic that accepts
         # less refuses whole batches, and every document in them would be dead-lettered.
         try:
-            limits = await topic_record_limits(s, [s.output_topic, s.dlq_topic])
+            written = [s.output_topic, s.dlq_topic]
+            written += [state_topic(s)] if s.document_lifecycle else []
+            written += [s.documents_topic] if s.documents_topic is not None else []
+            limits = await topic_record_limits(s, written)
         except KafkaError as exc:  # e.g. no DescribeConfigs permission: cannot check
             log.warning("could not read the topics' max.message.bytes", extra={"error": repr(exc)})
             limits = {}
@@ -348,3 +395,29 @@ class Worker:
                     f"{s.max_record_bytes} is above max.message.bytes={limit} of topic "
                     f"{topic}; lower it to at most {limit} or raise the topic's limit"
                 )
+
+    async def _check_state_topic(self, consumer: AIOKafkaConsumer) -> None:
+        """The changelog must be co-partitioned with the input (changelog partition p holds the
+        state of input partition p) and compacted (or restores grow without end)."""
+        s = self.settings
+        topic = state_topic(s)
+        ours = consumer.partitions_for_topic(topic) or set()
+        inputs = consumer.partitions_for_topic(s.input_topic) or set()
+        if len(ours) != len(inputs):
+            raise ConfigError(
+                f"invalid setting CHUNKSTREAM_STATE_TOPIC: {topic} has {len(ours)} partitions, "
+                f"the input topic {s.input_topic} {len(inputs)}; the state changelog must be "
+                "co-partitioned with the input (same partition count)"
+            )
+        try:
+            configs = await topic_configs(s, [topic], ["cleanup.policy"])
+        except KafkaError as exc:  # e.g. no DescribeConfigs permission: cannot check
+            log.warning("could not read the state topic's config", extra={"error": repr(exc)})
+            return
+        policy = configs.get(topic, {}).get("cleanup.policy")
+        if policy is not None and "compact" not in policy:
+            raise ConfigError(
+                f"invalid setting CHUNKSTREAM_STATE_TOPIC: {topic} has cleanup.policy={policy}; "
+                "the state changelog must be compacted (cleanup.policy=compact), or its old "
+                "states are deleted by retention and documents are forgotten"
+            )

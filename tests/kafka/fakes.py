@@ -125,18 +125,18 @@ class FakeBatch:
     ``capacity`` (any number by default), then refuses; ``close`` ends it."""
 
     def __init__(self, capacity: int | None) -> None:
-        self.records: list[tuple[bytes | None, bytes]] = []
+        self.records: list[tuple[bytes | None, bytes | None, list[tuple[str, bytes]]]] = []
         self.capacity = capacity
         self.closed = False
 
     def append(
-        self, *, timestamp: int | None, key: bytes | None, value: bytes, headers: object
+        self, *, timestamp: int | None, key: bytes | None, value: bytes | None, headers: object
     ) -> object | None:
         if self.closed:
             raise AssertionError("a record appended to a closed batch")
         if self.capacity is not None and len(self.records) >= max(1, self.capacity):
             return None
-        self.records.append((key, value))
+        self.records.append((key, value, list(headers)))  # type: ignore[call-overload]
         return object()
 
     def close(self) -> None:
@@ -150,7 +150,8 @@ class FakeProducer:
 
     def __init__(self, partitions: int = 3, batch_capacity: int | None = None) -> None:
         self._partitions = set(range(partitions))
-        self.sent: list[tuple[str, bytes | None, bytes, int | None]] = []
+        self.sent: list[tuple[str, bytes | None, bytes | None, int | None]] = []
+        self.headers: list[list[tuple[str, bytes]]] = []  # of each record in ``sent``
         self.fail_next: list[Exception] = []
         self.batch_capacity = batch_capacity
         self.batches = 0
@@ -169,6 +170,7 @@ class FakeProducer:
         if self.fail_next:
             raise self.fail_next.pop(0)
         self.sent.append((topic, key, value, partition))
+        self.headers.append(list(headers or []))  # type: ignore[call-overload]
         ack: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         ack.set_result(None)
         return ack
@@ -184,7 +186,8 @@ class FakeProducer:
         if self.fail_next:
             raise self.fail_next.pop(0)
         self.batches += 1
-        self.sent.extend((topic, key, value, partition) for key, value in batch.records)
+        self.sent.extend((topic, key, value, partition) for key, value, _ in batch.records)
+        self.headers.extend(headers for _, _, headers in batch.records)
         ack: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         ack.set_result(None)
         return ack

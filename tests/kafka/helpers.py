@@ -19,7 +19,7 @@ from aiokafka.errors import CoordinatorLoadInProgressError, GroupCoordinatorNotA
 from worker.codec import EventEncoder, decode_as
 from worker.config import Settings, load_settings
 from worker.events import ChunkEvent, DeadLetterEvent, DocumentEvent
-from worker.kafka import create_topics
+from worker.kafka import create_topics, worker_topics
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -36,15 +36,10 @@ def make_settings(bootstrap: str, names: Mapping[str, str], **overrides: Any) ->
 
 
 async def create(settings: Settings, partitions: int = 3) -> None:
-    await create_topics(
-        settings,
-        {
-            settings.input_topic: partitions,
-            settings.output_topic: partitions,
-            settings.dlq_topic: 1,
-        },
-        max_message_bytes=16 * 1024 * 1024,
-    )
+    """The worker's topics, as `chunkstream topics` makes them (the state changelog compacted
+    and co-partitioned with the input)."""
+    topics, configs = worker_topics(settings, partitions)
+    await create_topics(settings, topics, max_message_bytes=16 * 1024 * 1024, configs=configs)
 
 
 async def produce_raw(
@@ -83,7 +78,7 @@ async def read_all(bootstrap: str, topic: str, *, idle_s: float = 1.5) -> list[A
     )
     await consumer.start()
     try:
-        partitions = [TopicPartition(topic, p) for p in await _partitions(consumer, topic)]
+        partitions = [TopicPartition(topic, p) for p in await partitions_of(consumer, topic)]
         consumer.assign(partitions)
         end = await consumer.end_offsets(partitions)
         await consumer.seek_to_beginning(*partitions)
@@ -100,7 +95,8 @@ async def read_all(bootstrap: str, topic: str, *, idle_s: float = 1.5) -> list[A
         await consumer.stop()
 
 
-async def _partitions(consumer: AIOKafkaConsumer, topic: str) -> list[int]:
+async def partitions_of(consumer: AIOKafkaConsumer, topic: str) -> list[int]:
+    """The partitions of ``topic``, once the consumer has its metadata."""
     await consumer.topics()
     for _ in range(50):
         parts = consumer.partitions_for_topic(topic)
@@ -154,7 +150,7 @@ async def end_offsets(bootstrap: str, topic: str) -> dict[TopicPartition, int]:
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap)
     await consumer.start()
     try:
-        partitions = [TopicPartition(topic, p) for p in await _partitions(consumer, topic)]
+        partitions = [TopicPartition(topic, p) for p in await partitions_of(consumer, topic)]
         return dict(await consumer.end_offsets(partitions))
     finally:
         await consumer.stop()

@@ -44,10 +44,13 @@ async def test_topics_produce_run_tail_and_lag(
         names["output_topic"],
         "--dlq-topic",
         names["dlq_topic"],
+        "--group-id",  # names the state changelog: <group id>-document-state-changelog
+        names["group_id"],
         "--partitions",
         "2",
     )
     assert made.returncode == 0, made.stderr
+    assert f"{names['group_id']}-document-state-changelog (2)" in made.stdout
     notes = tmp_path / "notes.md"
     notes.write_text("# Title\n\nFirst sentence here. Second one follows.\n")
     plain = tmp_path / "plain.txt"

@@ -1,0 +1,140 @@
+"""The lifecycle decisions (worker.lifecycle), pure: a simulated sink that only upserts by key
+and deletes on tombstones must end with exactly the current version's chunk ids, whatever the
+order of versions, replays and deletes."""
+
+from __future__ import annotations
+
+import hashlib
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from worker import lifecycle
+from worker.lifecycle import DocumentState, Skip
+
+
+def ids(*texts: str) -> list[str]:
+    return [hashlib.sha256(t.encode()).hexdigest()[:32] for t in texts]
+
+
+def test_a_new_document_emits_everything_and_retracts_nothing() -> None:
+    decision = lifecycle.update(None, 5, None, ids("a", "b"), emit_unchanged=False)
+    assert isinstance(decision, lifecycle.Update)
+    assert decision.emit == [0, 1]
+    assert decision.retract == []
+    assert decision.state == DocumentState(5, None, lifecycle.ids_to_bytes(ids("a", "b")))
+
+
+def test_an_edit_retracts_what_is_gone_and_keeps_what_stayed() -> None:
+    old = DocumentState(5, 1, lifecycle.ids_to_bytes(ids("a", "b", "c")))
+    new = ids("a", "B", "c", "d")
+    skip = lifecycle.update(old, 9, 2, new, emit_unchanged=False)
+    emit = lifecycle.update(old, 9, 2, new, emit_unchanged=True)
+    assert isinstance(skip, lifecycle.Update)
+    assert isinstance(emit, lifecycle.Update)
+    assert skip.emit == [1, 3]  # only the new ids
+    assert emit.emit == [0, 1, 2, 3]  # everything, unchanged ones with their old ids
+    assert skip.unchanged == emit.unchanged == 2
+    assert skip.retract == emit.retract == ids("b")
+
+
+def test_replays_and_older_integer_versions_change_nothing() -> None:
+    state = DocumentState(10, 3, lifecycle.ids_to_bytes(ids("a")))
+    assert lifecycle.update(state, 10, 3, ids("a"), emit_unchanged=True) is Skip.REPLAYED
+    assert lifecycle.update(state, 7, 4, ids("x"), emit_unchanged=True) is Skip.REPLAYED
+    assert lifecycle.update(state, 11, 2, ids("x"), emit_unchanged=True) is Skip.OLDER_VERSION
+    # Equal versions and strings do not block: the last record by offset wins.
+    assert isinstance(
+        lifecycle.update(state, 11, 3, ids("x"), emit_unchanged=True), lifecycle.Update
+    )
+    assert isinstance(
+        lifecycle.update(state, 11, "2", ids("x"), emit_unchanged=True), lifecycle.Update
+    )
+    strings = DocumentState(10, "v9", b"")
+    assert isinstance(
+        lifecycle.update(strings, 11, "v10", [], emit_unchanged=True), lifecycle.Update
+    )
+    assert lifecycle.delete(state, 9) is Skip.REPLAYED
+
+
+def test_deletes_retract_everything_and_leave_a_marker_until_commits_pass_it() -> None:
+    state = DocumentState(10, None, lifecycle.ids_to_bytes(ids("a", "b")))
+    decision = lifecycle.delete(state, 12)
+    assert isinstance(decision, lifecycle.Delete)
+    assert decision.retract == ids("a", "b")
+    marker = decision.state
+    assert marker.deleted
+    assert marker.offset == 12
+    assert lifecycle.delete(None, 3) is Skip.UNKNOWN_DELETE
+    assert lifecycle.delete(marker, 13) is Skip.UNKNOWN_DELETE
+    # A replay of an older version must not resurrect the document...
+    assert lifecycle.update(marker, 11, None, ids("a"), emit_unchanged=True) is Skip.REPLAYED
+    # ...a newer record creates it again.
+    again = lifecycle.update(marker, 14, None, ids("a"), emit_unchanged=False)
+    assert isinstance(again, lifecycle.Update)
+    assert again.emit == [0]
+    assert again.retract == []
+    assert not lifecycle.marker_expired(marker, 12)  # the delete itself may still replay
+    assert lifecycle.marker_expired(marker, 13)
+
+
+# A stream of records for one document: (kind, version, chunk texts); offsets are positions.
+Op = tuple[str, int | None, tuple[str, ...]]
+ops = st.lists(
+    st.one_of(
+        st.tuples(
+            st.just("put"),
+            st.one_of(st.none(), st.integers(0, 5)),
+            st.lists(st.sampled_from("abcdef"), max_size=6).map(tuple),
+        ),
+        st.tuples(st.just("delete"), st.none(), st.just(())),
+    ),
+    max_size=25,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(ops, st.lists(st.integers(0, 24), max_size=10), st.booleans())
+def test_a_stock_sink_ends_with_exactly_the_current_version(
+    records: list[Op], replays: list[int], emit_unchanged: bool
+) -> None:
+    state: DocumentState | None = None
+    sink: set[str] = set()  # chunk ids the sink holds: upsert by key, delete on null
+    # The rule, stated independently: the last record by offset wins, except that an integer
+    # version below the live document's integer version is ignored; a delete ends it.
+    live = False
+    current: list[str] = []
+    current_version: int | None = None
+
+    def texts_of(texts: tuple[str, ...]) -> list[str]:
+        # Occurrences make equal texts distinct, as worker.records.chunk_ids does.
+        return [f"{t}#{texts[:i].count(t)}" for i, t in enumerate(texts)]
+
+    def apply(offset: int) -> None:
+        nonlocal state
+        kind, version, texts = records[offset]
+        chunk_ids = ids(*texts_of(texts))
+        decision = (
+            lifecycle.update(state, offset, version, chunk_ids, emit_unchanged=emit_unchanged)
+            if kind == "put"
+            else lifecycle.delete(state, offset)
+        )
+        if isinstance(decision, Skip):
+            return
+        if isinstance(decision, lifecycle.Update):
+            sink.update(chunk_ids[i] for i in decision.emit)
+        sink.difference_update(decision.retract)
+        state = decision.state
+
+    for offset, (kind, version, texts) in enumerate(records):
+        apply(offset)
+        # A crash after the state was written replays earlier records: they change nothing.
+        for replay in replays:
+            if replay <= offset:
+                apply(replay)
+        if kind == "delete":
+            live, current, current_version = False, [], None
+        elif not (live and current_version is not None and version is not None
+                  and version < current_version):  # fmt: skip
+            live, current, current_version = True, texts_of(texts), version
+        assert sink == set(ids(*current)), (records[: offset + 1], replays)

@@ -1,0 +1,135 @@
+"""Document lifecycle, decided: what a new version or a tombstone does downstream, given what the
+worker remembers of the document. Pure: values in, values out (the I/O is worker.document's).
+
+The input topic is a changelog: a record keyed by a document id carries its newest version, a
+null value (a tombstone) deletes it. Downstream speaks Kafka's sink language — upsert by key,
+delete on a null value — so every decision here is a list of chunk events to publish and a list
+of chunk ids to tombstone, and the state to remember next (:class:`DocumentState`, kept in a
+compacted changelog topic: worker.state).
+
+Invariants:
+
+- **Last write wins by offset**, except where versions compare: when both the remembered and
+  the arriving version are integers, an older version never replaces a newer one (a producer
+  re-sending an old version, a late CDC event). Strings are opaque: they never compare.
+- **A record at or before the remembered offset is a replay** (the worker crashed after the
+  state was written and before the offset was committed, or a rebalance moved the partition):
+  it changes nothing, so a replayed old version cannot resurrect retracted chunks. A delete is
+  remembered as a marker carrying its offset for as long as a replay could reach it.
+- **Retraction is by id**: the chunks of the previous version whose ids the new version does
+  not have are tombstoned; an unchanged chunk keeps its id (content-addressed:
+  worker.records.chunk_ids), so a sink need not re-embed it.
+- A delete of a document that is unknown (or already deleted) is a no-op, not an error.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import msgspec
+
+# Chunk ids are 32 hex digits; the state keeps their 16 bytes.
+ID_BYTES = 16
+
+
+class DocumentState(msgspec.Struct, frozen=True, array_like=True):
+    """What the worker remembers of one document (the changelog record's value, msgpack)."""
+
+    offset: int  # input offset of the record this state came from
+    version: str | int | None  # the document's version field then
+    chunk_ids: bytes  # the ids of its chunk events, 16 bytes each, in index order
+    deleted: bool = False  # a delete marker: kept until no replay can reach its offset
+
+    @property
+    def ids(self) -> list[str]:
+        return ids_from_bytes(self.chunk_ids)
+
+
+def ids_to_bytes(ids: Sequence[str]) -> bytes:
+    return b"".join(bytes.fromhex(i) for i in ids)
+
+
+def ids_from_bytes(data: bytes) -> list[str]:
+    return [data[i : i + ID_BYTES].hex() for i in range(0, len(data), ID_BYTES)]
+
+
+class Skip(enum.Enum):
+    """Why a record changes nothing (the metric label of chunkstream_documents_skipped_total)."""
+
+    REPLAYED = "replayed"  # at or before the offset the state already reflects
+    OLDER_VERSION = "older_version"  # an integer version below the remembered one
+    UNKNOWN_DELETE = "unknown_delete"  # a tombstone for a document never seen (or deleted)
+
+
+@dataclass(frozen=True)
+class Update:
+    """A new version: publish ``emit`` (indexes into the new chunks), tombstone ``retract``."""
+
+    emit: list[int]
+    unchanged: int  # chunks whose id the previous version already had
+    retract: list[str]
+    state: DocumentState
+
+
+@dataclass(frozen=True)
+class Delete:
+    """A tombstone: tombstone every chunk id of the document, remember the delete."""
+
+    retract: list[str]
+    state: DocumentState
+
+
+def _superseded(state: DocumentState | None, offset: int) -> bool:
+    return state is not None and offset <= state.offset
+
+
+def _older(state: DocumentState | None, version: str | int | None) -> bool:
+    """Integers compare (bool is not a version); anything else is last write by offset."""
+    if state is None or state.deleted:
+        return False
+    old = state.version
+    if type(old) is not int or type(version) is not int:
+        return False
+    return version < old
+
+
+def update(
+    state: DocumentState | None,
+    offset: int,
+    version: str | int | None,
+    ids: Sequence[str],
+    *,
+    emit_unchanged: bool,
+) -> Update | Skip:
+    """The decision for a new version whose chunks have ``ids`` (index order)."""
+    if _superseded(state, offset):
+        return Skip.REPLAYED
+    if _older(state, version):
+        return Skip.OLDER_VERSION
+    previous = [] if state is None or state.deleted else state.ids
+    kept = set(previous)
+    current = set(ids)
+    emit = [i for i, chunk_id in enumerate(ids) if emit_unchanged or chunk_id not in kept]
+    return Update(
+        emit=emit,
+        unchanged=sum(1 for chunk_id in ids if chunk_id in kept),
+        retract=[chunk_id for chunk_id in previous if chunk_id not in current],
+        state=DocumentState(offset, version, ids_to_bytes(ids)),
+    )
+
+
+def delete(state: DocumentState | None, offset: int) -> Delete | Skip:
+    """The decision for a tombstone of the document."""
+    if _superseded(state, offset):
+        return Skip.REPLAYED
+    if state is None or state.deleted:
+        return Skip.UNKNOWN_DELETE
+    return Delete(retract=state.ids, state=DocumentState(offset, None, b"", deleted=True))
+
+
+def marker_expired(state: DocumentState, committed: int) -> bool:
+    """A delete marker may go once the group's committed offset has passed it: no replay can
+    bring back a record at or before it."""
+    return state.deleted and state.offset < committed

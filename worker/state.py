@@ -1,0 +1,132 @@
+"""What the worker remembers per document, kept the way Kafka Streams keeps a store: a compacted
+changelog topic (the truth, co-partitioned with the input) and a local copy (worker.state_store).
+
+Invariants:
+
+- A document's state is written to the changelog only after everything it describes is
+  acknowledged downstream (the caller's order: chunk events and tombstones first), and to the
+  local copy only after the changelog acknowledged it. A crash in between replays the record;
+  a replay sees either the old state (and publishes the same ids again: idempotent) or the new
+  one (and skips: worker.lifecycle).
+- The state of input partition p is written to changelog partition p, keyed by document id.
+- A delete leaves a marker (worker.lifecycle.DocumentState ``deleted``) that blocks replays of
+  older records; once the group's committed offset of its partition has passed it, no replay
+  can reach it, and it is removed with a changelog tombstone, so compaction forgets the
+  document entirely: the state does not grow with deleted documents.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Mapping
+
+from aiokafka.errors import KafkaError
+
+from worker.changelog import Changelog, Restored
+from worker.lifecycle import DocumentState, marker_expired
+from worker.metrics import Metrics
+from worker.publisher import Publisher, Record
+from worker.state_store import StateStore, encode_state
+
+log = logging.getLogger("chunkstream.worker")
+
+
+class DocumentStates:
+    """The document states of the partitions this worker owns."""
+
+    def __init__(
+        self, store: StateStore, publisher: Publisher, changelog: Changelog, metrics: Metrics
+    ) -> None:
+        self.store = store
+        self.topic = changelog.topic
+        self._publisher = publisher
+        self._changelog = changelog
+        self._metrics = metrics
+        # One changelog reader: restores and checkpoints take turns on it.
+        self._reading = asyncio.Lock()
+        # Delete markers per partition (document id → offset of its delete), to expire.
+        self._markers: dict[int, dict[str, int]] = {}
+        # Live (not deleted) documents per partition: counted once after a restore, then
+        # kept by each state written (no count query per sample).
+        self._documents: dict[int, int] = {}
+
+    def get(self, partition: int, doc_id: str) -> DocumentState | None:
+        return self.store.get(partition, doc_id)
+
+    async def remember(
+        self,
+        partition: int,
+        doc_id: str,
+        state: DocumentState,
+        previous: DocumentState | None,
+    ) -> None:
+        """Write ``state`` (which follows ``previous``) to the changelog (acknowledged), then
+        to the local copy."""
+        markers = self._markers.setdefault(partition, {})
+        # Before the append: from now on a marker's tombstone would land after this state in
+        # the changelog and erase it; :meth:`expire_markers` checks this map synchronously.
+        markers.pop(doc_id, None)
+        record: Record = (doc_id.encode(), encode_state(state), [])
+        await self._publisher.publish(self.topic, partition, [record])
+        self.store.put(partition, doc_id, state)
+        if state.deleted:
+            markers[doc_id] = state.offset
+        was_live = previous is not None and not previous.deleted
+        change = int(not state.deleted) - int(was_live)
+        if change and partition in self._documents:
+            self._documents[partition] += change
+            self._metrics.state_documents.labels(str(partition)).set(self._documents[partition])
+
+    async def restore(self, partition: int) -> Restored:
+        """Bring the partition's state back from the changelog; its delete markers become
+        ours to expire."""
+        async with self._reading:
+            restored = await self._changelog.restore(partition)
+        self._markers[partition] = dict(self.store.markers(partition))
+        self._documents[partition] = self.store.count(partition)
+        self._metrics.state_documents.labels(str(partition)).set(self._documents[partition])
+        return restored
+
+    def documents(self, partition: int) -> int:
+        return self._documents.get(partition, 0)
+
+    async def release(self, partitions: set[int], clean: set[int]) -> None:
+        """Let go of partitions; checkpoint those handed over cleanly (every state write of
+        theirs acknowledged and applied locally)."""
+        for partition in partitions:
+            self._markers.pop(partition, None)
+            self._documents.pop(partition, None)
+            with contextlib.suppress(KeyError):  # never sampled
+                self._metrics.state_documents.remove(str(partition))
+        self.store.flush()
+        if clean:
+            async with self._reading:
+                await self._changelog.checkpoint(sorted(clean))
+
+    async def expire_markers(self, committed: Mapping[int, int]) -> None:
+        """Remove the delete markers the committed offsets have passed (changelog tombstone,
+        then the local copy). A failure leaves them for the next commit."""
+        for partition, offset in committed.items():
+            markers = self._markers.get(partition)
+            if not markers:
+                continue
+            due = [(d, o) for d, o in markers.items() if marker_expired(_marker(o), offset)]
+            if not due:
+                continue
+            records: list[Record] = [(doc_id.encode(), None, []) for doc_id, _ in due]
+            try:
+                await self._publisher.publish(self.topic, partition, records)
+            except KafkaError as exc:
+                log.warning("delete markers not expired yet", extra={"error": repr(exc)})
+                continue
+            for doc_id, marker_offset in due:
+                # Only that marker: the document may have been created again meanwhile.
+                self.store.remove(partition, doc_id, offset=marker_offset)
+                if markers.get(doc_id) == marker_offset:
+                    del markers[doc_id]
+
+
+def _marker(offset: int) -> DocumentState:
+    return DocumentState(offset, None, b"", deleted=True)
