@@ -150,7 +150,11 @@ class _Recorder:
 
 
 async def through_kafka(
-    name: str, docs: Sequence[Document], bootstrap: str, cores: str = "-"
+    name: str,
+    docs: Sequence[Document],
+    bootstrap: str,
+    cores: str = "-",
+    lifecycle: bool = True,
 ) -> Result:
     suffix = uuid.uuid4().hex[:8]
     settings = load_settings(
@@ -163,6 +167,7 @@ async def through_kafka(
             "strategy": name,
             "metrics_port": "0",
             "model_dir": str(MODEL_DIR),
+            "document_lifecycle": str(lifecycle).lower(),
         },
         env={},
     )
@@ -187,7 +192,13 @@ async def through_kafka(
     worker.request_stop()
     await task
     size = sum(len(d.text.encode()) for d in docs) / 1e6
-    return Result(name, "kafka", cores, len(docs), size, seconds, recorder.samples)
+    mode = "kafka" if lifecycle else KAFKA_APPEND_ONLY
+    return Result(name, mode, cores, len(docs), size, seconds, recorder.samples)
+
+
+# The worker with CHUNKSTREAM_DOCUMENT_LIFECYCLE=false (no state topic, no retractions): the
+# throughput before the document lifecycle existed, for ``--lifecycle both``.
+KAFKA_APPEND_ONLY = "kafka (append-only)"
 
 
 # The strategies with a compiled core, and the module attribute that holds its entry point.
@@ -336,6 +347,22 @@ def cores_table(results: list[Result]) -> str:
     return "\n".join(rows)
 
 
+def lifecycle_table(results: list[Result]) -> str:
+    rows = ["| strategy | lifecycle MB/s | append-only MB/s | lifecycle ÷ append-only |"]
+    rows.append("|---|---:|---:|---:|")
+    by = {(r.name, r.mode, r.cores): r for r in results}
+    for r in results:
+        if r.mode != "kafka":
+            continue
+        off = by.get((r.name, KAFKA_APPEND_ONLY, r.cores))
+        if off is not None:
+            rows.append(
+                f"| {r.name} | {r.mb_per_s:.2f} | {off.mb_per_s:.2f} "
+                f"| {r.mb_per_s / off.mb_per_s:.2f} |"
+            )
+    return "\n".join(rows)
+
+
 def plot(results: list[Result], path: Path) -> None:
     import matplotlib
 
@@ -406,16 +433,22 @@ async def main(args: argparse.Namespace) -> None:
                 for _ in range(args.repeat):
                     for cores in variants:
                         with cores_as(name, cores):
-                            for result in (
+                            runs = [
                                 await in_process(name, subset, batcher, cores),
                                 await through_kafka(name, subset, bootstrap, cores),
-                            ):
+                            ]
+                            if args.lifecycle == "both":
+                                off = await through_kafka(name, subset, bootstrap, cores, False)
+                                runs.append(off)
+                            for result in runs:
                                 key = (result.mode, cores)
                                 kept = best.get(key)
                                 if kept is None or result.seconds < kept.seconds:
                                     best[key] = result
                 for cores in variants:
                     results.extend([best[("in-process", cores)], best[("kafka", cores)]])
+                    if ("kafka (append-only)", cores) in best:
+                        results.append(best[(KAFKA_APPEND_ONLY, cores)])
                 print(f"{name}: done", flush=True)
                 if peer_input is not None and not registry.get(name).needs_model:
                     # One peer pass after each rule strategy: it alternates with the worker.
@@ -432,6 +465,9 @@ async def main(args: argparse.Namespace) -> None:
     print(table(results))
     if peers:
         print(peer_rows(peers))
+    if any(r.mode == KAFKA_APPEND_ONLY for r in results):
+        print("\nkafka with the document lifecycle ÷ append-only (no state), same run:\n")
+        print(lifecycle_table(results))
     if any(r.cores == "twin" for r in results):
         print("\ncompiled core ÷ pure-Python twin, same run:\n")
         print(cores_table(results))
@@ -466,6 +502,12 @@ if __name__ == "__main__":
         "--min-mb", type=float, default=0.0, help="repeat the corpus to at least this many MB"
     )
     parser.add_argument("--plot", default=None, help="write a PNG plot here")
+    parser.add_argument(
+        "--lifecycle",
+        choices=["on", "both"],
+        default="on",
+        help="both: each worker pass also without the document lifecycle (same run)",
+    )
     parser.add_argument(
         "--peer",
         action="store_true",

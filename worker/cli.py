@@ -209,6 +209,29 @@ def _cmd_produce(args: argparse.Namespace) -> int:
     return asyncio.run(main())
 
 
+def _cmd_delete(args: argparse.Namespace) -> int:
+    """Tombstones: a null value keyed by each document id (what a CDC pipeline sends)."""
+    from worker.kafka import make_document_producer
+
+    settings = _client_settings(args)
+
+    async def main() -> int:
+        producer = make_document_producer(settings, max_request_size=1024 * 1024)
+        await producer.start()
+        try:
+            acks = [
+                await producer.send(args.topic, value=None, key=doc_id.encode())
+                for doc_id in args.ids
+            ]
+            await asyncio.gather(*acks)
+        finally:
+            await producer.stop()
+        print(f"deleted {len(args.ids)} documents (tombstones sent)", file=sys.stderr)
+        return 0
+
+    return asyncio.run(main())
+
+
 def _describe_event(value: bytes, headers: Sequence[tuple[str, bytes]]) -> str:
     from worker.codec import decode_as
     from worker.errors import DocumentError
@@ -266,8 +289,14 @@ def _cmd_tail(args: argparse.Namespace) -> int:
                     continue
                 idle_since = time.monotonic()
                 for record in records:
-                    value = record.value or b""
                     headers = list(record.headers)
+                    if record.value is None:  # a tombstone: the key is what is deleted
+                        key = (record.key or b"").decode(errors="replace")
+                        owner = dict(headers).get("chunkstream-doc-id") or b"?"
+                        print(f"TOMBSTONE {key} of {owner.decode(errors='replace')}", flush=True)
+                        shown += 1
+                        continue
+                    value = record.value
                     if args.json:
                         event = decode_as(value, headers, ChunkEvent)
                         print(msgspec.json.encode(event).decode(), flush=True)
@@ -428,6 +457,12 @@ def build_parser() -> argparse.ArgumentParser:
     produce.add_argument("--max-request-bytes", type=int, default=16 * 1024 * 1024)
     produce.add_argument("files", nargs="+")
     produce.set_defaults(func=_cmd_produce)
+
+    delete = sub.add_parser("delete", help="delete documents: send tombstones keyed by their ids")
+    delete.add_argument("--bootstrap-servers", required=True)
+    delete.add_argument("--topic", default="documents")
+    delete.add_argument("ids", nargs="+", metavar="ID", help="document ids")
+    delete.set_defaults(func=_cmd_delete)
 
     tail = sub.add_parser("tail", help="print chunk events (or dead letters) readably")
     tail.add_argument("--bootstrap-servers", required=True)
