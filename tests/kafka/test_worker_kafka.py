@@ -157,14 +157,14 @@ async def test_malformed_records_go_to_the_dead_letter_topic_with_their_reason(
         (b"p-big", msgspec.json.encode({"id": "big", "text": "x" * 30_000}), json_header),
         (
             b"p-strategy",
-            msgspec.json.encode({"id": "s", "text": "hi", "strategy": {"name": "nope"}}),
+            msgspec.json.encode({"id": "p-strategy", "text": "hi", "strategy": {"name": "nope"}}),
             json_header,
         ),
         (
             b"p-params",
             msgspec.json.encode(
                 {
-                    "id": "q",
+                    "id": "p-params",
                     "text": "hi",
                     "strategy": {"name": "sentence", "params": {"chunk_size": -4}},
                 }
@@ -173,10 +173,13 @@ async def test_malformed_records_go_to_the_dead_letter_topic_with_their_reason(
         ),
         (
             b"p-refused",
-            msgspec.json.encode({"id": "r", "text": "hi", "strategy": {"name": "lexical"}}),
+            msgspec.json.encode({"id": "p-refused", "text": "hi", "strategy": {"name": "lexical"}}),
             json_header,
         ),
-        (b"p-empty", None, []),
+        # The key of a changelog is the document: a record keyed otherwise is refused.
+        (b"p-mismatch", msgspec.json.encode({"id": "other", "text": "hi"}), json_header),
+        # A tombstone of a document never seen is a no-op, not a dead letter.
+        (b"p-unknown", None, []),
     ]
     expected_kinds = {
         b"p-bytes": "undecodable",
@@ -188,7 +191,7 @@ async def test_malformed_records_go_to_the_dead_letter_topic_with_their_reason(
         b"p-strategy": "unknown_strategy",
         b"p-params": "invalid_strategy_params",
         b"p-refused": "strategy_not_allowed",
-        b"p-empty": "undecodable",
+        b"p-mismatch": "key_mismatch",
     }
     good_records = helpers.encode_documents(good)
     override = DocumentEvent(
