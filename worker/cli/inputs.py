@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import get_args
+from typing import cast, get_args
 
 from worker.chunking.types import ContentType
 from worker.errors import ConfigError, InputUnreadable
@@ -46,7 +46,7 @@ def content_type_for(name: str, given: str | None = None) -> ContentType:
             raise ConfigError(
                 f"invalid --content-type {given!r}: expected one of {', '.join(CONTENT_TYPES)}"
             )
-        return given  # type: ignore[return-value]
+        return cast(ContentType, given)
     if name != STDIN and Path(name).suffix.lower() in MARKDOWN_SUFFIXES:
         return "text/markdown"
     return "text/plain"

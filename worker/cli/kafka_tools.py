@@ -20,8 +20,8 @@ import contextlib
 import logging
 import sys
 import time
-from collections.abc import AsyncIterator, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import msgspec
 from aiokafka.errors import KafkaConnectionError, UnknownTopicOrPartitionError
@@ -34,7 +34,16 @@ if TYPE_CHECKING:
     from worker.config import Settings
 
 SubParsers = argparse._SubParsersAction
-Client = TypeVar("Client")
+
+
+class KafkaClient(Protocol):
+    """What :func:`started` needs of a client: ``start``, and ``stop`` (consumers, producers)
+    or ``close`` (the admin client)."""
+
+    async def start(self) -> None: ...
+
+
+Client = TypeVar("Client", bound=KafkaClient)
 
 
 def add_commands(sub: SubParsers[argparse.ArgumentParser]) -> None:
@@ -75,9 +84,9 @@ async def started(client: Client, settings: Settings) -> AsyncIterator[Client]:
     becomes :class:`KafkaUnreachable` carrying the diagnosis (which setting to check)."""
     from worker.kafka import diagnose_connection
 
-    stop = getattr(client, "stop", None) or client.close  # type: ignore[attr-defined]
+    stop = _stop_method(client)
     try:
-        await client.start()  # type: ignore[attr-defined]
+        await client.start()
     except BaseException as exc:
         with contextlib.suppress(Exception):
             await stop()
@@ -88,6 +97,14 @@ async def started(client: Client, settings: Settings) -> AsyncIterator[Client]:
         yield client
     finally:
         await stop()
+
+
+def _stop_method(client: KafkaClient) -> Callable[[], Awaitable[None]]:
+    for name in ("stop", "close"):  # consumers and producers stop; the admin client closes
+        method: Callable[[], Awaitable[None]] | None = getattr(client, name, None)
+        if method is not None:
+            return method
+    raise TypeError(f"{type(client).__name__} has neither stop() nor close()")
 
 
 # -- run --------------------------------------------------------------------------------------

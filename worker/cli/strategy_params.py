@@ -72,7 +72,9 @@ def strategies_help() -> str:
         model = " (needs the embedding model)" if strategy.needs_model else ""
         lines.append(f"  {name}{model}")
         lines.append(f"      {strategy.summary}")
-        fields = mi.type_info(strategy.params_type).fields  # type: ignore[attr-defined]
+        info = mi.type_info(strategy.params_type)
+        assert isinstance(info, mi.StructType)  # a params_type is a msgspec Struct
+        fields = info.fields
         if not fields:
             lines.append("      (no parameters)")
         width = max((len(f.name) for f in fields), default=0)
