@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import codecs
 import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -75,3 +77,156 @@ def test_chunk_command_params_and_errors() -> None:
     assert bad.returncode == 2
     assert "chunk_size" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+STRATEGIES = ["sentence", "adaptive", "lexical", "semantic", "sdpm", "context"]
+
+
+def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "worker.cli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+    )
+
+
+def rows_of(result: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:
+    assert result.returncode == 0, result.stderr
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def assert_offsets_index(text: str, rows: list[dict[str, Any]]) -> None:
+    """Each chunk is the text at its offsets (a `spans` chunk: its pieces, joined by \\n)."""
+    assert rows
+    for row in rows:
+        if "spans" in row:
+            assert row["text"] == "\n".join(text[a:b] for a, b in row["spans"])
+        else:
+            assert row["text"] == text[row["start_index"] : row["end_index"]]
+
+
+@pytest.fixture(scope="module")
+def long_markdown(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """~300 KB of markdown: its chunks as JSON fill a pipe several times over (64 KiB)."""
+    path = tmp_path_factory.mktemp("long") / "long.md"
+    body = "\n\n".join(p.read_text(encoding="utf-8") for p in EXAMPLES)
+    path.write_text("\n\n".join([body] * (300_000 // len(body) + 1)), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_head_closing_the_pipe_ends_quietly(strategy: str, long_markdown: Path) -> None:
+    # `chunkstream chunk FILE | head -1` in a real shell: the status of chunkstream itself.
+    script = '"$@" | head -1; exit "${PIPESTATUS[0]}"'
+    command = [sys.executable, "-m", "worker.cli", "chunk", "--strategy", strategy]
+    result = subprocess.run(
+        ["bash", "-c", script, "bash", *command, str(long_markdown)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+    )
+    assert result.returncode in (0, 141)
+    assert result.stderr == ""
+    assert json.loads(result.stdout)["index"] == 0
+
+
+def test_stdout_closed_before_the_first_write_ends_quietly() -> None:
+    # The other path: everything still sits in Python's buffer when the reader is gone, so
+    # the failure comes at the final flush (where an uncaught one prints "Exception ignored").
+    with subprocess.Popen(
+        [sys.executable, "-m", "worker.cli", "chunk", str(EXAMPLES[0])],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=REPO,
+    ) as proc:
+        assert proc.stdout is not None
+        assert proc.stderr is not None
+        proc.stdout.close()
+        assert proc.stderr.read() == b""
+        assert proc.wait(timeout=120) == 141
+
+
+def test_dash_reads_stdin_as_plain_text_unless_told(tmp_path: Path) -> None:
+    source = REPO / "examples" / "api-reference.md"
+    text = source.read_text(encoding="utf-8")
+    from_stdin = rows_of(cli("chunk", "--strategy", "lexical", "-", stdin=text))
+    assert {row["doc_id"] for row in from_stdin} == {"-"}
+    assert_offsets_index(text, from_stdin)
+    # No suffix to go by: plain text, unless --content-type says markdown. The markdown
+    # reading of the file is what the `.md` suffix gives by default.
+    as_markdown = rows_of(
+        cli("chunk", "--strategy", "lexical", "--content-type", "text/markdown", "-", stdin=text)
+    )
+    by_suffix = rows_of(cli("chunk", "--strategy", "lexical", str(source)))
+    strip = [{k: v for k, v in row.items() if k != "doc_id"} for row in by_suffix]
+    assert [{k: v for k, v in row.items() if k != "doc_id"} for row in as_markdown] == strip
+    assert [row["text"] for row in from_stdin] != [row["text"] for row in as_markdown]
+    # And the flag overrides the suffix the other way.
+    as_plain = rows_of(
+        cli("chunk", "--strategy", "lexical", "--content-type", "text/plain", str(source))
+    )
+    assert [row["text"] for row in as_plain] == [row["text"] for row in from_stdin]
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_offsets_index_a_crlf_file_with_a_byte_order_mark(strategy: str, tmp_path: Path) -> None:
+    prose = (REPO / "examples" / "api-reference.md").read_text(encoding="utf-8")
+    path = tmp_path / "windows.txt"
+    path.write_bytes(codecs.BOM_UTF8 + prose.replace("\n", "\r\n").encode("utf-8"))
+    # The file's own text, read independently: the bytes after the BOM, CRLF kept.
+    text = path.read_bytes()[len(codecs.BOM_UTF8) :].decode("utf-8")
+    assert "\r\n" in text
+    assert "\ufeff" not in text
+    rows = rows_of(cli("chunk", "--strategy", strategy, str(path)))
+    assert_offsets_index(text, rows)
+    assert rows[0]["start_index"] == 0 or strategy == "context"
+    assert any("\r\n" in row["text"] for row in rows)
+    assert not any("\ufeff" in row["text"] for row in rows)
+
+
+def test_help_lists_every_strategy_with_its_parameters_and_defaults() -> None:
+    import msgspec
+
+    from worker.chunking import registry
+
+    result = cli("chunk", "--help")
+    assert result.returncode == 0
+    lines = result.stdout.splitlines()
+    for name in registry.names():
+        strategy = registry.get(name)
+        at = next(i for i, line in enumerate(lines) if line.strip().split(" ")[0] == name)
+        assert lines[at + 1].strip() == strategy.summary
+        for field in msgspec.structs.fields(strategy.params_type):
+            entry = next(line for line in lines[at + 2 :] if line.split()[0] == field.name)
+            default = "unset" if field.default is None else str(field.default)
+            assert entry.endswith(f"; default {default}"), entry
+    assert "offset 0 is the first character after it" in result.stdout  # the BOM rule
+
+
+@pytest.mark.timeout(300)
+def test_output_streams_per_document(tmp_path: Path) -> None:
+    # The first file's chunks arrive while stdin, the second input, is still open: nothing
+    # waits for every input to be read. (Without streaming this read would never return.)
+    first = REPO / "examples" / "api-reference.md"
+    expected = rows_of(cli("chunk", str(first)))
+    with subprocess.Popen(
+        [sys.executable, "-m", "worker.cli", "chunk", str(first), "-"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    ) as proc:
+        assert proc.stdin is not None
+        assert proc.stdout is not None
+        got = [json.loads(proc.stdout.readline()) for _ in expected]
+        assert got == expected
+        proc.stdin.write("Late text. Arrives after the first file's chunks.")
+        proc.stdin.close()
+        rest = [json.loads(line) for line in proc.stdout]
+        assert proc.wait(timeout=120) == 0
+    assert rest
+    assert [row["doc_id"] for row in rest] == ["-"] * len(rest)

@@ -1,15 +1,19 @@
 """Every expected failure of the CLI is one line on stderr and a documented exit status.
 
 1 = the command cannot do its job with what it was given (an unreadable or non-UTF-8 input,
-no model built, the `model` extra missing); 2 = a setting, flag, `--param` or strategy name
-is wrong. Never a traceback. Each command runs in a subprocess, as a user would meet it.
+no model built, the `model` extra missing, an unwritable output, missing schemas); 2 = a
+setting, flag, `--param` or strategy name is wrong; 69 = Kafka cannot be reached. Never a
+traceback. Each command runs in a subprocess, as a user would meet it.
 """
 
 from __future__ import annotations
 
+import codecs
 import os
+import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -122,13 +126,18 @@ def test_unreadable_and_non_utf8_inputs(tmp_path: Path) -> None:
     good = tmp_path / "good.txt"
     good.write_text("Fine. Also fine.", encoding="utf-8")
 
+    # Output streams per document: the good file's chunks are printed, complete, before the
+    # file that is not UTF-8 stops the run with one line and status 1.
     result = cli("chunk", str(good), str(latin1))
     assert result.returncode == 1
-    line = one_line(result)  # nothing printed for the good file either
-    assert str(latin1) in line
-    assert "not UTF-8" in line
+    assert result.stderr == f"chunkstream: cannot read {latin1}: not UTF-8 (byte 3 is 0xe9)\n"
+    alone = cli("chunk", str(good))
+    assert alone.returncode == 0
+    assert alone.stdout
+    assert result.stdout == alone.stdout
 
-    result = cli("chunk", str(missing))
+    # A path that cannot be opened is found before anything is printed.
+    result = cli("chunk", str(good), str(missing))
     assert result.returncode == 1
     assert f"cannot read {missing}: No such file or directory" in one_line(result)
 
@@ -136,8 +145,14 @@ def test_unreadable_and_non_utf8_inputs(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert "cannot read" in one_line(result)
 
+    bom = tmp_path / "bom.txt"  # the byte offset counts the BOM: it is a position in the file
+    bom.write_bytes(codecs.BOM_UTF8 + b"ok \xff")
+    result = cli("chunk", str(bom))
+    assert result.returncode == 1
+    assert one_line(result) == f"chunkstream: cannot read {bom}: not UTF-8 (byte 6 is 0xff)"
+
     for argv in (
-        ["produce", "--bootstrap-servers", "127.0.0.1:1", str(latin1)],
+        ["produce", "--bootstrap-servers", "127.0.0.1:1", str(good), str(latin1)],
         ["embed", "--input", str(latin1), "--output", str(tmp_path / "o.npy")],
     ):
         result = cli(*argv)
@@ -158,3 +173,126 @@ def test_bad_params_and_strategies_name_what_is_wrong(argv: list[str], named: st
     result = cli("chunk", *argv, str(REPO / "examples" / "api-reference.md"))
     assert result.returncode == 2
     assert named in one_line(result)
+
+
+@pytest.mark.parametrize(
+    ("param", "message"),
+    [
+        ("chunk_size=1.5", "strategy 'sentence': parameter chunk_size must be an integer >= 1, "
+         "got '1.5'"),
+        ("chunk_size=0", "strategy 'sentence': parameter chunk_size must be an integer >= 1, "
+         "got '0'"),
+        ("chunk_size", "--param 'chunk_size' is not NAME=VALUE (e.g. --param chunk_size=500)"),
+        ("=3", "--param '=3' is not NAME=VALUE (e.g. --param chunk_size=500)"),
+        ("size=3", "strategy 'sentence' has no parameter 'size' (its parameters: chunk_size, "
+         "tokenizer)"),
+    ],
+)  # fmt: skip
+def test_param_errors_name_the_flag_and_what_the_value_must_be(param: str, message: str) -> None:
+    result = cli("chunk", "--param", param, str(REPO / "examples" / "api-reference.md"))
+    assert result.returncode == 2
+    assert one_line(result) == f"chunkstream: {message}"
+    assert "CHUNKSTREAM_PARAM" not in result.stderr
+
+
+def test_parameter_errors_come_before_the_model_and_the_files(tmp_path: Path) -> None:
+    result = cli(
+        "chunk", "--strategy", "semantic", "--param", "threshold=1.5", str(tmp_path / "none"),
+        env={"CHUNKSTREAM_MODEL_PATH": str(tmp_path)},
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert one_line(result) == (
+        "chunkstream: strategy 'semantic': parameter threshold must be a number 0.0..1.0, got '1.5'"
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["chunk"], "chunk: the following arguments are required: FILE "
+         "(see `chunkstream chunk --help`)"),
+        (["chunk", "--content-type", "text/html", "x"], "chunk: argument --content-type: "
+         "invalid choice: 'text/html' (choose from 'text/plain', 'text/markdown') "
+         "(see `chunkstream chunk --help`)"),
+        (["chunk", "-", "-"], "'-' (stdin) may be given only once"),
+        (["no-such-command"], "argument command: invalid choice: 'no-such-command' (choose from "
+         "'run', 'produce', 'tail', 'lag', 'topics', 'delete', 'sink', 'chunk', 'settings', "
+         "'schema', 'model', "
+         "'embed') (see `chunkstream --help`)"),
+    ],
+)  # fmt: skip
+def test_usage_errors_are_one_line_with_status_2(argv: list[str], message: str) -> None:
+    result = cli(*argv)
+    assert result.returncode == 2
+    assert one_line(result) == f"chunkstream: {message}"
+
+
+def test_embed_to_a_missing_directory_fails_before_embedding(tmp_path: Path) -> None:
+    texts = tmp_path / "in.txt"
+    texts.write_text("one\ntwo\n", encoding="utf-8")
+    out = tmp_path / "missing" / "dir" / "x.npy"
+    # No model anywhere: the output is checked first, so its message is the one given.
+    result = cli(
+        "embed", "--input", str(texts), "--output", str(out),
+        env={"CHUNKSTREAM_MODEL_PATH": str(tmp_path / "models")},
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert one_line(result) == f"chunkstream: cannot write {out}: no directory {out.parent}"
+
+
+def test_schema_check_says_missing_not_out_of_date(tmp_path: Path) -> None:
+    result = cli("schema", "--check", cwd=tmp_path)  # outside the checkout: no schemas/ here
+    assert result.returncode == 1
+    assert one_line(result) == (
+        f"chunkstream: schema --check: no directory schemas (from {tmp_path}); run it in the "
+        "checkout or name the directory with --out"
+    )
+    out = tmp_path / "schemas"
+    assert cli("schema", "--out", str(out)).returncode == 0
+    (out / "asyncapi.json").unlink()
+    (out / "chunk-event.schema.json").write_text("{}\n", encoding="utf-8")
+    result = cli("schema", "--check", "--out", str(out))
+    assert result.returncode == 1
+    assert one_line(result) == (
+        f"chunkstream: schemas missing from {out}: asyncapi.json; out of date in {out}: "
+        f"chunk-event.schema.json; run `chunkstream schema --out {out}`"
+    )
+    assert cli("schema", "--out", str(out)).returncode == 0
+    assert cli("schema", "--check", "--out", str(out)).stdout == "schemas up to date\n"
+
+
+@pytest.fixture
+def closed_port() -> Iterator[int]:
+    """A local port bound by this test and never listened on: every connection is refused,
+    and no other process can take the port while the test runs."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        yield held.getsockname()[1]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["tail"],
+        ["tail", "--json", "--max", "1"],
+        ["lag", "--wait", "1"],
+        ["topics"],
+        ["produce", str(REPO / "examples" / "api-reference.md")],
+    ],
+    ids=lambda argv: argv[0] + "".join(argv[1:2]),
+)
+def test_kafka_tools_against_an_unreachable_broker(argv: list[str], closed_port: int) -> None:
+    # Not one CHUNKSTREAM_* setting from the caller's environment: the message is exact.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CHUNKSTREAM_")}
+    result = subprocess.run(
+        [sys.executable, "-m", "worker.cli", *argv, "--bootstrap-servers",
+         f"127.0.0.1:{closed_port}"],
+        capture_output=True, text=True, cwd=REPO, env=env, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 69
+    assert result.stdout == ""
+    assert result.stderr == (
+        f"chunkstream: cannot connect to the Kafka brokers at 127.0.0.1:{closed_port} "
+        f"(ConnectionRefusedError(111, \"Connect call failed ('127.0.0.1', {closed_port})\")): "
+        "check CHUNKSTREAM_BOOTSTRAP_SERVERS and CHUNKSTREAM_SECURITY_PROTOCOL\n"
+    )

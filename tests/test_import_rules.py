@@ -171,8 +171,14 @@ RULES = [
     (
         "worker",
         ("worker.model_making",),
-        ("worker.model_making", "worker.cli"),
-        "only the CLI reaches the offline model-making room",
+        ("worker.model_making", "worker.cli.models"),
+        "only the CLI's model commands reach the offline model-making room",
+    ),
+    (
+        "worker",
+        ("worker.cli",),
+        ("worker.cli",),
+        "the CLI is the top: no module of the worker imports it",
     ),
     (
         "worker",
@@ -184,7 +190,7 @@ RULES = [
             "worker.publisher",
             "worker.document",
             "worker.service",
-            "worker.cli",
+            "worker.cli.kafka_tools",  # the Kafka commands; chunking and model commands never
             "worker.sink",  # the reference sink: a consumer at the edge
             "worker.state",  # the state changelog's writes (Kafka errors)
             "worker.changelog",  # the state changelog's reader
@@ -198,7 +204,6 @@ RULES = [
             "worker.models.onnx_embedder",
             "worker.model_making.build",
             "worker.model_making.graph",
-            "worker.model_making.commands",
             "worker.model_making.encoder_passes",  # the encoder run for `model distill`
         ),
         "the inference runtime and the model build stay in the model rooms",
@@ -296,7 +301,10 @@ def test_the_rules_see_the_imports() -> None:
     assert "aiokafka" in MODULES["worker.kafka"]
     assert "worker.chunking._native" in MODULES["worker.chunking.rules.adaptive"]
     assert "worker.chunking.strategies" in MODULES["worker.chunking.registry"]
-    assert "worker.inference" in MODULES["worker.cli"]  # inside a function
+    assert "worker.inference" in MODULES["worker.cli.chunking"]  # inside a function
+    assert "worker.model_making.commands" in MODULES["worker.cli.models"]  # inside a function
+    assert "aiokafka.errors" in MODULES["worker.cli.kafka_tools"]
+    assert "worker.cli.chunking" in MODULES["worker.cli"]
     assert "onnxruntime" in MODULES["worker.models.onnx_embedder"]
     assert "worker.models.reference" in MODULES["worker.chunking.contract"]  # TYPE_CHECKING
     assert "worker.models.reference" not in RUNTIME["worker.chunking.contract"]

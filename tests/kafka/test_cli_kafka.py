@@ -4,6 +4,7 @@ and local-kafka's idempotent start."""
 from __future__ import annotations
 
 import asyncio
+import codecs
 import subprocess
 import sys
 from pathlib import Path
@@ -19,14 +20,29 @@ pytestmark = pytest.mark.kafka
 REPO = Path(__file__).resolve().parents[2]
 
 
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
+def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "worker.cli", *args],
+        input=stdin,
         capture_output=True,
         text=True,
         cwd=REPO,
         timeout=120,
     )
+
+
+def tail_into_a_closed_pipe(bootstrap: str, topic: str) -> tuple[int, bytes]:
+    """``chunkstream tail`` whose stdout is closed before it prints: its status and stderr."""
+    with subprocess.Popen(
+        [sys.executable, "-m", "worker.cli", "tail", "--bootstrap-servers", bootstrap,
+         "--topic", topic, "--idle-timeout", "30"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO,
+    ) as proc:  # fmt: skip
+        assert proc.stdout is not None
+        assert proc.stderr is not None
+        proc.stdout.close()
+        stderr = proc.stderr.read()
+        return proc.wait(timeout=120), stderr
 
 
 async def test_topics_produce_run_tail_and_lag(
@@ -55,6 +71,8 @@ async def test_topics_produce_run_tail_and_lag(
     notes.write_text("# Title\n\nFirst sentence here. Second one follows.\n")
     plain = tmp_path / "plain.txt"
     plain.write_text("Just one line of plain text.")
+    windows = tmp_path / "windows.txt"  # CRLF line ends and a UTF-8 byte-order mark
+    windows.write_bytes(codecs.BOM_UTF8 + b"First line.\r\nSecond line.\r\n")
     produced = await asyncio.to_thread(
         cli,
         "produce",
@@ -64,15 +82,36 @@ async def test_topics_produce_run_tail_and_lag(
         names["input_topic"],
         str(notes),
         str(plain),
+        str(windows),
     )
     assert produced.returncode == 0, produced.stderr
-    assert "produced 2 documents" in produced.stderr
+    assert "produced 3 documents" in produced.stderr
+    # stdin, told it is markdown (it has no suffix to go by).
+    piped = await asyncio.to_thread(
+        cli,
+        "produce",
+        "--bootstrap-servers",
+        kafka_bootstrap,
+        "--topic",
+        names["input_topic"],
+        "--id-prefix",
+        "stdin:",
+        "--content-type",
+        "text/markdown",
+        "-",
+        stdin="# Piped\n\nFrom stdin.\n",
+    )
+    assert piped.returncode == 0, piped.stderr
 
     records = await helpers.read_all(kafka_bootstrap, names["input_topic"])
     docs = {d.id: d for d in (decode_as(r.value, list(r.headers), DocumentEvent) for r in records)}
     assert docs[str(notes)].content_type == "text/markdown"
     assert docs[str(plain)].content_type == "text/plain"
     assert docs[str(notes)].text == notes.read_text()
+    # The file's own text: CRLF kept, the byte-order mark dropped.
+    assert docs[str(windows)].text == "First line.\r\nSecond line.\r\n"
+    assert docs["stdin:-"].text == "# Piped\n\nFrom stdin.\n"
+    assert docs["stdin:-"].content_type == "text/markdown"
 
     settings = helpers.make_settings(kafka_bootstrap, names)
     worker = Worker(settings)
@@ -112,6 +151,12 @@ async def test_topics_produce_run_tail_and_lag(
     assert tail.returncode == 0, tail.stderr
     assert f"{plain} #1/1 [0:28]" in tail.stdout
     assert "Just one line of plain text." in tail.stdout
+    # `chunkstream tail … | head`: the reader gone before the first line ends tail quietly.
+    status, stderr = await asyncio.to_thread(
+        tail_into_a_closed_pipe, kafka_bootstrap, names["output_topic"]
+    )
+    assert stderr == b""
+    assert status == 141
     missing = await asyncio.to_thread(
         cli, "tail", "--bootstrap-servers", kafka_bootstrap, "--topic", "no-such-topic"
     )

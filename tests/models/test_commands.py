@@ -1,26 +1,21 @@
-"""`chunkstream model build` and `chunkstream embed`, through our own argparse parser (the CLI
-module wires the same functions in)."""
+"""`chunkstream model build` and `chunkstream embed`, in process through the CLI's own
+`main` (parser, handlers and the one-line failures)."""
 
 from __future__ import annotations
 
-import argparse
+import codecs
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from worker.model_making.commands import add_embed_command, add_model_command, read_lines
+from worker.cli import main
+from worker.cli.models import read_lines
 from worker.models.manifest import read_manifest
 
 
 def run(*argv: str) -> int:
-    parser = argparse.ArgumentParser(prog="chunkstream")
-    sub = parser.add_subparsers(dest="command", required=True)
-    add_model_command(sub)
-    add_embed_command(sub)
-    args = parser.parse_args(list(argv))
-    code: int = args.func(args)
-    return code
+    return main(list(argv))
 
 
 def test_model_build_then_embed_round_trip(tiny_source: Path, tmp_path: Path) -> None:
@@ -31,9 +26,10 @@ def test_model_build_then_embed_round_trip(tiny_source: Path, tmp_path: Path) ->
     lines = ["first line", "", "ثالث سطر", "fourth 🙂"]
     (tmp_path / "in.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
     for flags in ([], ["--int8"]):
-        npy = tmp_path / f"out{len(flags)}.npy"
+        npy = tmp_path / f"out{len(flags)}"  # written as named: no ".npy" appended
         argv = ["embed", "--input", str(tmp_path / "in.txt"), "--output", str(npy)]
         assert run(*argv, "--model", str(out), *flags) == 0
+        assert not npy.with_suffix(".npy").exists()
         vectors = np.load(npy)
         assert vectors.dtype == np.float32
         assert vectors.shape == (4, 32)
@@ -101,3 +97,5 @@ def test_read_lines_splits_on_newline_only(tmp_path: Path) -> None:
     assert read_lines(path) == ["a\u2028b", "c", "", "d"]
     path.write_text("", encoding="utf-8")
     assert read_lines(path) == []
+    path.write_bytes(codecs.BOM_UTF8 + b"first\r\nsecond\n")
+    assert read_lines(path) == ["first", "second"]  # the byte-order mark is not text

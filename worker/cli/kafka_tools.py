@@ -1,0 +1,397 @@
+"""The Kafka commands: ``run`` (the worker) and the operator tools ``produce``, ``tail``,
+``lag`` and ``topics``.
+
+Every tool connects the same way (:func:`add_connection_flags`, :func:`client_settings`,
+:func:`started`), so a broker that cannot be reached, or refuses the client (TLS, SASL), is one
+``chunkstream:`` line naming the settings to check and exit status 69
+(:class:`~worker.cli.status.KafkaUnreachable`), with every client stopped: no traceback, no
+"Unclosed AIOKafka…" warning. A new tool registers its parser in :func:`add_commands` and opens
+its clients with ``async with started(client, settings)``.
+
+``run`` keeps the worker's own start-up behaviour (worker/service.py decides what a missing
+broker means for the worker).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+import msgspec
+from aiokafka.errors import KafkaConnectionError, UnknownTopicOrPartitionError
+
+from worker.cli.inputs import CONTENT_TYPES, STDIN, check_openable, read_document
+from worker.cli.status import KafkaUnreachable
+from worker.errors import CommandError
+
+if TYPE_CHECKING:
+    from worker.config import Settings
+
+SubParsers = argparse._SubParsersAction
+
+
+class KafkaClient(Protocol):
+    """What :func:`started` needs of a client: ``start``, and ``stop`` (consumers, producers)
+    or ``close`` (the admin client)."""
+
+    async def start(self) -> None: ...
+
+
+Client = TypeVar("Client", bound=KafkaClient)
+
+
+def add_commands(sub: SubParsers[argparse.ArgumentParser]) -> None:
+    from worker.config import add_flags
+
+    run = sub.add_parser("run", help="run the Kafka worker (settings: env CHUNKSTREAM_* or flags)")
+    add_flags(run)
+    run.set_defaults(func=run_worker)
+    add_produce(sub)
+    add_tail(sub)
+    add_lag(sub)
+    add_topics(sub)
+
+
+def add_connection_flags(parser: argparse.ArgumentParser) -> None:
+    """The broker to talk to; security settings come from the environment, as for ``run``."""
+    parser.add_argument(
+        "--bootstrap-servers",
+        default=None,
+        help="host:port[,host:port…] (default: CHUNKSTREAM_BOOTSTRAP_SERVERS, else localhost:9092;"
+        " TLS and SASL: the CHUNKSTREAM_* settings of `chunkstream settings`)",
+    )
+
+
+def client_settings(args: argparse.Namespace, **flags: Any) -> Settings:
+    """The settings of a tool: environment, then ``--bootstrap-servers`` and ``flags``."""
+    from worker.config import load_settings
+
+    # aiokafka logs every failed connection attempt; our one line says it once.
+    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
+    given = {"bootstrap_servers": args.bootstrap_servers, **flags}
+    return load_settings({k: v for k, v in given.items() if v is not None})
+
+
+@contextlib.asynccontextmanager
+async def started(client: Client, settings: Settings) -> AsyncIterator[Client]:
+    """``client`` started, and stopped on the way out whatever happens. A bootstrap failure
+    becomes :class:`KafkaUnreachable` carrying the diagnosis (which setting to check)."""
+    from worker.kafka import diagnose_connection
+
+    stop = _stop_method(client)
+    try:
+        await client.start()
+    except BaseException as exc:
+        with contextlib.suppress(Exception):
+            await stop()
+        if isinstance(exc, KafkaConnectionError):
+            raise KafkaUnreachable(await diagnose_connection(settings)) from None
+        raise
+    try:
+        yield client
+    finally:
+        await stop()
+
+
+def _stop_method(client: KafkaClient) -> Callable[[], Awaitable[None]]:
+    for name in ("stop", "close"):  # consumers and producers stop; the admin client closes
+        method: Callable[[], Awaitable[None]] | None = getattr(client, name, None)
+        if method is not None:
+            return method
+    raise TypeError(f"{type(client).__name__} has neither stop() nor close()")
+
+
+# -- run --------------------------------------------------------------------------------------
+
+
+def run_worker(args: argparse.Namespace) -> int:
+    from worker import logs
+    from worker.config import load_settings
+    from worker.service import Worker
+
+    settings = load_settings(vars(args))
+    logs.configure(settings.log_level)
+
+    async def main() -> int:
+        worker = Worker(settings)
+        worker.install_signal_handlers()
+        return await worker.run()
+
+    return asyncio.run(main())
+
+
+# -- produce ----------------------------------------------------------------------------------
+
+
+def add_produce(sub: SubParsers[argparse.ArgumentParser]) -> None:
+    produce = sub.add_parser(
+        "produce",
+        help="send files as DocumentEvents",
+        description="Send each file (or stdin) as one DocumentEvent whose text is the file's "
+        "own text: UTF-8, line ends kept (CRLF stays CRLF), a byte-order mark dropped. Every "
+        "file is read and checked before the first is sent.",
+    )
+    add_connection_flags(produce)
+    produce.add_argument("--topic", default="documents")
+    produce.add_argument("--encoding", choices=["msgpack", "json"], default="msgpack")
+    produce.add_argument("--id-prefix", default="", help="prepended to each file path → doc id")
+    produce.add_argument(
+        "--content-type",
+        choices=CONTENT_TYPES,
+        default=None,
+        help="of every document (default: text/markdown for .md, .markdown, .mdx, else text/plain)",
+    )
+    produce.add_argument("--max-request-bytes", type=int, default=16 * 1024 * 1024)
+    produce.add_argument("files", nargs="+", metavar="FILE", help=f"a UTF-8 file; {STDIN} is stdin")
+    produce.set_defaults(func=run_produce)
+
+
+def run_produce(args: argparse.Namespace) -> int:
+    from worker.codec import EventEncoder
+    from worker.events import DocumentEvent
+    from worker.kafka import make_document_producer
+
+    settings = client_settings(args)
+    encoder = EventEncoder(args.encoding)
+    check_openable(args.files)
+    # Sent records cannot be taken back: every file is decoded once before anything is sent
+    # (stdin, which cannot be read twice, is kept), then each is read again as it is sent.
+    kept = {name: read_document(name, args.content_type) for name in args.files if name == STDIN}
+    for name in args.files:
+        if name != STDIN:
+            read_document(name, args.content_type)
+
+    async def main() -> int:
+        producer = make_document_producer(settings, max_request_size=args.max_request_bytes)
+        sent = total_bytes = 0
+        began = time.monotonic()
+        async with started(producer, settings):
+            acks = []
+            for name in args.files:
+                document = kept.pop(name, None) or read_document(name, args.content_type)
+                event = DocumentEvent(
+                    id=f"{args.id_prefix}{name}",
+                    text=document.text,
+                    content_type=document.content_type,
+                    source=name,
+                )
+                value = encoder.encode(event)
+                acks.append(
+                    await producer.send(
+                        args.topic, value=value, key=event.id.encode(), headers=encoder.headers()
+                    )
+                )
+                sent += 1
+                total_bytes += len(value)
+                if sys.stderr.isatty():
+                    print(
+                        f"\rproduced {sent}/{len(args.files)} documents "
+                        f"({total_bytes / 1024:.1f} KiB)",
+                        end="",
+                        file=sys.stderr,
+                    )
+            await asyncio.gather(*acks)
+        elapsed = time.monotonic() - began
+        print(
+            f"\rproduced {sent} documents ({total_bytes / 1024:.1f} KiB) in {elapsed:.2f} s",
+            file=sys.stderr,
+        )
+        return 0
+
+    return asyncio.run(main())
+
+
+# -- tail -------------------------------------------------------------------------------------
+
+
+def add_tail(sub: SubParsers[argparse.ArgumentParser]) -> None:
+    tail = sub.add_parser("tail", help="print chunk events (or dead letters) readably")
+    add_connection_flags(tail)
+    tail.add_argument("--topic", default="chunks")
+    tail.add_argument("--max", type=int, default=None, help="stop after N events")
+    tail.add_argument("--idle-timeout", type=float, default=None, help="stop after S idle seconds")
+    tail.add_argument("--json", action="store_true", help="one JSON chunk event per line")
+    tail.set_defaults(func=run_tail)
+
+
+def describe_event(value: bytes, headers: Sequence[tuple[str, bytes]]) -> str:
+    from worker.codec import decode_as
+    from worker.errors import DocumentError
+    from worker.events import ChunkEvent, DeadLetterEvent
+
+    try:
+        chunk = decode_as(value, headers, ChunkEvent)
+        preview = chunk.text.replace("\n", "⏎ ")
+        if len(preview) > 100:
+            preview = preview[:97] + "..."
+        return (
+            f"{chunk.doc_id} #{chunk.index + 1}/{chunk.count} "
+            f"[{chunk.start_index}:{chunk.end_index}] {chunk.token_count} tok "
+            f"{chunk.strategy}: {preview}"
+        )
+    except DocumentError:
+        pass
+    try:
+        dead = decode_as(value, headers, DeadLetterEvent)
+        return (
+            f"DEAD LETTER {dead.source.topic}/{dead.source.partition}@{dead.source.offset} "
+            f"{dead.error_kind}: {dead.error_message}"
+        )
+    except DocumentError:
+        return f"(undecodable record, {len(value)} bytes)"
+
+
+def run_tail(args: argparse.Namespace) -> int:
+    from worker.kafka import make_reader
+
+    settings = client_settings(args)
+
+    async def main() -> int:
+        # No group: every partition is read from the beginning, and nothing is committed.
+        try:
+            async with started(make_reader(settings, args.topic), settings) as consumer:
+                return await print_events(consumer, args)
+        except UnknownTopicOrPartitionError:
+            raise CommandError(f"topic {args.topic!r} not found") from None
+
+    return asyncio.run(main())
+
+
+async def print_events(consumer: Any, args: argparse.Namespace) -> int:
+    """Records of ``consumer`` as lines on stdout until ``--max`` or ``--idle-timeout``."""
+    from worker.codec import decode_as
+    from worker.events import ChunkEvent
+
+    shown = 0
+    idle_since = time.monotonic()
+    while args.max is None or shown < args.max:
+        batch = await consumer.getmany(timeout_ms=200)
+        records = [r for rs in batch.values() for r in rs]
+        if not records:
+            if args.idle_timeout and time.monotonic() - idle_since > args.idle_timeout:
+                break
+            continue
+        idle_since = time.monotonic()
+        for record in records:
+            headers = list(record.headers)
+            if record.value is None:  # a tombstone: the key says what is deleted
+                key = (record.key or b"").decode(errors="replace")
+                owner = dict(headers).get("chunkstream-doc-id") or b"?"
+                print(f"TOMBSTONE {key} of {owner.decode(errors='replace')}", flush=True)
+                shown += 1
+                continue
+            value = record.value
+            if args.json:
+                event = decode_as(value, headers, ChunkEvent)
+                print(msgspec.json.encode(event).decode(), flush=True)
+            else:
+                print(describe_event(value, headers), flush=True)
+            shown += 1
+    return 0
+
+
+# -- lag ----------------------------------------------------------------------------------------
+
+
+def add_lag(sub: SubParsers[argparse.ArgumentParser]) -> None:
+    lag = sub.add_parser("lag", help="committed vs end offsets of a consumer group")
+    add_connection_flags(lag)
+    lag.add_argument("--group", default="chunkstream")
+    lag.add_argument("--topic", default="documents")
+    lag.add_argument("--wait", type=float, default=None, help="wait up to S seconds for lag 0")
+    lag.set_defaults(func=run_lag)
+
+
+async def group_lag(settings: Settings, group: str, topic: str) -> dict[int, tuple[int, int]]:
+    """partition → (committed offset, end offset) of ``group`` on ``topic``."""
+    from aiokafka import TopicPartition
+    from aiokafka.errors import CoordinatorLoadInProgressError, GroupCoordinatorNotAvailableError
+
+    from worker.kafka import make_admin, make_reader
+
+    async with started(make_reader(settings, topic), settings) as consumer:
+        partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
+        end = await consumer.end_offsets(partitions)
+    async with started(make_admin(settings), settings) as admin:
+        try:
+            committed = await admin.list_consumer_group_offsets(group)
+        except (GroupCoordinatorNotAvailableError, CoordinatorLoadInProgressError):
+            committed = {}
+    return {
+        tp.partition: (committed[tp].offset if tp in committed else 0, end[tp])
+        for tp in sorted(partitions, key=lambda tp: tp.partition)
+    }
+
+
+def run_lag(args: argparse.Namespace) -> int:
+    settings = client_settings(args)
+
+    async def main() -> int:
+        deadline = time.monotonic() + (args.wait or 0)
+        while True:
+            lag = await group_lag(settings, args.group, args.topic)
+            behind = sum(max(0, end - done) for done, end in lag.values())
+            if behind == 0 or time.monotonic() >= deadline:
+                break
+            await asyncio.sleep(0.5)
+        for partition, (done, end) in lag.items():
+            print(f"{args.topic}[{partition}] committed={done} end={end} lag={max(0, end - done)}")
+        return 0 if behind == 0 or not args.wait else 1
+
+    return asyncio.run(main())
+
+
+# -- topics -------------------------------------------------------------------------------------
+
+
+def add_topics(sub: SubParsers[argparse.ArgumentParser]) -> None:
+    topics = sub.add_parser(
+        "topics",
+        help="create the worker's topics: input, output, dead letters, the state changelog",
+    )
+    add_connection_flags(topics)
+    topics.add_argument("--input-topic", default=None)
+    topics.add_argument("--output-topic", default=None)
+    topics.add_argument("--dlq-topic", default=None)
+    topics.add_argument(
+        "--group-id", default=None, help="the worker's group: names the default state topic"
+    )
+    topics.add_argument("--state-topic", default=None)
+    topics.add_argument("--documents-topic", default=None)
+    topics.add_argument("--partitions", type=int, default=3)
+    topics.add_argument("--max-message-bytes", type=int, default=16 * 1024 * 1024)
+    topics.set_defaults(func=run_topics)
+
+
+def run_topics(args: argparse.Namespace) -> int:
+    from worker.kafka import create_topics, diagnose_connection, worker_topics
+
+    settings = client_settings(
+        args,
+        input_topic=args.input_topic,
+        output_topic=args.output_topic,
+        dlq_topic=args.dlq_topic,
+        group_id=args.group_id,
+        state_topic=args.state_topic,
+        documents_topic=args.documents_topic,
+    )
+    topics, configs = worker_topics(settings, args.partitions)
+
+    async def main() -> None:
+        # create_topics closes its admin client itself (a failed start leaves nothing open).
+        try:
+            await create_topics(
+                settings, topics, max_message_bytes=args.max_message_bytes, configs=configs
+            )
+        except KafkaConnectionError:
+            raise KafkaUnreachable(await diagnose_connection(settings)) from None
+
+    asyncio.run(main())
+    print("topics ready: " + ", ".join(f"{t} ({p})" for t, p in topics.items()))
+    return 0
