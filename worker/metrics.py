@@ -28,6 +28,8 @@ LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2
 LOOP_LAG_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
 BATCH_TEXT_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 BATCH_TOKEN_BUCKETS = (16, 64, 256, 512, 1024, 2048, 4096, 8192, 16384)
+# Restoring a partition's document state from its changelog: seconds to minutes.
+RESTORE_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
 
 
 class Metrics:
@@ -167,6 +169,22 @@ class Metrics:
             "Unix time of the last successful commit",
             registry=r,
         )
+        # Per partition, so a stuck partition shows on a pod that still commits its others.
+        self.partition_commit_age = Gauge(
+            p + "partition_commit_age_seconds",
+            "Seconds since this partition's commit point last advanced while it had "
+            "uncommitted work (0 when idle)",
+            ["partition"],
+            registry=r,
+        )
+        # What KEDA scales on (docs/deploy.md, "Scaling with KEDA").
+        self.backlog_seconds = Gauge(
+            p + "backlog_seconds",
+            "Estimated seconds of work waiting in this partition for this worker: lag in "
+            "records x mean input bytes per record x measured processing seconds per byte",
+            ["partition"],
+            registry=r,
+        )
         self.rebalances = Counter(
             p + "rebalances_total", "Partition assignments received", registry=r
         )
@@ -190,6 +208,40 @@ class Metrics:
         )
         self.unreadable_partitions = Gauge(
             p + "unreadable_partitions", "Partitions stuck on an unreadable batch", registry=r
+        )
+        # Document lifecycle: deletions, retractions and unchanged re-chunks, with the
+        # per-partition document state they are decided from.
+        self.documents_deleted = Counter(
+            p + "documents_deleted_total", "Document deletions (tombstones) handled", registry=r
+        )
+        self.chunks_retracted = Counter(
+            p + "chunks_retracted_total",
+            "Chunk retractions published for chunks a document no longer has",
+            registry=r,
+        )
+        self.chunks_unchanged = Counter(
+            p + "chunks_unchanged_total",
+            "Chunks equal to the document's previous version, by what was done with them",
+            ["action"],
+            registry=r,
+        )
+        for action in ("emitted", "skipped"):  # a closed set: exported from the start
+            self.chunks_unchanged.labels(action)
+        self.state_documents = Gauge(
+            p + "state_documents",
+            "Documents held in the state of the assigned partitions",
+            registry=r,
+        )
+        self.restoring_partitions = Gauge(
+            p + "restoring_partitions",
+            "Assigned partitions whose state is being restored from the changelog",
+            registry=r,
+        )
+        self.state_restore_seconds = Histogram(
+            p + "state_restore_seconds",
+            "Time to restore one partition's state from the changelog",
+            buckets=RESTORE_BUCKETS,
+            registry=r,
         )
         self.ready = Gauge(p + "ready", "1 when /readyz answers 200", registry=r)
         self.started_at = Gauge(
