@@ -50,7 +50,7 @@ class Metrics:
         )
         self.inference_threads = Gauge(
             p + "inference_threads",
-            "Inference threads in all: per batch × concurrent batches",
+            "Inference threads in all: per batch × concurrent batches (0: no model loaded)",
             registry=r,
         )
         self.memory_budget = Gauge(
@@ -250,8 +250,7 @@ class Metrics:
         self.started_at.set(time.time())
 
     def record_budgets(self, budgets: Budgets) -> None:
-        s = budgets.settings
         self.cpu_budget.set(budgets.cpu_cores)
-        self.inference_threads.set(s.inference_threads * s.concurrent_batches)
+        self.inference_threads.set(budgets.inference_threads)
         self.memory_budget.set(budgets.memory_bytes or 0)
         self.memory_bound.set(budgets.memory_bound)

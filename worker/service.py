@@ -140,7 +140,12 @@ class Worker:
         return ready, checks
 
     async def run(self) -> int:
-        budgets = resources.plan(self.settings, cgroups.host_view(), resources.affinity_cpus())
+        budgets = resources.plan(
+            self.settings,
+            cgroups.host_view(),
+            resources.affinity_cpus(),
+            resources.loaded_models(self.settings),  # reserves and threads for what loads
+        )
         self.settings = s = budgets.settings
         self.state = State.STARTING
         context = registry.BuildContext(model_dir=s.model_dir, model_id=model_identity(s))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 import shlex
 import subprocess
 import sys
@@ -87,6 +88,9 @@ def quantity(value: str | int) -> float:
     return float(text)
 
 
+_DEPENDENT = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
+
+
 def container_env(objs: list[Obj], pod_name: str) -> dict[str, str]:
     """The environment the kubelet gives the worker container (ConfigMaps via envFrom, then
     `env` with the downward API resolved for a pod called ``pod_name``)."""
@@ -96,7 +100,10 @@ def container_env(objs: list[Obj], pod_name: str) -> dict[str, str]:
         env.update(config_map_data(objs, source["configMapRef"]["name"]))
     for item in c.get("env", []):
         if "value" in item:
-            env[item["name"]] = item["value"]
+            # $(NAME) expands a variable defined before this one, as the kubelet does.
+            env[item["name"]] = _DEPENDENT.sub(
+                lambda match: env.get(match.group(1), match.group(0)), item["value"]
+            )
             continue
         if "resourceFieldRef" in item["valueFrom"]:
             ref = item["valueFrom"]["resourceFieldRef"]

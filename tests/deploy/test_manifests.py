@@ -15,7 +15,7 @@ import yaml
 from tests.deploy import manifests as m
 from worker.cgroups import CgroupLimits
 from worker.config import ENV_PREFIX, Settings, load_settings
-from worker.resources import memory_bound, plan, runnable_strategies
+from worker.resources import loaded_models, memory_bound, needs_model, plan, runnable_strategies
 
 ALL = list(m.KUSTOMIZATIONS)
 KEDA = ["keda", "managed-kafka"]
@@ -145,28 +145,35 @@ EMBEDDING_BYTES_PER_S = {"semantic": 15_000, "sdpm": 8_800, "context": 5_400}
 
 @pytest.mark.parametrize("name", ALL)
 def test_rendered_settings_fit_the_pods_cpu_memory_and_drain(name: str, tmp_path: Path) -> None:
-    """Acceptance: the worker's own budget plan, given the container's limits as its cgroup
-    would show them on a 64-core node: threads x batches <= the CPU limit (and leave the event
-    loop its core where there is one), the memory bound <= the memory limit, and the in-flight
-    window of an embedding strategy finishes within the revocation drain."""
+    """Acceptance: the worker's own budget plan, for the models it really loads (the image's,
+    read from the models scripts/bootstrap made with the same commands), given the container's
+    memory limit as its cgroup would show it on a 64-core node *without* a CPU limit: the CPU
+    budget is the pod's CPU request (downward API), threads x batches fit it (and leave the
+    event loop its core where there is one), the memory bound <= the memory limit, and the
+    in-flight window of an embedding strategy finishes within the revocation drain."""
     objs = m.render(name)
     c = m.container(objs)
-    limits = c["resources"]["limits"]
-    cpu, memory = m.quantity(limits["cpu"]), int(m.quantity(limits["memory"]))
+    request = m.quantity(c["resources"]["requests"]["cpu"])
+    memory = int(m.quantity(c["resources"]["limits"]["memory"]))
     env = {**m.image_env(), **m.container_env(objs, "chunkstream-0")}
-    env.update(dict.fromkeys(m.local_models(env), str(tmp_path)))  # the image's model dirs
+    env.update(m.local_models(env))  # the image's model dirs, as built here
     env.pop("CHUNKSTREAM_SASL_PASSWORD_FILE", None)
+    env.pop("CHUNKSTREAM_SSL_CAFILE", None)
     env.update(CHUNKSTREAM_SECURITY_PROTOCOL="PLAINTEXT")
     settings = load_settings({}, env=env)
     assert settings.memory_budget == memory  # the downward API hands the limit over
+    assert settings.cpu_budget == request  # ... and the CPU request, fractions included
 
-    budgets = plan(settings, CgroupLimits(cpu, memory), affinity=64)
+    models = loaded_models(settings)
+    budgets = plan(settings, CgroupLimits(None, memory), affinity=64, models=models)
     s = budgets.settings
-    assert budgets.cpu_cores == cpu
+    assert (budgets.cpu_cores, budgets.cpu_source) == (request, "setting")
     slots = s.inference_threads * s.concurrent_batches
-    assert slots <= cpu
-    assert slots == 1 or slots + 1 <= cpu
-    assert budgets.memory_bound == memory_bound(s, runnable_strategies(s)) <= memory
+    assert slots <= max(1, request)
+    assert slots == 1 or slots + 1 <= request
+    assert budgets.memory_bound == memory_bound(s, runnable_strategies(s), models) <= memory
+    # The overlay's strategy decides what loads: a model exactly when one may run.
+    assert bool(models) == needs_model(settings)
 
     drain = min(s.rebalance_timeout_ms / 1000 - 5, s.drain_timeout_s)
     if s.strategy in EMBEDDING_BYTES_PER_S:
