@@ -25,13 +25,16 @@ KUSTOMIZATIONS = {
     "keda": DEPLOY / "k8s" / "overlays" / "keda",
     "static-membership": DEPLOY / "k8s" / "overlays" / "static-membership",
     "managed-kafka": DEPLOY / "k8s" / "overlays" / "managed-kafka",
+    "rules": DEPLOY / "k8s" / "overlays" / "rules",
+    "strimzi": DEPLOY / "k8s" / "overlays" / "strimzi",
 }
 # Custom resources we ship; kubernetes-validate has no schema for them, our tests check them.
 CRD_KINDS = {
     ("monitoring.coreos.com/v1", "ServiceMonitor"),
     ("monitoring.coreos.com/v1", "PrometheusRule"),
     ("keda.sh/v1alpha1", "ScaledObject"),
-    ("keda.sh/v1alpha1", "TriggerAuthentication"),
+    ("kafka.strimzi.io/v1beta2", "KafkaUser"),
+    ("kafka.strimzi.io/v1beta2", "KafkaTopic"),
 }
 
 Obj = dict[str, Any]
@@ -72,6 +75,17 @@ def container(objs: list[Obj]) -> Obj:
     containers = workload(objs)["spec"]["template"]["spec"]["containers"]
     assert [c["name"] for c in containers] == ["worker"]
     return dict(containers[0])
+
+
+def mounted_secret(objs: list[Obj], path: str) -> tuple[dict[str, Any], str]:
+    """(the Secret volume source mounted where file ``path`` lies, the key it names)."""
+    mounts = {vm["mountPath"]: vm["name"] for vm in container(objs)["volumeMounts"]}
+    file = Path(path)
+    volume = mounts[str(file.parent)]
+    pod = workload(objs)["spec"]["template"]["spec"]
+    secret = dict(next(v for v in pod["volumes"] if v["name"] == volume)["secret"])
+    items = {i["path"]: i["key"] for i in secret.get("items", [])}
+    return secret, items.get(file.name, file.name)
 
 
 def config_map_data(objs: list[Obj], ref: str) -> dict[str, str]:

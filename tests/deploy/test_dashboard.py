@@ -106,9 +106,9 @@ def test_every_queried_metric_is_declared_in_worker_metrics() -> None:
     assert not unknown, f"queried but declared nowhere: {sorted(unknown)}"
     # The lists stay honest: each external name is used, none shadows one of ours, and every
     # metric waiting for its worker code is declared and queried.
-    assert EXTERNAL_METRICS <= used
+    assert used >= EXTERNAL_METRICS
     assert not EXTERNAL_METRICS & declared
-    assert NOT_YET_SET <= declared & used
+    assert declared & used >= NOT_YET_SET
     # The check can fail: a misspelt name is caught.
     assert "chunkstream_partition_commit_age" not in declared
     assert "chunkstream_partition_commit_age_seconds" in declared
@@ -210,4 +210,4 @@ async def test_every_queried_metric_exists_in_a_real_scrape(
     missing = used_metrics() - EXTERNAL_METRICS - NOT_YET_SET - exposed
     assert not missing, f"queried but not exposed: {sorted(missing)}"
     # Declared and served, sample or not (see NOT_YET_SET).
-    assert NOT_YET_SET <= {family.name for family in families}
+    assert {family.name for family in families} >= NOT_YET_SET

@@ -107,13 +107,13 @@ STATIC_MODEL = REPO / ".cache/models/all-MiniLM-L6-v2-static"
 @pytest.mark.kafka
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("strategy", "model", "document_bytes", "max_document_bytes"),
+    ("strategy", "model", "count", "document_bytes", "max_document_bytes"),
     [
         # A rule strategy: no model loaded; 1 MiB documents, the base's document limit.
-        ("sentence", None, 900 * 1024, MiB),
+        ("sentence", None, 64, 900 * 1024, MiB),
         # The image's default boundary model (static) under the embedding strategy: its
         # reserve and ~160 bytes per input byte leave room for documents up to 192 KiB.
-        ("semantic", STATIC_MODEL, 150 * 1024, 192 * 1024),
+        ("semantic", STATIC_MODEL, 24, 150 * 1024, 192 * 1024),
     ],
 )
 async def test_a_320_mib_pod_starts_and_holds_a_flood(
@@ -122,6 +122,7 @@ async def test_a_320_mib_pod_starts_and_holds_a_flood(
     tmp_path: Path,
     strategy: str,
     model: Path | None,
+    count: int,
     document_bytes: int,
     max_document_bytes: int,
 ) -> None:
@@ -134,7 +135,7 @@ async def test_a_320_mib_pod_starts_and_holds_a_flood(
         pytest.fail(f"no static model in {model}: run scripts/bootstrap")
     docs = [
         DocumentEvent(id=f"pod-{i}", text=prose(document_bytes + i * 1024, seed=100 + i))
-        for i in range(24)
+        for i in range(count)
     ]
     flood = sum(len(d.text.encode()) for d in docs)
     overrides: dict[str, object] = {"strategy": strategy}
