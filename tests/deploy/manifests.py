@@ -181,12 +181,34 @@ def image_env() -> dict[str, str]:
     return env
 
 
-def build_commands() -> list[list[str]]:
-    """Every command of the build stage's RUN instructions (split at `&&`), as argv lists."""
+def stages() -> dict[str, list[tuple[str, str]]]:
+    """The Dockerfile's stages by name (`FROM x AS name`), each from its FROM on."""
     instructions = dockerfile_instructions()
     from_at = [i for i, (k, _) in enumerate(instructions) if k == "FROM"]
-    build = instructions[from_at[0] : from_at[1]]
-    return [shlex.split(part) for k, rest in build if k == "RUN" for part in rest.split("&&")]
+    out = {}
+    for start, end in zip(from_at, [*from_at[1:], len(instructions)], strict=True):
+        words = instructions[start][1].split()
+        assert len(words) == 3, instructions[start]
+        assert words[1].upper() == "AS", instructions[start]
+        out[words[2]] = instructions[start:end]
+    return out
+
+
+def build_commands() -> list[list[str]]:
+    """Every command of the build stages' RUN instructions (split at `&&`), as argv lists;
+    `python -m worker.cli` (the package run from its source, not installed) reads as
+    `chunkstream`, the command it is."""
+    build = [i for name, stage in stages().items() if name != "runtime" for i in stage]
+    commands = []
+    for keyword, rest in build:
+        if keyword != "RUN":
+            continue
+        for part in rest.split("&&"):
+            argv = shlex.split(part)
+            if argv and Path(argv[0]).name == "python" and argv[1:3] == ["-m", "worker.cli"]:
+                argv = ["chunkstream", *argv[3:]]
+            commands.append(argv)
+    return commands
 
 
 def build_command(*words: str) -> list[str]:
