@@ -59,15 +59,16 @@ BASE_RESERVE = 96 * MiB
 # The models a worker may load, by what they cost: a static token table, or the transformer
 # in one of its two variants.
 ModelKind = Literal["static", "int8", "fp32"]
-# What a loaded model adds to a ready worker (its ready RSS minus the rule-only worker's, same
-# session), measured with deploy/k8s/measure-sizing on 2026-12-01: static +115 MiB (the matrix,
-# its tokenizer and what loading left behind), int8 +MEASURE_INT8, fp32 +MEASURE_FP32 (with
-# onnxruntime itself, ~22 MiB, paid once).
-MODEL_RESERVE: dict[ModelKind, int] = {"static": 120 * MiB, "int8": 128 * MiB, "fp32": 160 * MiB}
-# Working memory of one running batch. Transformer: attention scores are batch × 12 heads ×
-# length² floats, ≤ max_batch_tokens (4096) × 256 × 48 B = 48 MiB, which onnxruntime's arena
-# keeps. Static: a gather and a float64 mean, ≤ 4096 tokens × 256 dimensions × 8 B × 2 = 16 MiB.
-BATCH_RESERVE: dict[ModelKind, int] = {"static": 16 * MiB, "int8": 240 * MiB, "fp32": 240 * MiB}
+# What a loaded model adds to a ready worker: its ready RSS minus the rule-only worker's (63 MiB),
+# measured in one session with deploy/k8s/measure-sizing (600 × 4.8 KB documents, semantic, one
+# inference thread) on 2026-12-01: static +115 MiB (matrix, tokenizer and what loading leaves
+# behind), int8 +124 MiB, fp32 +180 MiB (both with onnxruntime itself, ~22 MiB, paid once).
+MODEL_RESERVE: dict[ModelKind, int] = {"static": 120 * MiB, "int8": 128 * MiB, "fp32": 192 * MiB}
+# What one running batch adds at its peak (same runs: peak RSS − ready RSS − the window's
+# expansion, 160 × 128 KiB = 20 MiB): static 9 MiB (a gather and a float64 mean); int8 226 MiB
+# and fp32 253 MiB — onnxruntime's arena keeps the largest activations a 4096-token batch
+# needed (attention scores, the layers' intermediates), it does not give them back.
+BATCH_RESERVE: dict[ModelKind, int] = {"static": 16 * MiB, "int8": 240 * MiB, "fp32": 272 * MiB}
 # Allocator slack and whatever the terms above miss.
 HEADROOM = 32 * MiB
 # Fetched records wait undecoded in the consumer: one response (≤ fetch_max_bytes) per broker
