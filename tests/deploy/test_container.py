@@ -425,3 +425,23 @@ def test_a_chunking_core_that_does_not_compile_fails_the_build() -> None:
     assert m.image_env()["CHUNKSTREAM_MODEL_INT8"] == "true"
     models_runs = " ".join(rest for k, rest in m.stages()["models"] if k == "RUN")
     assert f"rm -rf /tmp/corpus {m.image_model_dirs()['onnx']}/model.onnx" in models_runs
+
+
+def test_the_image_model_without_fp32_refuses_fp32_naming_the_setting(tmp_path: Path) -> None:
+    """The image ships the transformer's int8 variant only: asked for fp32, the worker stops at
+    start-up with a message naming the setting (not an onnxruntime traceback); int8 loads."""
+    import pytest
+
+    from worker.embedding.loading import load_model
+    from worker.embedding.manifest import DEFAULT_MODEL_DIR, ManifestError
+
+    built = m.REPO / DEFAULT_MODEL_DIR
+    if not (built / "model.int8.onnx").is_file():
+        pytest.fail(f"no model in {built}: run scripts/bootstrap")
+    shipped = tmp_path / "model"
+    shipped.mkdir()
+    for name in ("manifest.json", "model.int8.onnx", "tokenizer.json"):  # the runtime's COPY
+        (shipped / name).symlink_to(built / name)
+    with pytest.raises(ManifestError, match="CHUNKSTREAM_MODEL_INT8=true"):
+        load_model(shipped, int8=False)
+    assert load_model(shipped, int8=True, intra_op_threads=1).variant == "int8"
