@@ -11,7 +11,19 @@ import pytest
 from worker.cgroups import CgroupLimits, read_limits
 from worker.config import load_settings
 from worker.errors import ConfigError
-from worker.resources import DEFAULT_IN_FLIGHT_BYTES, memory_bound, plan, runnable_strategies
+from worker.resources import (
+    BATCH_RESERVE,
+    DEFAULT_IN_FLIGHT_BYTES,
+    MODEL_RESERVE,
+    loaded_models,
+    memory_bound,
+    plan,
+    runnable_strategies,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+STATIC_DIR = REPO / ".cache/models/all-MiniLM-L6-v2-static"
+ONNX_DIR = REPO / ".cache/models/all-MiniLM-L6-v2"
 
 MiB = 1 << 20
 
@@ -112,11 +124,11 @@ def test_the_derived_window_is_the_largest_that_fits_the_limit(
     budgets = plan(settings, CgroupLimits(None, limit_mib * MiB), 2)
     s = budgets.settings
     strategies = runnable_strategies(s)
-    assert budgets.memory_bound == memory_bound(s, strategies) <= limit_mib * MiB
+    assert budgets.memory_bound == memory_bound(s, strategies, budgets.models) <= limit_mib * MiB
     assert 0 < s.max_in_flight_bytes <= DEFAULT_IN_FLIGHT_BYTES
     if s.max_in_flight_bytes < DEFAULT_IN_FLIGHT_BYTES:
         bigger = msgspec.structs.replace(s, max_in_flight_bytes=s.max_in_flight_bytes + 1)
-        assert memory_bound(bigger, strategies) > limit_mib * MiB
+        assert memory_bound(bigger, strategies, budgets.models) > limit_mib * MiB
 
 
 def test_a_window_or_document_limit_that_cannot_fit_fails_naming_the_setting() -> None:
@@ -130,3 +142,101 @@ def test_a_window_or_document_limit_that_cannot_fit_fails_naming_the_setting() -
     budgets = plan(load_settings({}, env=budget), CgroupLimits(None, 8192 * MiB), 2)
     assert (budgets.memory_bytes, budgets.memory_source) == (400 * MiB, "setting")
     assert budgets.memory_bound <= 400 * MiB
+
+
+def test_a_cpu_request_in_millicores_is_the_budget() -> None:
+    """The base hands the pod's CPU request over as `<millicores>m` (downward API): a pod that
+    requests 500m on a 64-core node without a CPU limit plans one inference thread, not 31."""
+    for request, cores in (("500m", 0.5), ("1000m", 1.0), ("2500m", 2.5), ("1.5", 1.5)):
+        env = {"CHUNKSTREAM_CPU_BUDGET": request, "CHUNKSTREAM_STRATEGY": "semantic"}
+        budgets = plan(load_settings({}, env=env), CgroupLimits(None, None), 64)
+        s = budgets.settings
+        assert (budgets.cpu_cores, budgets.cpu_source) == (cores, "setting")
+        assert s.inference_threads * s.concurrent_batches == max(1, int(cores) - 1)
+    with pytest.raises(ConfigError, match="CHUNKSTREAM_CPU_BUDGET"):
+        load_settings({}, env={"CHUNKSTREAM_CPU_BUDGET": "halfm"})
+
+
+def test_the_reserve_follows_the_models_loaded() -> None:
+    """A rule strategy reserves no model and plans no inference thread; the static boundary
+    model reserves its own measured figure, not the transformer's; embeddings add the
+    retrieval transformer's."""
+    semantic = load_settings(
+        {}, env={"CHUNKSTREAM_STRATEGY": "semantic", "CHUNKSTREAM_MAX_DOCUMENT_BYTES": str(MiB)}
+    )
+    strategies = runnable_strategies(semantic)
+    rule = plan(load_settings({}, env={}), CgroupLimits(1.0, 1024 * MiB), 64)
+    assert rule.models == ()
+    assert rule.inference_threads == 0
+    static = plan(semantic, CgroupLimits(1.0, 1024 * MiB), 64, ("static",))
+    int8 = plan(semantic, CgroupLimits(1.0, 1024 * MiB), 64, ("int8",))
+    both = plan(semantic, CgroupLimits(1.0, 1024 * MiB), 64, ("static", "int8"))
+    s = static.settings
+    assert static.inference_threads == 1
+    window = memory_bound(s, strategies, ())
+    assert memory_bound(s, strategies, ("static",)) == (
+        window + MODEL_RESERVE["static"] + BATCH_RESERVE["static"] * s.concurrent_batches
+    )
+    # The derived window is the largest that fits: less reserved, more window.
+    assert static.settings.max_in_flight_bytes > int8.settings.max_in_flight_bytes
+    assert int8.settings.max_in_flight_bytes > both.settings.max_in_flight_bytes
+    assert MODEL_RESERVE["static"] < MODEL_RESERVE["int8"] < MODEL_RESERVE["fp32"]
+    # Without being told, the plan assumes the transformer for each role (the old bound).
+    assert plan(semantic, CgroupLimits(1.0, 1024 * MiB), 64).models == ("fp32",)
+
+
+def test_a_static_model_runs_one_thread_per_batch() -> None:
+    """onnxruntime's intra-op threads are a transformer's; a static batch is a lookup and a
+    mean on its own thread, so 8 cores give two batches of one thread, not two of three."""
+    semantic = load_settings({}, env={"CHUNKSTREAM_STRATEGY": "semantic"})
+    static = plan(semantic, CgroupLimits(8.0, None), 64, ("static",)).settings
+    assert (static.inference_threads, static.concurrent_batches) == (1, 2)
+    onnx = plan(semantic, CgroupLimits(8.0, None), 64, ("int8",)).settings
+    assert (onnx.inference_threads, onnx.concurrent_batches) == (3, 2)
+    mixed = plan(semantic, CgroupLimits(8.0, None), 64, ("static", "int8")).settings
+    assert (mixed.inference_threads, mixed.concurrent_batches) == (3, 2)
+
+
+def test_loaded_models_reads_the_kinds_the_worker_loads(tmp_path: Path) -> None:
+    """The kinds come from the model references the worker resolves, and the boundary model is
+    loaded exactly when the worker needs one (resources.needs_boundary_model, which
+    worker.service decides with)."""
+    for directory in (STATIC_DIR, ONNX_DIR):
+        if not (directory / "manifest.json").is_file():
+            pytest.fail(f"no model in {directory}: run scripts/bootstrap")
+    from worker.chunking import registry
+    from worker.resources import needs_model
+
+    def kinds(**env: str) -> tuple[str, ...]:
+        settings = load_settings({}, env={f"CHUNKSTREAM_{k.upper()}": v for k, v in env.items()})
+        default = registry.build(settings.strategy, {}, registry.BuildContext())
+        assert needs_model(settings) == bool(loaded_models(settings)), env
+        if default.needs_model:
+            assert loaded_models(settings), env
+        return loaded_models(settings)
+
+    static, onnx = str(STATIC_DIR), str(ONNX_DIR)
+    assert kinds(strategy="sentence") == ()
+    assert kinds(strategy="sentence", allowed_strategies="lexical,adaptive") == ()
+    assert kinds(strategy="semantic", model_dir=static) == ("static",)
+    assert kinds(strategy="sentence", allowed_strategies="sdpm", model_dir=static) == ("static",)
+    assert kinds(strategy="semantic", model_dir=onnx, model_int8="true") == ("int8",)
+    assert kinds(strategy="semantic", model_dir=onnx) == ("fp32",)
+    # The image: static boundaries, transformer vectors with include_embeddings.
+    image = {"model_dir": static, "retrieval_model_dir": onnx, "model_int8": "true"}
+    assert kinds(strategy="semantic", **image) == ("static",)
+    assert kinds(strategy="semantic", include_embeddings="true", **image) == ("static", "int8")
+    # A rule strategy needs no boundary model: only the retrieval model, for the vectors.
+    assert kinds(strategy="sentence", include_embeddings="true", **image) == ("int8",)
+    # One transformer named for both roles: loaded once.
+    one = {"model_dir": onnx, "model_int8": "true"}
+    assert kinds(strategy="semantic", include_embeddings="true", **one) == ("int8",)
+    # A static boundary model is never the retrieval model: the transformer goes with it.
+    assert kinds(strategy="semantic", include_embeddings="true", model_dir=static) == (
+        "static",
+        "fp32",
+    )
+    # A directory without a model: planned as the transformer (start-up then refuses it).
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert kinds(strategy="semantic", model_dir=str(empty), model_int8="true") == ("int8",)

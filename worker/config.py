@@ -162,8 +162,9 @@ SETTING_HELP: dict[str, str] = {
     "retrieval_model_dir": "model of the embeddings that go out with `include_embeddings`, whose "
     "tokens size chunks; default `model_dir` when that is an ONNX build, else the transformer "
     f"`{DEFAULT_MODEL_NAME}` found on the model search path",
-    "cpu_budget": "CPU cores the worker may use (0 = the cgroup CPU quota, else the CPUs it "
-    "may run on); inference threads are derived from it",
+    "cpu_budget": "CPU cores the worker may use, a number or a Kubernetes quantity (`1.5`, "
+    "`500m`; 0 = the cgroup CPU quota, else the CPUs it may run on); inference threads are "
+    "derived from it",
     "memory_budget": "bytes of memory the worker must stay under (0 = the cgroup memory limit, "
     "if any); the in-flight window is derived from it and checked against it",
 }
@@ -249,7 +250,21 @@ def _normalise(field: str, value: Any) -> Any:
         return parse_params(value, field)
     if isinstance(value, str) and field in _LIST_FIELDS:
         return [v.strip() for v in value.split(",") if v.strip()]
+    if isinstance(value, str) and field == "cpu_budget":
+        return _cpu_quantity(value)
     return value
+
+
+def _cpu_quantity(text: str) -> str | float:
+    """``500m`` (millicores, as a pod spec writes a CPU request) → 0.5; anything else is left
+    for the Settings conversion, which names the setting when it is not a number."""
+    text = text.strip()
+    if text.endswith("m"):
+        try:
+            return float(text[:-1]) / 1000
+        except ValueError:
+            return text
+    return text
 
 
 _PATH = re.compile(r"at `\$\.(\w+)")

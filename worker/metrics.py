@@ -25,10 +25,11 @@ if TYPE_CHECKING:
 
 # Buckets in one place (TEI-style): seconds for latencies, counts for batch shapes.
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
-RESTORE_BUCKETS = (0.01, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
 LOOP_LAG_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
 BATCH_TEXT_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 BATCH_TOKEN_BUCKETS = (16, 64, 256, 512, 1024, 2048, 4096, 8192, 16384)
+# Restoring a partition's document state from its changelog: seconds to minutes.
+RESTORE_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
 
 
 class Metrics:
@@ -54,7 +55,7 @@ class Metrics:
         )
         self.inference_threads = Gauge(
             p + "inference_threads",
-            "Inference threads in all: per batch × concurrent batches",
+            "Inference threads in all: per batch × concurrent batches (0: no model loaded)",
             registry=r,
         )
         self.memory_budget = Gauge(
@@ -173,6 +174,22 @@ class Metrics:
             "Unix time of the last successful commit",
             registry=r,
         )
+        # Per partition, so a stuck partition shows on a pod that still commits its others.
+        self.partition_commit_age = Gauge(
+            p + "partition_commit_age_seconds",
+            "Seconds since this partition's commit point last advanced while it had "
+            "uncommitted work (0 when idle)",
+            ["partition"],
+            registry=r,
+        )
+        # What KEDA scales on (docs/deploy.md, "Scaling with KEDA").
+        self.backlog_seconds = Gauge(
+            p + "backlog_seconds",
+            "Estimated seconds of work waiting in this partition for this worker: lag in "
+            "records x mean input bytes per record x measured processing seconds per byte",
+            ["partition"],
+            registry=r,
+        )
         self.rebalances = Counter(
             p + "rebalances_total", "Partition assignments received", registry=r
         )
@@ -216,6 +233,8 @@ class Metrics:
             ["action"],
             registry=r,
         )
+        for action in ("emitted", "skipped"):  # a closed set: exported from the start
+            self.chunks_unchanged.labels(action)
         self.documents_skipped = Counter(
             p + "documents_skipped_total",
             "Input records that changed nothing (replayed, older version, unknown delete)",
@@ -246,8 +265,7 @@ class Metrics:
         self.started_at.set(time.time())
 
     def record_budgets(self, budgets: Budgets) -> None:
-        s = budgets.settings
         self.cpu_budget.set(budgets.cpu_cores)
-        self.inference_threads.set(s.inference_threads * s.concurrent_batches)
+        self.inference_threads.set(budgets.inference_threads)
         self.memory_budget.set(budgets.memory_bytes or 0)
         self.memory_bound.set(budgets.memory_bound)

@@ -11,14 +11,21 @@ Invariants:
   (:func:`memory_bound`) must fit in it: a derived ``max_in_flight_bytes`` is the largest that
   fits (at most the no-budget default), an explicit one that does not fit is a ConfigError that
   names the setting to change, as is a ``max_document_bytes`` too large for any window.
-- Pure: :func:`plan` takes the settings and the limits seen; ``worker.cgroups`` reads them.
+- The memory reserve and the CPU split follow the models the worker loads (:func:`loaded_models`:
+  none for rule strategies, the boundary model's kind — static, int8 or fp32 — and the retrieval
+  model when ``include_embeddings`` names another one), with per-kind figures measured by
+  ``deploy/k8s/measure-sizing`` (docs/deploy.md, "Sizing").
+- Pure: :func:`plan` takes the settings, the limits seen and the model kinds;
+  ``worker.cgroups`` reads the limits and :func:`loaded_models` the model directories.
 """
 
 from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import msgspec
 
@@ -45,15 +52,24 @@ EXPANSION = {
 }
 EXPANSION_UNKNOWN_RULE = 20
 EXPANSION_UNKNOWN_MODEL = 160
-# Interpreter, libraries, Kafka clients, metrics (measured ready RSS without a model: 93 MiB).
-BASE_RESERVE = 128 * MiB
-# A loaded model with its session (measured ready RSS with int8: 168 MiB in all, model files
-# 56 MB int8 / 87 MB fp32), plus the activations of one running batch: attention scores are
-# batch × 12 heads × length² floats, ≤ max_batch_tokens (4096) × 256 × 48 B = 48 MiB.
-MODEL_RESERVE = {True: 192 * MiB, False: 256 * MiB}  # keyed by int8
-BATCH_RESERVE = 48 * MiB
+# Interpreter, libraries, Kafka clients, metrics: ready RSS of a rule-strategy worker, measured
+# 63 MiB (deploy/k8s/measure-sizing, sentence:none, 2026-12-01; 81 MiB peak with a 5 MiB window).
+BASE_RESERVE = 96 * MiB
+# The models a worker may load, by what they cost: a static token table, or the transformer
+# in one of its two variants.
+ModelKind = Literal["static", "int8", "fp32"]
+# What a loaded model adds to a ready worker: its ready RSS minus the rule-only worker's (63 MiB),
+# measured in one session with deploy/k8s/measure-sizing (600 × 4.8 KB documents, semantic, one
+# inference thread) on 2026-12-01: static +115 MiB (matrix, tokenizer and what loading leaves
+# behind), int8 +124 MiB, fp32 +180 MiB (both with onnxruntime itself, ~22 MiB, paid once).
+MODEL_RESERVE: dict[ModelKind, int] = {"static": 120 * MiB, "int8": 128 * MiB, "fp32": 192 * MiB}
+# What one running batch adds at its peak (same runs: peak RSS − ready RSS − the window's
+# expansion, 160 × 128 KiB = 20 MiB): static 9 MiB (a gather and a float64 mean); int8 226 MiB
+# and fp32 253 MiB — onnxruntime's arena keeps the largest activations a 4096-token batch
+# needed (attention scores, the layers' intermediates), it does not give them back.
+BATCH_RESERVE: dict[ModelKind, int] = {"static": 16 * MiB, "int8": 240 * MiB, "fp32": 272 * MiB}
 # Allocator slack and whatever the terms above miss.
-HEADROOM = 64 * MiB
+HEADROOM = 32 * MiB
 # Fetched records wait undecoded in the consumer: one response (≤ fetch_max_bytes) per broker
 # that leads a partition of this member. Counted for three brokers.
 FETCH_BROKERS = 3
@@ -73,12 +89,20 @@ class Budgets:
     memory_source: str  # "setting", "cgroup" or "none"
     memory_bound: int  # memory_bound() of the effective settings
     expansion: int
+    models: tuple[ModelKind, ...] = ()  # what the bound and the CPU split were planned for
+
+    @property
+    def inference_threads(self) -> int:
+        """Inference threads in all (per batch × concurrent batches); 0 without a model."""
+        s = self.settings
+        return s.inference_threads * s.concurrent_batches if self.models else 0
 
     def log_fields(self) -> dict[str, object]:
         s = self.settings
         return {
             "cpu_budget_cores": self.cpu_cores,
             "cpu_source": self.cpu_source,
+            "models": list(self.models),
             "inference_threads": s.inference_threads,
             "concurrent_batches": s.concurrent_batches,
             "memory_budget_bytes": self.memory_bytes,
@@ -102,13 +126,16 @@ def inference_slots(cpu_cores: float) -> int:
     return max(1, math.floor(cpu_cores + 1e-9) - 1)
 
 
-def split_slots(slots: int, inference_threads: int, concurrent_batches: int) -> tuple[int, int]:
+def split_slots(
+    slots: int, inference_threads: int, concurrent_batches: int, *, intra_op: bool = True
+) -> tuple[int, int]:
     """(threads per batch, concurrent batches); 0 in a setting means "derive it". Two batches
     when there is room (one is padded and tokenised while the other runs), never more than
-    the slots; explicit values are kept as they are."""
+    the slots; explicit values are kept as they are. Without ``intra_op`` (a static model: a
+    lookup and a mean on the batch's own thread, no session threads) a batch gets one thread."""
     batches = concurrent_batches or (inference_threads and max(1, slots // inference_threads))
     batches = batches or min(DEFAULT_CONCURRENT_BATCHES, slots)
-    threads = inference_threads or max(1, slots // batches)
+    threads = inference_threads or (max(1, slots // batches) if intra_op else 1)
     return threads, batches
 
 
@@ -140,28 +167,102 @@ def runnable_strategies(s: Settings) -> list[str]:
     return [s.strategy, *s.allowed_strategies]
 
 
-def memory_bound(s: Settings, strategies: list[str]) -> int:
+def memory_bound(s: Settings, strategies: list[str], models: Sequence[ModelKind]) -> int:
     """The most resident memory the worker should reach with settings ``s`` (docs/worker.md):
 
-    reserve (+ model and its running batches) + headroom
+    reserve + headroom
+      + for each model loaded: its reserve + its running batches
       + expansion × (max_in_flight_bytes + max_document_bytes)   # the window may overshoot
       + FETCH_BROKERS × fetch_max_bytes                           # by one document
     """
-    from worker.chunking import registry
-
-    needs_model = s.include_embeddings or any(
-        registry.get(n).needs_model for n in strategies if n in registry.names()
-    )
     reserve = BASE_RESERVE + HEADROOM
-    if needs_model:
-        reserve += MODEL_RESERVE[s.model_int8] + BATCH_RESERVE * s.concurrent_batches
+    for kind in models:
+        reserve += MODEL_RESERVE[kind] + BATCH_RESERVE[kind] * s.concurrent_batches
     window = expansion(strategies) * (s.max_in_flight_bytes + s.max_document_bytes)
     return reserve + window + FETCH_BROKERS * fetch_max_bytes(s)
 
 
-def plan(s: Settings, limits: CgroupLimits, affinity: int) -> Budgets:
-    """Fill in the derived settings (0 = derive) and check the result against the budgets."""
-    s, cpu, cpu_source = plan_cpu(s, limits, affinity)
+def needs_boundary_model(s: Settings) -> bool:
+    """Whether a worker with settings ``s`` loads a boundary model (worker.service decides with
+    this): its strategy or an allowed override needs one, or any override is allowed and a
+    model directory is named."""
+    from worker.chunking import registry
+
+    names = registry.names()
+    return any(
+        registry.get(n).needs_model for n in [s.strategy, *s.allowed_strategies] if n in names
+    ) or ("*" in s.allowed_strategies and s.model_dir is not None)
+
+
+def needs_model(s: Settings) -> bool:
+    """Whether a worker with settings ``s`` loads a model at all: a boundary model, or the
+    retrieval model for the vectors it sends."""
+    return s.include_embeddings or needs_boundary_model(s)
+
+
+def transformer_kind(s: Settings) -> ModelKind:
+    return "int8" if s.model_int8 else "fp32"
+
+
+def assumed_models(s: Settings) -> tuple[ModelKind, ...]:
+    """The models to plan for when their directories are not read: a transformer for each role
+    that may load (the costliest kind; what :func:`plan` assumes unless told the real kinds)."""
+    if not needs_model(s):
+        return ()
+    return (transformer_kind(s),) * (2 if s.include_embeddings else 1)
+
+
+def loaded_models(s: Settings) -> tuple[ModelKind, ...]:
+    """The kinds of the models a worker with settings ``s`` loads, from the model references
+    the worker resolves (worker.models.reference, as worker.inference resolves them): the
+    boundary model when :func:`needs_boundary_model`, and the retrieval model when
+    ``include_embeddings`` sends its vectors, unless it is the same model. A role whose model
+    is not found counts as the transformer (the worker then refuses it at start-up with its
+    own message)."""
+    from worker.errors import ModelNotBuilt
+    from worker.models.manifest import ManifestError
+    from worker.models.reference import ModelRef, find, find_retrieval
+
+    def kind(ref: ModelRef | None) -> ModelKind:
+        return "static" if ref is not None and ref.kind == "static" else transformer_kind(s)
+
+    kinds: list[ModelKind] = []
+    boundary: ModelRef | None = None
+    if needs_boundary_model(s):
+        try:
+            boundary = find("boundary", s.model_dir, int8=s.model_int8)
+        except ModelNotBuilt:
+            boundary = None
+        kinds.append(kind(boundary))
+    if s.include_embeddings:
+        try:
+            retrieval: ModelRef | None = find_retrieval(
+                s.retrieval_model_dir, s.model_dir, int8=s.model_int8
+            )
+        except (ModelNotBuilt, ManifestError):
+            retrieval = None
+        same = (
+            boundary is not None
+            and retrieval is not None
+            and (retrieval.directory.resolve(), retrieval.variant)
+            == (boundary.directory.resolve(), boundary.variant)
+        )
+        if not same:
+            kinds.append(kind(retrieval))
+    return tuple(kinds)
+
+
+def plan(
+    s: Settings,
+    limits: CgroupLimits,
+    affinity: int,
+    models: Sequence[ModelKind] | None = None,
+) -> Budgets:
+    """Fill in the derived settings (0 = derive) and check the result against the budgets.
+    ``models``: the kinds the worker loads (:func:`loaded_models`); None assumes the
+    transformer for every role that may load one (:func:`assumed_models`)."""
+    models = assumed_models(s) if models is None else tuple(models)
+    s, cpu, cpu_source = plan_cpu(s, limits, affinity, models)
 
     if s.memory_budget > 0:
         memory, memory_source = s.memory_budget, "setting"
@@ -174,9 +275,9 @@ def plan(s: Settings, limits: CgroupLimits, affinity: int) -> Budgets:
     if s.max_in_flight_bytes == 0:
         derived = DEFAULT_IN_FLIGHT_BYTES
         if memory is not None:
-            derived = _largest_window(s, strategies, memory)
+            derived = _largest_window(s, strategies, models, memory)
         s = msgspec.structs.replace(s, max_in_flight_bytes=derived)
-    bound = memory_bound(s, strategies)
+    bound = memory_bound(s, strategies, models)
     if memory is not None and bound > memory:
         raise ConfigError(
             f"invalid setting CHUNKSTREAM_MAX_IN_FLIGHT_BYTES (--max-in-flight-bytes): "
@@ -184,32 +285,49 @@ def plan(s: Settings, limits: CgroupLimits, affinity: int) -> Budgets:
             f"{', '.join(strategies)}, above the memory budget of {memory >> 20} MiB "
             f"({memory_source}); lower it (or unset it to derive it) or raise the budget"
         )
-    return Budgets(s, cpu, cpu_source, memory, memory_source, bound, factor)
+    return Budgets(s, cpu, cpu_source, memory, memory_source, bound, factor, models)
 
 
-def plan_cpu(s: Settings, limits: CgroupLimits, affinity: int) -> tuple[Settings, float, str]:
+def plan_cpu(
+    s: Settings,
+    limits: CgroupLimits,
+    affinity: int,
+    models: Sequence[ModelKind] | None = None,
+) -> tuple[Settings, float, str]:
     """The settings with inference threads and concurrent batches derived from the CPU budget,
-    the budget, and where it came from ("setting", "cgroup" or "affinity")."""
+    the budget, and where it came from ("setting", "cgroup" or "affinity"). Threads per batch
+    are onnxruntime's intra-op threads: a static model's batch runs on its own thread alone, so
+    with only static models each batch gets one."""
     if s.cpu_budget > 0:
         cpu, cpu_source = s.cpu_budget, "setting"
     elif limits.cpu_cores is not None and limits.cpu_cores < affinity:
         cpu, cpu_source = limits.cpu_cores, "cgroup"
     else:
         cpu, cpu_source = float(affinity), "affinity"
-    threads, batches = split_slots(inference_slots(cpu), s.inference_threads, s.concurrent_batches)
+    # Only a static model alone runs its batches without intra-op threads. Without a model the
+    # split is never used (0 inference threads are reported): the general rule stays.
+    intra_op = not models or any(kind != "static" for kind in models)
+    threads, batches = split_slots(
+        inference_slots(cpu), s.inference_threads, s.concurrent_batches, intra_op=intra_op
+    )
     s = msgspec.structs.replace(s, inference_threads=threads, concurrent_batches=batches)
     return s, cpu, cpu_source
 
 
-def _largest_window(s: Settings, strategies: list[str], memory: int) -> int:
-    def fits(window: int) -> bool:
-        return memory_bound(msgspec.structs.replace(s, max_in_flight_bytes=window), strategies) <= (
-            memory
+def _largest_window(
+    s: Settings, strategies: list[str], models: Sequence[ModelKind], memory: int
+) -> int:
+    def bound(window: int) -> int:
+        return memory_bound(
+            msgspec.structs.replace(s, max_in_flight_bytes=window), strategies, models
         )
+
+    def fits(window: int) -> bool:
+        return bound(window) <= memory
 
     low, high = 1, DEFAULT_IN_FLIGHT_BYTES
     if not fits(low):
-        smallest = memory_bound(msgspec.structs.replace(s, max_in_flight_bytes=low), strategies)
+        smallest = bound(low)
         raise ConfigError(
             f"invalid setting CHUNKSTREAM_MAX_DOCUMENT_BYTES (--max-document-bytes): documents "
             f"of {s.max_document_bytes} bytes need {smallest >> 20} MiB with strategies "

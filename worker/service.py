@@ -148,7 +148,12 @@ class Worker:
         return ready, checks
 
     async def run(self) -> int:
-        budgets = resources.plan(self.settings, cgroups.host_view(), resources.affinity_cpus())
+        budgets = resources.plan(
+            self.settings,
+            cgroups.host_view(),
+            resources.affinity_cpus(),
+            resources.loaded_models(self.settings),  # reserves and threads for what loads
+        )
         self.settings = s = budgets.settings
         self.state = State.STARTING
         strategy = self._default_strategy()
@@ -289,15 +294,7 @@ class Worker:
         the worker may run needs it, the retrieval model when embeddings go out (and, when it
         is installed, for sizing chunks in its tokens)."""
         s = self.settings
-        needs_boundary = (
-            strategy.needs_model
-            or any(
-                registry.get(name).needs_model
-                for name in s.allowed_strategies
-                if name in registry.names()
-            )
-            or ("*" in s.allowed_strategies and s.model_dir is not None)
-        )
+        needs_boundary = resources.needs_boundary_model(s)
         try:
             boundary = boundary_ref(s) if needs_boundary else None
         except ModelNotBuilt as exc:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 import shlex
 import subprocess
 import sys
@@ -24,13 +25,16 @@ KUSTOMIZATIONS = {
     "keda": DEPLOY / "k8s" / "overlays" / "keda",
     "static-membership": DEPLOY / "k8s" / "overlays" / "static-membership",
     "managed-kafka": DEPLOY / "k8s" / "overlays" / "managed-kafka",
+    "rules": DEPLOY / "k8s" / "overlays" / "rules",
+    "strimzi": DEPLOY / "k8s" / "overlays" / "strimzi",
 }
 # Custom resources we ship; kubernetes-validate has no schema for them, our tests check them.
 CRD_KINDS = {
     ("monitoring.coreos.com/v1", "ServiceMonitor"),
     ("monitoring.coreos.com/v1", "PrometheusRule"),
     ("keda.sh/v1alpha1", "ScaledObject"),
-    ("keda.sh/v1alpha1", "TriggerAuthentication"),
+    ("kafka.strimzi.io/v1beta2", "KafkaUser"),
+    ("kafka.strimzi.io/v1beta2", "KafkaTopic"),
 }
 
 Obj = dict[str, Any]
@@ -73,6 +77,17 @@ def container(objs: list[Obj]) -> Obj:
     return dict(containers[0])
 
 
+def mounted_secret(objs: list[Obj], path: str) -> tuple[dict[str, Any], str]:
+    """(the Secret volume source mounted where file ``path`` lies, the key it names)."""
+    mounts = {vm["mountPath"]: vm["name"] for vm in container(objs)["volumeMounts"]}
+    file = Path(path)
+    volume = mounts[str(file.parent)]
+    pod = workload(objs)["spec"]["template"]["spec"]
+    secret = dict(next(v for v in pod["volumes"] if v["name"] == volume)["secret"])
+    items = {i["path"]: i["key"] for i in secret.get("items", [])}
+    return secret, items.get(file.name, file.name)
+
+
 def config_map_data(objs: list[Obj], ref: str) -> dict[str, str]:
     return dict(one(objs, "ConfigMap", ref)["data"])
 
@@ -87,6 +102,9 @@ def quantity(value: str | int) -> float:
     return float(text)
 
 
+_DEPENDENT = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
+
+
 def container_env(objs: list[Obj], pod_name: str) -> dict[str, str]:
     """The environment the kubelet gives the worker container (ConfigMaps via envFrom, then
     `env` with the downward API resolved for a pod called ``pod_name``)."""
@@ -96,7 +114,10 @@ def container_env(objs: list[Obj], pod_name: str) -> dict[str, str]:
         env.update(config_map_data(objs, source["configMapRef"]["name"]))
     for item in c.get("env", []):
         if "value" in item:
-            env[item["name"]] = item["value"]
+            # $(NAME) expands a variable defined before this one, as the kubelet does.
+            env[item["name"]] = _DEPENDENT.sub(
+                lambda match: env.get(match.group(1), match.group(0)), item["value"]
+            )
             continue
         if "resourceFieldRef" in item["valueFrom"]:
             ref = item["valueFrom"]["resourceFieldRef"]
@@ -160,12 +181,34 @@ def image_env() -> dict[str, str]:
     return env
 
 
-def build_commands() -> list[list[str]]:
-    """Every command of the build stage's RUN instructions (split at `&&`), as argv lists."""
+def stages() -> dict[str, list[tuple[str, str]]]:
+    """The Dockerfile's stages by name (`FROM x AS name`), each from its FROM on."""
     instructions = dockerfile_instructions()
     from_at = [i for i, (k, _) in enumerate(instructions) if k == "FROM"]
-    build = instructions[from_at[0] : from_at[1]]
-    return [shlex.split(part) for k, rest in build if k == "RUN" for part in rest.split("&&")]
+    out = {}
+    for start, end in zip(from_at, [*from_at[1:], len(instructions)], strict=True):
+        words = instructions[start][1].split()
+        assert len(words) == 3, instructions[start]
+        assert words[1].upper() == "AS", instructions[start]
+        out[words[2]] = instructions[start:end]
+    return out
+
+
+def build_commands() -> list[list[str]]:
+    """Every command of the build stages' RUN instructions (split at `&&`), as argv lists;
+    `python -m worker.cli` (the package run from its source, not installed) reads as
+    `chunkstream`, the command it is."""
+    build = [i for name, stage in stages().items() if name != "runtime" for i in stage]
+    commands = []
+    for keyword, rest in build:
+        if keyword != "RUN":
+            continue
+        for part in rest.split("&&"):
+            argv = shlex.split(part)
+            if argv and Path(argv[0]).name == "python" and argv[1:3] == ["-m", "worker.cli"]:
+                argv = ["chunkstream", *argv[3:]]
+            commands.append(argv)
+    return commands
 
 
 def build_command(*words: str) -> list[str]:

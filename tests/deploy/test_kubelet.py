@@ -112,6 +112,8 @@ async def test_rendered_deployment_runs_probes_and_stops_like_under_the_kubelet(
         HOME="/nonexistent",
         LANG="C.UTF-8",
         TMPDIR=str(scratch),
+        # This checkout's code, not another the venv's editable install points at (a worktree).
+        **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"},
         CHUNKSTREAM_BOOTSTRAP_SERVERS=kafka_bootstrap,
         CHUNKSTREAM_METRICS_PORT=str(port),
         **m.local_models(env),

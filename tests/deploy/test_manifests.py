@@ -5,6 +5,7 @@ on, and the pod spec keeps the worker's contract (probes, grace period, security
 from __future__ import annotations
 
 import copy
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -13,12 +14,15 @@ import pytest
 import yaml
 
 from tests.deploy import manifests as m
+from tests.deploy import promql
 from worker.cgroups import CgroupLimits
 from worker.config import ENV_PREFIX, Settings, load_settings
-from worker.resources import memory_bound, plan, runnable_strategies
+from worker.resources import loaded_models, memory_bound, needs_model, plan, runnable_strategies
 
 ALL = list(m.KUSTOMIZATIONS)
-KEDA = ["keda", "managed-kafka"]
+KEDA = ["keda", "managed-kafka", "strimzi"]
+# Where each kustomization puts the workers (strimzi: next to the Kafka cluster's Secrets).
+NAMESPACE = {name: "kafka" if name == "strimzi" else "chunkstream" for name in ALL}
 
 
 def validate(path: Path) -> subprocess.CompletedProcess[str]:
@@ -57,7 +61,7 @@ def test_renders_and_validates_against_kubernetes_schemas(name: str, tmp_path: P
         ("policy/v1", "PodDisruptionBudget"),
         ("networking.k8s.io/v1", "NetworkPolicy"),
     } == set()
-    assert all(o["metadata"].get("namespace") == "chunkstream" for o in objs)
+    assert all(o["metadata"].get("namespace") == NAMESPACE[name] for o in objs)
 
 
 def test_strict_validation_rejects_a_misspelt_field(tmp_path: Path) -> None:
@@ -145,28 +149,35 @@ EMBEDDING_BYTES_PER_S = {"semantic": 15_000, "sdpm": 8_800, "context": 5_400}
 
 @pytest.mark.parametrize("name", ALL)
 def test_rendered_settings_fit_the_pods_cpu_memory_and_drain(name: str, tmp_path: Path) -> None:
-    """Acceptance: the worker's own budget plan, given the container's limits as its cgroup
-    would show them on a 64-core node: threads x batches <= the CPU limit (and leave the event
-    loop its core where there is one), the memory bound <= the memory limit, and the in-flight
-    window of an embedding strategy finishes within the revocation drain."""
+    """Acceptance: the worker's own budget plan, for the models it really loads (the image's,
+    read from the models scripts/bootstrap made with the same commands), given the container's
+    memory limit as its cgroup would show it on a 64-core node *without* a CPU limit: the CPU
+    budget is the pod's CPU request (downward API), threads x batches fit it (and leave the
+    event loop its core where there is one), the memory bound <= the memory limit, and the
+    in-flight window of an embedding strategy finishes within the revocation drain."""
     objs = m.render(name)
     c = m.container(objs)
-    limits = c["resources"]["limits"]
-    cpu, memory = m.quantity(limits["cpu"]), int(m.quantity(limits["memory"]))
+    request = m.quantity(c["resources"]["requests"]["cpu"])
+    memory = int(m.quantity(c["resources"]["limits"]["memory"]))
     env = {**m.image_env(), **m.container_env(objs, "chunkstream-0")}
-    env.update(dict.fromkeys(m.local_models(env), str(tmp_path)))  # the image's model dirs
+    env.update(m.local_models(env))  # the image's model dirs, as built here
     env.pop("CHUNKSTREAM_SASL_PASSWORD_FILE", None)
+    env.pop("CHUNKSTREAM_SSL_CAFILE", None)
     env.update(CHUNKSTREAM_SECURITY_PROTOCOL="PLAINTEXT")
     settings = load_settings({}, env=env)
     assert settings.memory_budget == memory  # the downward API hands the limit over
+    assert settings.cpu_budget == request  # ... and the CPU request, fractions included
 
-    budgets = plan(settings, CgroupLimits(cpu, memory), affinity=64)
+    models = loaded_models(settings)
+    budgets = plan(settings, CgroupLimits(None, memory), affinity=64, models=models)
     s = budgets.settings
-    assert budgets.cpu_cores == cpu
+    assert (budgets.cpu_cores, budgets.cpu_source) == (request, "setting")
     slots = s.inference_threads * s.concurrent_batches
-    assert slots <= cpu
-    assert slots == 1 or slots + 1 <= cpu
-    assert budgets.memory_bound == memory_bound(s, runnable_strategies(s)) <= memory
+    assert slots <= max(1, request)
+    assert slots == 1 or slots + 1 <= request
+    assert budgets.memory_bound == memory_bound(s, runnable_strategies(s), models) <= memory
+    # The overlay's strategy decides what loads: a model exactly when one may run.
+    assert bool(models) == needs_model(settings)
 
     drain = min(s.rebalance_timeout_ms / 1000 - 5, s.drain_timeout_s)
     if s.strategy in EMBEDDING_BYTES_PER_S:
@@ -228,23 +239,27 @@ def test_environment_is_a_valid_worker_configuration(name: str, tmp_path: Path) 
     model = tmp_path / "model"
     model.mkdir()
     env.update(dict.fromkeys(m.local_models(env), str(model)))  # the image's model dirs
-    if "CHUNKSTREAM_SASL_PASSWORD_FILE" in env:
-        # The file comes from the Secret mounted where the variable points.
-        mounts = {vm["mountPath"]: vm["name"] for vm in m.container(objs)["volumeMounts"]}
-        secret_file = Path(env["CHUNKSTREAM_SASL_PASSWORD_FILE"])
-        volume = mounts[str(secret_file.parent)]
-        pod = m.workload(objs)["spec"]["template"]["spec"]
-        secret = next(v for v in pod["volumes"] if v["name"] == volume)["secret"]
-        assert secret["optional"] is False
-        stand_in = tmp_path / secret_file.name
-        stand_in.write_text("s3cret\n")
-        env["CHUNKSTREAM_SASL_PASSWORD_FILE"] = str(stand_in)
+    for variable, content in (
+        ("CHUNKSTREAM_SASL_PASSWORD_FILE", "s3cret\n"),
+        ("CHUNKSTREAM_SSL_CAFILE", "-----BEGIN CERTIFICATE-----\n"),
+    ):
+        if variable in env:
+            # The file comes from a Secret mounted where the variable points, and the pod
+            # does not start without it.
+            secret, _ = m.mounted_secret(objs, env[variable])
+            assert secret["optional"] is False
+            stand_in = tmp_path / Path(env[variable]).name
+            stand_in.write_text(content)
+            env[variable] = str(stand_in)
     settings = load_settings({}, env=env)
     assert settings.group_id
     assert settings.model_int8 in (True, False)
-    if name == "managed-kafka":
+    if name in ("managed-kafka", "strimzi"):
         assert settings.security_protocol == "SASL_SSL"
+        assert settings.sasl_mechanism == "SCRAM-SHA-512"
         assert settings.sasl_password == "s3cret"
+    if name == "strimzi":
+        assert settings.ssl_cafile is not None
     if name == "static-membership":
         assert settings.group_instance_id == "chunkstream-0"
         assert settings.session_timeout_ms > 45_000  # survives a restart within the grace
@@ -266,7 +281,8 @@ def test_selectors_match_the_pods(name: str) -> None:
     assert service["spec"]["publishNotReadyAddresses"] is True
     assert service["spec"]["ports"][0]["targetPort"] == "metrics"
     assert selects(m.one(objs, "PodDisruptionBudget")["spec"]["selector"]["matchLabels"])
-    assert selects(m.one(objs, "NetworkPolicy")["spec"]["podSelector"]["matchLabels"])
+    for policy in (o for o in objs if o["kind"] == "NetworkPolicy"):
+        assert selects(policy["spec"]["podSelector"]["matchLabels"])
     # ServiceMonitor (CRD): selects the metrics Service by its labels, scrapes its named port.
     sm = m.one(objs, "ServiceMonitor")
     assert sm["apiVersion"] == "monitoring.coreos.com/v1"
@@ -293,37 +309,28 @@ def test_scaled_object(name: str) -> None:
     assert "replicas" not in target["spec"], "KEDA owns the replica count"
     partitions = int(so["metadata"]["annotations"]["chunkstream.io/input-partitions"])
     assert 1 <= so["spec"]["minReplicaCount"] <= so["spec"]["maxReplicaCount"] <= partitions
+    # A drain never takes the only worker (the PDB lets one pod go at a time).
+    assert so["spec"]["minReplicaCount"] >= 2
+    assert 0 < so["spec"]["fallback"]["replicas"] <= so["spec"]["maxReplicaCount"]
     (trigger,) = so["spec"]["triggers"]
-    assert trigger["type"] == "kafka"
+    # Scaling on the seconds of work waiting, through Prometheus (KEDA needs no Kafka
+    # credentials): the query sums the workers' backlog estimate of *this* deployment.
+    assert trigger["type"] == "prometheus"
     meta = trigger["metadata"]
-    env = m.container_env(objs, "chunkstream-0")
-    # The scaler watches exactly the group and topic the workers consume.
-    assert meta["bootstrapServers"] == env["CHUNKSTREAM_BOOTSTRAP_SERVERS"]
-    assert meta["consumerGroup"] == env["CHUNKSTREAM_GROUP_ID"]
-    assert meta["topic"] == env["CHUNKSTREAM_INPUT_TOPIC"]
-    assert int(meta["lagThreshold"]) > 0
-    assert meta["allowIdleConsumers"] == "false"
-    assert meta["scaleToZeroOnInvalidOffset"] == "false"
     assert all(isinstance(v, str) for v in meta.values()), "trigger metadata values are strings"
-    if name == "managed-kafka":
-        assert (
-            meta["sasl"]
-            == {"SCRAM-SHA-512": "scram_sha512", "SCRAM-SHA-256": "scram_sha256"}[
-                env["CHUNKSTREAM_SASL_MECHANISM"]
-            ]
-        )
-        assert meta["tls"] == "enable"
-        auth = m.one(objs, "TriggerAuthentication", trigger["authenticationRef"]["name"])
-        secret_refs = {r["parameter"]: r for r in auth["spec"]["secretTargetRef"]}
-        env_refs = {r["parameter"]: r for r in auth["spec"]["env"]}
-        pod = target["spec"]["template"]["spec"]
-        secret = next(v for v in pod["volumes"] if v["name"] == "kafka-credentials")["secret"]
-        assert secret_refs["password"]["name"] == secret["secretName"]
-        assert Path(env["CHUNKSTREAM_SASL_PASSWORD_FILE"]).name == secret_refs["password"]["key"]
-        assert env_refs["username"]["name"] == "CHUNKSTREAM_SASL_USERNAME"
-        assert env_refs["username"]["containerName"] == "worker"
-    else:
-        assert "authenticationRef" not in trigger
+    assert "authenticationRef" not in trigger
+    query = meta["query"]
+    assert promql.metric_names(query) == {"chunkstream_backlog_seconds"}
+    assert query.startswith("sum(max by (partition) (")
+    selector = dict(re.findall(r'(\w+)="([^"]*)"', query))
+    service = m.one(objs, "Service", "chunkstream-metrics")
+    job_label = m.one(objs, "ServiceMonitor")["spec"]["jobLabel"]
+    assert selector == {
+        "namespace": target["metadata"]["namespace"],
+        "job": service["metadata"]["labels"][job_label],
+    }
+    assert float(meta["threshold"]) > 0
+    assert meta["serverAddress"].startswith("http")
 
 
 def test_static_membership_statefulset_is_the_deployment_plus_an_instance_id() -> None:
@@ -369,6 +376,9 @@ def test_prometheus_rule_fields() -> None:
         "ChunkstreamWorkersAbsent",
         "ChunkstreamRebalanceStorm",
         "ChunkstreamNotReady",
+        "ChunkstreamPartitionStuck",
+        "ChunkstreamUnreadablePartition",
+        "ChunkstreamCpuThrottled",
     } <= set(alerts)
     # Pod-level symptoms aggregate per pod, so healthy pods cannot hide a stuck one.
     for alert in ("ChunkstreamNoCommits", "ChunkstreamRebalanceStorm", "ChunkstreamNotReady"):
@@ -377,7 +387,9 @@ def test_prometheus_rule_fields() -> None:
         assert "by (namespace, job)" not in expr, alert
     # Stuck publishes hold documents in flight while the lag gauge reads 0.
     assert "chunkstream_in_flight_documents" in alerts["ChunkstreamNoCommits"]["expr"]
-    assert alerts["ChunkstreamWorkersAbsent"]["expr"].startswith("absent(")
+    # Absent workers per namespace and job, from the job label the operator gives the Service
+    # (no job name in the rule; tests/deploy/test_dashboard.py checks the shape).
+    assert "group by (namespace, job)" in alerts["ChunkstreamWorkersAbsent"]["expr"]
     # Above normal KEDA scaling: one pod removed per 120 s is 7.5 rebalances in 15 minutes,
     # and at most maxReplicaCount - 1 joins on the way up.
     so = m.one(m.render("keda"), "ScaledObject")
@@ -399,3 +411,86 @@ def _cpu(value: str) -> float:
 def _mem(value: str) -> int:
     units = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30}
     return int(value[:-2]) * units[value[-2:]] if value[-2:] in units else int(value)
+
+
+def test_strimzi_user_topics_and_tls() -> None:
+    """The Strimzi overlay: the KafkaUser is the SASL user, its Secret is the mounted password,
+    its ACLs cover exactly the group and topics the workers use; KafkaTopics exist for the
+    input, output, dead letters and the compacted state changelog, whose partitions equal the
+    input's; the cluster CA Secret is the CA file; the partitions annotation is the input's."""
+    objs = m.render("strimzi")
+    env = m.container_env(objs, "chunkstream-0")
+    (user,) = [o for o in objs if o["kind"] == "KafkaUser"]
+    topics = {
+        o["spec"].get("topicName", o["metadata"]["name"]): o
+        for o in objs
+        if o["kind"] == "KafkaTopic"
+    }
+    cluster = user["metadata"]["labels"]["strimzi.io/cluster"]
+    assert all(t["metadata"]["labels"]["strimzi.io/cluster"] == cluster for t in topics.values())
+    # SCRAM-SHA-512 over the cluster's TLS listener, the user's own Secret, the cluster CA.
+    assert user["spec"]["authentication"]["type"] == "scram-sha-512"
+    assert env["CHUNKSTREAM_SASL_MECHANISM"] == "SCRAM-SHA-512"
+    assert env["CHUNKSTREAM_SECURITY_PROTOCOL"] == "SASL_SSL"
+    assert env["CHUNKSTREAM_BOOTSTRAP_SERVERS"] == f"{cluster}-kafka-bootstrap:9093"
+    assert env["CHUNKSTREAM_SASL_USERNAME"] == user["metadata"]["name"]
+    secret, key = m.mounted_secret(objs, env["CHUNKSTREAM_SASL_PASSWORD_FILE"])
+    assert (secret["secretName"], key) == (user["metadata"]["name"], "password")
+    secret, key = m.mounted_secret(objs, env["CHUNKSTREAM_SSL_CAFILE"])
+    assert (secret["secretName"], key) == (f"{cluster}-cluster-ca-cert", "ca.crt")
+    # Topics: the ConfigMap's, and the state changelog compacted with the input's partitions.
+    state = "chunkstream-document-state-changelog"
+    names = [env[f"CHUNKSTREAM_{k}_TOPIC"] for k in ("INPUT", "OUTPUT", "DLQ")]
+    assert set(topics) == {*names, state}
+    input_topic = topics[env["CHUNKSTREAM_INPUT_TOPIC"]]
+    assert topics[state]["spec"]["config"]["cleanup.policy"] == "compact"
+    assert topics[state]["spec"]["partitions"] == input_topic["spec"]["partitions"]
+    so = m.one(objs, "ScaledObject")
+    annotation = so["metadata"]["annotations"]["chunkstream.io/input-partitions"]
+    assert int(annotation) == input_topic["spec"]["partitions"]
+    for name in names[1:]:  # the worker checks max.message.bytes >= its record limit
+        limit = int(topics[name]["spec"]["config"]["max.message.bytes"])
+        assert limit >= Settings().max_record_bytes
+    # ACLs: the group and each topic, with what the worker does there and nothing more.
+    acls = {
+        (a["resource"]["type"], a["resource"]["name"]): set(a["operations"])
+        for a in user["spec"]["authorization"]["acls"]
+    }
+    assert all(
+        a["resource"]["patternType"] == "literal" for a in user["spec"]["authorization"]["acls"]
+    )
+    assert acls == {
+        ("group", env["CHUNKSTREAM_GROUP_ID"]): {"Read", "Describe"},
+        ("topic", names[0]): {"Read", "Describe", "DescribeConfigs"},
+        ("topic", names[1]): {"Write", "Describe", "DescribeConfigs"},
+        ("topic", names[2]): {"Write", "Describe", "DescribeConfigs"},
+        ("topic", state): {"Read", "Write", "Describe", "DescribeConfigs"},
+    }
+    # The egress sample lets the workers reach DNS and the brokers' namespace, nothing else.
+    egress = m.one(objs, "NetworkPolicy", "chunkstream-egress")
+    assert egress["spec"]["policyTypes"] == ["Egress"]
+    dns, kafka = egress["spec"]["egress"]
+    assert {p["port"] for p in dns["ports"]} == {53}
+    assert {p["protocol"] for p in dns["ports"]} == {"UDP", "TCP"}
+    assert 9093 in {p["port"] for p in kafka["ports"]}
+    (peer,) = kafka["to"]
+    assert peer["namespaceSelector"]["matchLabels"] == {
+        "kubernetes.io/metadata.name": m.workload(objs)["metadata"]["namespace"]
+    }
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_disruption_budget_never_blocks_a_drain_and_keeps_one_worker(name: str) -> None:
+    """maxUnavailable 1 (never minAvailable): a drain can always evict, one pod at a time, so
+    it is never blocked forever; with at least two replicas (fixed, or KEDA's minimum) a drain
+    never takes the only worker."""
+    objs = m.render(name)
+    pdb = m.one(objs, "PodDisruptionBudget")
+    assert pdb["spec"]["maxUnavailable"] == 1
+    assert "minAvailable" not in pdb["spec"]
+    assert pdb["spec"]["unhealthyPodEvictionPolicy"] == "AlwaysAllow"
+    scaled = [o for o in objs if o["kind"] == "ScaledObject"]
+    replicas = (
+        scaled[0]["spec"]["minReplicaCount"] if scaled else m.workload(objs)["spec"]["replicas"]
+    )
+    assert replicas >= 2

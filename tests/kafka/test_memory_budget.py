@@ -98,3 +98,87 @@ async def test_multi_mb_flood_under_a_memory_budget(
     events = await helpers.chunk_events(kafka_bootstrap, settings.output_topic)
     check_complete(docs, events)
     assert not await helpers.dead_letters(kafka_bootstrap, settings.dlq_topic)
+
+
+POD_320 = 320 * MiB
+STATIC_MODEL = REPO / ".cache/models/all-MiniLM-L6-v2-static"
+
+
+@pytest.mark.kafka
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("strategy", "model", "count", "document_bytes", "max_document_bytes"),
+    [
+        # A rule strategy: no model loaded; 1 MiB documents, the base's document limit.
+        ("sentence", None, 64, 900 * 1024, MiB),
+        # The image's default boundary model (static) under the embedding strategy: its
+        # reserve and ~160 bytes per input byte leave room for documents up to 192 KiB.
+        ("semantic", STATIC_MODEL, 24, 150 * 1024, 192 * 1024),
+    ],
+)
+async def test_a_320_mib_pod_starts_and_holds_a_flood(
+    kafka_bootstrap: str,
+    topic_names: dict[str, str],
+    tmp_path: Path,
+    strategy: str,
+    model: Path | None,
+    count: int,
+    document_bytes: int,
+    max_document_bytes: int,
+) -> None:
+    """Acceptance (issue 20): with a rule strategy, and with the static boundary model, a worker
+    given a 320 MiB pod's memory budget starts (its bound, planned for the models it really
+    loads, fits) and works off a flood far larger than the budget with its peak resident memory
+    (the kernel's VmHWM) inside 320 MiB. Before issue 20 the bound reserved the transformer for
+    any model and refused to start below ~615 MiB."""
+    if model is not None and not (model / "manifest.json").is_file():
+        pytest.fail(f"no static model in {model}: run scripts/bootstrap")
+    docs = [
+        DocumentEvent(id=f"pod-{i}", text=prose(document_bytes + i * 1024, seed=100 + i))
+        for i in range(count)
+    ]
+    flood = sum(len(d.text.encode()) for d in docs)
+    overrides: dict[str, object] = {"strategy": strategy}
+    if model is not None:
+        overrides["model_dir"] = str(model)
+    settings = helpers.make_settings(
+        kafka_bootstrap,
+        topic_names,
+        metrics_port=free_port(),
+        memory_budget=POD_320,
+        max_document_bytes=max_document_bytes,
+        **overrides,
+    )
+    await helpers.create(settings)
+    await helpers.produce_raw(kafka_bootstrap, settings.input_topic, helpers.encode_documents(docs))
+
+    log = tmp_path / "worker.log"
+    proc = helpers.worker_process(settings, log)
+    try:
+        await helpers.wait_committed_to_end(
+            kafka_bootstrap, settings.group_id, settings.input_topic, timeout_s=600
+        )
+        peak = vm_hwm(proc.pid)
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert code == 0, log.read_text()[-3000:]
+
+    (budget_line,) = helpers.log_events(log, "budget")
+    assert budget_line["models"] == ([] if model is None else ["static"])
+    assert budget_line["memory_bound_bytes"] <= POD_320
+    assert 0 < budget_line["max_in_flight_bytes"] < flood
+    assert EXPANSION[strategy] * flood > POD_320  # the flood does not fit whole
+    assert helpers.log_events(log, "paused"), "the window never filled: the test proves nothing"
+    print(
+        f"{strategy}: flood {flood >> 20} MiB, window {budget_line['max_in_flight_bytes'] >> 10} "
+        f"KiB, bound {budget_line['memory_bound_bytes'] >> 20} MiB, peak RSS {peak >> 20} MiB"
+    )
+    assert peak <= POD_320, f"peak RSS {peak >> 20} MiB above the 320 MiB pod"
+
+    events = await helpers.chunk_events(kafka_bootstrap, settings.output_topic)
+    check_complete(docs, events)
+    assert not await helpers.dead_letters(kafka_bootstrap, settings.dlq_topic)

@@ -21,11 +21,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
-from typing import NoReturn, cast
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn, cast
 
 from worker._version import __version__
-from worker.chunking.registry import StrategyError
+from worker.chunking.contract import StrategyError
 from worker.cli import chunking, kafka_tools, lifecycle_tools, models
 from worker.cli.status import (
     EXIT_FAILED,
@@ -44,6 +44,19 @@ class Parser(argparse.ArgumentParser):
     """argparse with its usage errors as one ``chunkstream:`` line (status 2, as argparse's
     own), pointing at ``--help`` instead of printing the usage block. Subcommand parsers are
     made of the same class (``add_subparsers`` uses the parent's type)."""
+
+    def __init__(self, *args: Any, lazy_epilog: Callable[[], str] | None = None, **kw: Any):
+        super().__init__(*args, **kw)
+        # Computed when the help is shown, not when the parser is built: `chunk --help` lists
+        # every strategy from the registry, which the other commands (`model build` in the
+        # image's model stage, for one) should not have to import.
+        self._lazy_epilog = lazy_epilog
+
+    def format_help(self) -> str:
+        if self._lazy_epilog is not None:
+            self.epilog = self._lazy_epilog()
+            self._lazy_epilog = None
+        return super().format_help()
 
     def error(self, message: str) -> NoReturn:
         command = self.prog.removeprefix("chunkstream").strip()

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from worker.cli.inputs import CONTENT_TYPES, STDIN, check_openable, read_document
-from worker.cli.strategy_params import parse_strategy_params, strategies_help
 from worker.errors import CommandError, ConfigError
 
 if TYPE_CHECKING:
@@ -42,6 +41,12 @@ output: one JSON object per chunk, per document in the order given, as each is c
   dropped, and offset 0 is the first character after it."""
 
 
+def _epilog() -> str:
+    from worker.cli.strategy_params import strategies_help
+
+    return f"{strategies_help()}\n\n{OFFSETS_NOTE}"
+
+
 def add_commands(sub: SubParsers[argparse.ArgumentParser]) -> None:
     chunk = sub.add_parser(
         "chunk",
@@ -49,7 +54,7 @@ def add_commands(sub: SubParsers[argparse.ArgumentParser]) -> None:
         description="Chunk files (or stdin) with one strategy, as the worker would, and print "
         "each chunk as a JSON line. Embedding strategies use the same model and batch bounds "
         "as the worker (CHUNKSTREAM_MODEL_DIR, CHUNKSTREAM_MAX_BATCH_TOKENS, ...).",
-        epilog=f"{strategies_help()}\n\n{OFFSETS_NOTE}",
+        lazy_epilog=_epilog,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     chunk.add_argument("--strategy", default="sentence", help="strategy name (default sentence)")
@@ -102,6 +107,8 @@ def run_chunk(args: argparse.Namespace) -> int:
 
     strategy = registry.get(args.strategy)
     params = parse_param_flags(args.param)
+    from worker.cli.strategy_params import parse_strategy_params
+
     parse_strategy_params(strategy, params)  # before any model check or file read
     check_openable(args.files)
     # A strategy may name its model (`context`'s embedding_model); --model wins.

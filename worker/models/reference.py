@@ -35,6 +35,7 @@ from worker.models.manifest import (
     DEFAULT_STATIC_NAME,
     INT8_MODEL_NAME,
     MANIFEST_NAME,
+    MODEL_NAME,
     TOKENIZER_NAME,
     Manifest,
     ManifestError,
@@ -97,6 +98,13 @@ def describe(directory: Path, role: Role, *, int8: bool = False) -> ModelRef:
         if isinstance(manifest, Manifest):
             if int8 and INT8_MODEL_NAME not in manifest.files:
                 raise ManifestError(f"{directory} has no {INT8_MODEL_NAME} (rebuild with --int8)")
+            variant_file = INT8_MODEL_NAME if int8 else MODEL_NAME
+            if not (directory / variant_file).is_file():
+                # Listed but not shipped: the image keeps only the int8 variant (docs/deploy.md).
+                raise ManifestError(
+                    f"{directory} does not ship {variant_file}; set CHUNKSTREAM_MODEL_INT8="
+                    f"{'false' if int8 else 'true'} for the variant it has"
+                )
             return ModelRef(
                 role=role,
                 directory=directory,
