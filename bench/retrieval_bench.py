@@ -1,0 +1,253 @@
+"""What a retriever finds in each chunker's chunks: QuAC questions over long documents.
+
+    PYTHONPATH=. .venv/bin/python bench/retrieval_bench.py --split tune|report
+        [--chunker SPEC ...] [--param NAME:KEY=VALUE ...] [--json out.json]
+
+Data: bench/qa_dataset.py (QuAC validation sections with their highlighted answers, packed into
+documents of ≥ 12,000 characters; a fixed ``tune``/``report`` split by section hash). Chunkers:
+bench/retrieval_chunkers.py — every chunkstream strategy at its defaults (embedding strategies
+on the worker's default boundary model, through ``chunk_document`` and the batcher), LangChain's
+recursive splitter at 400 and 1,000 characters without overlap and at 1,000 with 200 overlap,
+chonkie's SemanticChunker at its defaults. ``--param sentence:chunk_size=500`` changes a default
+row; ``--chunker SPEC`` (repeatable) replaces the list.
+
+Retrieval: every chunk of the split (all documents together) and every question are embedded
+by the same retrieval model (default: the fp32 ONNX all-MiniLM-L6-v2, what the worker sends
+with ``include_embeddings``), through ``open_batcher`` like the worker; a text over the model's
+window is truncated by the model, as in production. The ``--top-k`` (5) chunks of highest
+cosine similarity are retrieved for each question.
+
+Metrics per chunker (bench/retrieval_metrics.py has the exact definitions), each computed per
+question and then averaged over questions:
+
+* recall / precision / IoU of the characters of the top-k chunks against the reference answer's
+  characters;
+* recall at a budget: chunks taken in rank order until ``--budget`` (2,000) characters, the last
+  one cut to what still fits;
+* reference rule (``--reference``): ``first`` (default) scores against the first annotator's
+  span, the answer given in the dialog; the other annotators' spans are often short fragments
+  of it, and taking the best of four would reward small chunks that happen to hold one.
+  ``best`` takes, per metric, the best score over all references;
+* chunks: how many, mean characters, mean tokens (the retrieval model's tokenizer, without
+  [CLS]/[SEP]), and the share over the model's window (more than ``max_seq_length`` − 2 = 254
+  tokens: the rest of such a chunk never reaches its vector);
+* seconds to chunk and to embed (informational: the machine is shared).
+
+``--max-questions N`` scores a fixed-seed sample of the split's questions (all chunks are still
+indexed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+from numpy.typing import NDArray
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import qa_dataset
+from bench.retrieval_chunkers import OUR_STRATEGIES, Chunker, Piece, make, parse_spec
+from bench.retrieval_metrics import Located, Scores, budget_recall, score
+from worker.embedding.manifest import DEFAULT_MODEL_DIR, DEFAULT_STATIC_DIR
+from worker.embedding.runtime import inference_settings, open_batcher
+
+DEFAULT_CHUNKERS = (
+    *OUR_STRATEGIES,
+    "langchain:chunk_size=400,chunk_overlap=0",
+    "langchain:chunk_size=1000,chunk_overlap=0",
+    "langchain:chunk_size=1000,chunk_overlap=200",
+    "chonkie-semantic",
+)
+SEED = 20261201
+
+
+class Row(msgspec.Struct):
+    chunker: str
+    questions: int
+    recall: float
+    precision: float
+    iou: float
+    budget_recall: float
+    chunks: int
+    mean_chars: float
+    mean_tokens: float
+    over_window: float
+    chunk_seconds: float
+    embed_seconds: float
+
+
+def chunker_specs(chunkers: Sequence[str] | None, params: Sequence[str]) -> list[str]:
+    specs = list(chunkers or DEFAULT_CHUNKERS)
+    for override in params:
+        name, extra = parse_spec(override)
+        matched = False
+        for n, spec in enumerate(specs):
+            spec_name, spec_params = parse_spec(spec)
+            if spec_name == name:
+                merged = spec_params | extra
+                specs[n] = name + (":" if merged else "") + ",".join(
+                    f"{k}={v}" for k, v in merged.items()
+                )
+                matched = True
+        if not matched:
+            raise SystemExit(f"--param {override!r}: no chunker {name!r} in the list")
+    return specs
+
+
+async def chunk_all(chunker: Chunker, docs: Sequence[qa_dataset.QADocument], in_flight: int
+                    ) -> list[list[Piece]]:  # fmt: skip
+    gate = asyncio.Semaphore(in_flight)
+
+    async def one(doc: qa_dataset.QADocument) -> list[Piece]:
+        async with gate:
+            return await chunker.run(doc.text)
+
+    return list(await asyncio.gather(*(one(d) for d in docs)))
+
+
+def token_counts(tokenizer: Any, texts: Sequence[str]) -> NDArray[np.int64]:
+    encodings = tokenizer.encode_batch(list(texts), add_special_tokens=False)
+    return np.array([len(e.ids) for e in encodings], dtype=np.int64)
+
+
+def top_k(questions: NDArray[np.float32], chunks: NDArray[np.float32], k: int
+          ) -> NDArray[np.int64]:  # fmt: skip
+    """Indices of the ``k`` most similar chunks per question, best first (vectors are unit)."""
+    similarity = questions @ chunks.T
+    k = min(k, chunks.shape[0])
+    best = np.argpartition(-similarity, k - 1, axis=1)[:, :k]
+    order = np.argsort(-np.take_along_axis(similarity, best, axis=1), axis=1, kind="stable")
+    return np.take_along_axis(best, order, axis=1)
+
+
+def question_scores(ranked: list[Located], doc_id: str, refs: Sequence[qa_dataset.Reference],
+                    rule: str, budget: int) -> tuple[Scores, float]:  # fmt: skip
+    chosen = refs[:1] if rule == "first" else refs
+    all_scores = [score(ranked, doc_id, (r.start, r.end)) for r in chosen]
+    budgets = [budget_recall(ranked, doc_id, (r.start, r.end), budget) for r in chosen]
+    best = Scores(
+        recall=max(s.recall for s in all_scores),
+        precision=max(s.precision for s in all_scores),
+        iou=max(s.iou for s in all_scores),
+    )
+    return best, max(budgets)
+
+
+async def evaluate(args: argparse.Namespace) -> list[Row]:
+    from tokenizers import Tokenizer
+
+    docs = qa_dataset.load(args.split, target_chars=args.target_chars)
+    asked = [(doc.doc_id, q) for doc in docs for q in doc.questions]
+    if args.max_questions and args.max_questions < len(asked):
+        asked = random.Random(SEED).sample(asked, args.max_questions)
+    print(
+        f"split {args.split}: {len(docs)} documents, {sum(len(d.text) for d in docs):,} chars, "
+        f"{sum(len(d.questions) for d in docs)} questions ({len(asked)} scored); "
+        f"reference rule {args.reference}",
+        flush=True,
+    )
+    tokenizer = Tokenizer.from_file(str(Path(args.retrieval_model) / "tokenizer.json"))
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    window = args.window - 2  # [CLS] and [SEP] take two of max_seq_length's places
+
+    boundary = inference_settings(model_dir=str(args.boundary_model))
+    retrieval = inference_settings(model_dir=str(args.retrieval_model))
+    rows: list[Row] = []
+    async with open_batcher(boundary) as boundary_batcher, open_batcher(retrieval) as retriever:
+        question_vectors = await retriever.submit([q.text for _, q in asked])
+        for spec in chunker_specs(args.chunker, args.param):
+            chunker = make(spec, Path(args.boundary_model), boundary_batcher.submit)
+            began = time.perf_counter()
+            per_doc = await chunk_all(chunker, docs, args.in_flight)
+            chunk_seconds = time.perf_counter() - began
+            located = [
+                Located(doc.doc_id, piece.ranges)
+                for doc, pieces in zip(docs, per_doc, strict=True)
+                for piece in pieces
+            ]
+            texts = [piece.text for pieces in per_doc for piece in pieces]
+            began = time.perf_counter()
+            vectors = await retriever.submit(texts)
+            embed_seconds = time.perf_counter() - began
+            ranked_ids = top_k(question_vectors, vectors, args.top_k)
+            totals = np.zeros(4)
+            for (doc_id, question), ids in zip(asked, ranked_ids, strict=True):
+                ranked = [located[i] for i in ids]
+                s, b = question_scores(
+                    ranked, doc_id, question.references, args.reference, args.budget
+                )
+                totals += (s.recall, s.precision, s.iou, b)
+            tokens = token_counts(tokenizer, texts)
+            mean = totals / len(asked)
+            row = Row(
+                chunker=chunker.label,
+                questions=len(asked),
+                recall=float(mean[0]),
+                precision=float(mean[1]),
+                iou=float(mean[2]),
+                budget_recall=float(mean[3]),
+                chunks=len(texts),
+                mean_chars=float(np.mean([len(t) for t in texts])),
+                mean_tokens=float(tokens.mean()),
+                over_window=float((tokens > window).mean()),
+                chunk_seconds=chunk_seconds,
+                embed_seconds=embed_seconds,
+            )
+            rows.append(row)
+            print(f"  {row.chunker}: done ({chunk_seconds:.1f} s + {embed_seconds:.1f} s)",
+                  flush=True)  # fmt: skip
+    return rows
+
+
+def table(rows: Sequence[Row], k: int, budget: int) -> str:
+    lines = [
+        f"| chunker | recall@{k} | precision@{k} | IoU@{k} | recall@{budget:,} chars "
+        "| chunks | mean chars | mean tokens | over window | chunk s | embed s |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r.chunker} | {r.recall:.3f} | {r.precision:.3f} | {r.iou:.3f} | "
+            f"{r.budget_recall:.3f} | {r.chunks} | {r.mean_chars:.0f} | {r.mean_tokens:.0f} | "
+            f"{r.over_window:.1%} | {r.chunk_seconds:.1f} | {r.embed_seconds:.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--split", choices=qa_dataset.SPLITS, required=True)
+    parser.add_argument("--chunker", action="append", help="replaces the default list")
+    parser.add_argument("--param", action="append", default=[], help="NAME:KEY=VALUE,...")
+    parser.add_argument("--top-k", type=int, default=5)
+    parser.add_argument("--budget", type=int, default=2000)
+    parser.add_argument("--reference", choices=("first", "best"), default="first")
+    parser.add_argument("--max-questions", type=int, default=0)
+    parser.add_argument("--target-chars", type=int, default=12_000)
+    parser.add_argument("--in-flight", type=int, default=8, help="documents chunked at once")
+    parser.add_argument("--boundary-model", default=str(DEFAULT_STATIC_DIR))
+    parser.add_argument("--retrieval-model", default=str(DEFAULT_MODEL_DIR))
+    parser.add_argument("--window", type=int, default=256, help="the model's max_seq_length")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    rows = asyncio.run(evaluate(args))
+    print()
+    print(table(rows, args.top_k, args.budget))
+    if args.json:
+        report = {"args": {k: str(v) for k, v in vars(args).items()}, "rows": rows}
+        args.json.write_bytes(msgspec.json.format(msgspec.json.encode(report)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
