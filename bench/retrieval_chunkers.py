@@ -74,11 +74,11 @@ def make(spec: str, boundary_dir: Path, embed: EmbedFn) -> Chunker:
         settings = {"chunk_size": 1000, "chunk_overlap": 0} | params
         return Chunker(label_of("langchain recursive", settings), _langchain(settings))
     if name == "chonkie-semantic":
-        return Chunker(
-            label_of("chonkie semantic", params), _chonkie(params, boundary_dir, embed)
-        )
-    raise ValueError(f"unknown chunker {name!r} (ours: {', '.join(OUR_STRATEGIES)}; "
-                     "peers: langchain, chonkie-semantic)")  # fmt: skip
+        return Chunker(label_of("chonkie semantic", params), _chonkie(params, boundary_dir, embed))
+    raise ValueError(
+        f"unknown chunker {name!r} (ours: {', '.join(OUR_STRATEGIES)}; "
+        "peers: langchain, chonkie-semantic)"
+    )
 
 
 def _ours(name: str, params: dict[str, Any], boundary_dir: Path, embed: EmbedFn) -> ChunkFn:

@@ -66,9 +66,7 @@ def size(ranges: Iterable[Range]) -> int:
 def overlap(ranges: Iterable[Range], reference: Range) -> int:
     """How many characters of ``reference`` the union of ``ranges`` covers."""
     ref_start, ref_end = reference
-    return sum(
-        max(0, min(end, ref_end) - max(start, ref_start)) for start, end in merge(ranges)
-    )
+    return sum(max(0, min(end, ref_end) - max(start, ref_start)) for start, end in merge(ranges))
 
 
 def score(retrieved: Sequence[Located], doc_id: str, reference: Range) -> Scores:

@@ -188,3 +188,33 @@ def test_split_rule_is_the_parity_of_the_section_hash() -> None:
     report_text = "".join(d.text for d in report)
     for text in (SECTION_A, SECTION_B):
         assert (text in tune_text) != (text in report_text)  # each section in exactly one
+
+
+# --- ranking and chunker plumbing ------------------------------------------------------------
+
+
+def test_top_k_orders_by_cosine_best_first() -> None:
+    import numpy as np
+
+    from bench.retrieval_bench import top_k
+
+    chunks = np.array([[1, 0], [0, 1], [0.6, 0.8], [0.8, 0.6]], dtype=np.float32)
+    questions = np.array([[1, 0], [0, 1]], dtype=np.float32)
+    assert top_k(questions, chunks, 3).tolist() == [[0, 3, 2], [1, 2, 3]]
+    assert top_k(questions, chunks, 10).shape == (2, 4)  # never more than there are
+
+
+def test_locate_finds_repeated_chunk_texts_in_order() -> None:
+    from bench.retrieval_chunkers import locate
+
+    pieces = locate(["ab", "ab", "c"], "ab ab c")
+    assert [p.ranges for p in pieces] == [((0, 2),), ((3, 5),), ((6, 7),)]
+
+
+def test_param_overrides_change_the_named_default_row_only() -> None:
+    from bench.retrieval_bench import chunker_specs
+
+    specs = chunker_specs(["sentence", "langchain:chunk_size=400"], ["sentence:chunk_size=500"])
+    assert specs == ["sentence:chunk_size=500", "langchain:chunk_size=400"]
+    with pytest.raises(SystemExit):
+        chunker_specs(["sentence"], ["sdpm:skip_window=1"])
