@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -147,11 +148,15 @@ def _chonkie(params: dict[str, Any], boundary_dir: Path, embed: EmbedFn) -> Chun
             return tokenizer
 
     chunker = SemanticChunker(embedding_model=Adapter(), **params)
+    # Its own thread, not the loop's default executor: the batcher measures large submissions
+    # there, and chonkie threads blocked on their embeddings must not hold every worker of it.
+    own_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chonkie")
 
     async def run(text: str) -> list[Piece]:
+        loop = asyncio.get_running_loop()
         if not loop_holder:
-            loop_holder.append(asyncio.get_running_loop())
-        chunks = await asyncio.to_thread(chunker.chunk, text)
+            loop_holder.append(loop)
+        chunks = await loop.run_in_executor(own_thread, chunker.chunk, text)
         return locate([c.text for c in chunks], text)
 
     return run
