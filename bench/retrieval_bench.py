@@ -88,6 +88,12 @@ class Row(msgspec.Struct):
     over_window: float
     chunk_seconds: float
     embed_seconds: float
+    # 95 % half-widths (1.96 standard errors over questions) of IoU and of recall at the budget.
+    iou_pm: float = 0.0
+    budget_recall_pm: float = 0.0
+    # Per question, in the order of ``questions_scored`` of the JSON: for paired comparisons.
+    per_question_iou: list[float] = msgspec.field(default_factory=list)
+    per_question_budget_recall: list[float] = msgspec.field(default_factory=list)
 
 
 def chunker_specs(chunkers: Sequence[str] | None, params: Sequence[str]) -> list[str]:
@@ -155,7 +161,8 @@ def question_scores(
     return best, max(budgets)
 
 
-async def evaluate(args: argparse.Namespace) -> list[Row]:
+async def evaluate(args: argparse.Namespace) -> tuple[list[Row], list[str]]:
+    """The table's rows, and the ids of the questions scored (the per-question order)."""
     from tokenizers import Tokenizer
 
     docs = qa_dataset.load(args.split, target_chars=args.target_chars)
@@ -197,15 +204,15 @@ async def evaluate(args: argparse.Namespace) -> list[Row]:
             # The budget may need more than k chunks (small chunks): rank enough to fill it.
             depth = max(args.top_k, BUDGET_DEPTH)
             ranked_ids = top_k(question_vectors, vectors, depth)
-            totals = np.zeros(4)
+            per_question = np.zeros((len(asked), 4))
             unfilled = 0
-            for (doc_id, question), ids in zip(asked, ranked_ids, strict=True):
+            for n, ((doc_id, question), ids) in enumerate(zip(asked, ranked_ids, strict=True)):
                 ranked = [located[i] for i in ids]
                 unfilled += sum(c.length for c in ranked) < args.budget and len(ids) < len(texts)
                 s, b = question_scores(
                     ranked, doc_id, question.references, args.reference, args.top_k, args.budget
                 )
-                totals += (s.recall, s.precision, s.iou, b)
+                per_question[n] = (s.recall, s.precision, s.iou, b)
             if unfilled:
                 print(
                     f"  warning: {unfilled} questions' {depth} best chunks hold less than the "
@@ -213,7 +220,8 @@ async def evaluate(args: argparse.Namespace) -> list[Row]:
                     flush=True,
                 )
             tokens = token_counts(tokenizer, texts)
-            mean = totals / len(asked)
+            mean = per_question.mean(axis=0)
+            half_width = 1.96 * per_question.std(axis=0, ddof=1) / np.sqrt(len(asked))
             row = Row(
                 chunker=chunker.label,
                 questions=len(asked),
@@ -227,12 +235,16 @@ async def evaluate(args: argparse.Namespace) -> list[Row]:
                 over_window=float((tokens > window).mean()),
                 chunk_seconds=chunk_seconds,
                 embed_seconds=embed_seconds,
+                iou_pm=float(half_width[2]),
+                budget_recall_pm=float(half_width[3]),
+                per_question_iou=per_question[:, 2].round(4).tolist(),
+                per_question_budget_recall=per_question[:, 3].round(4).tolist(),
             )
             rows.append(row)
             print(
                 f"  {row.chunker}: done ({chunk_seconds:.1f} s + {embed_seconds:.1f} s)", flush=True
             )
-    return rows
+    return rows, [q.qid for _, q in asked]
 
 
 def table(rows: Sequence[Row], k: int, budget: int) -> str:
@@ -243,8 +255,9 @@ def table(rows: Sequence[Row], k: int, budget: int) -> str:
     ]
     for r in rows:
         lines.append(
-            f"| {r.chunker} | {r.recall:.3f} | {r.precision:.3f} | {r.iou:.3f} | "
-            f"{r.budget_recall:.3f} | {r.chunks} | {r.mean_chars:.0f} | {r.mean_tokens:.0f} | "
+            f"| {r.chunker} | {r.recall:.3f} | {r.precision:.3f} | {r.iou:.3f} ±{r.iou_pm:.3f} | "
+            f"{r.budget_recall:.3f} ±{r.budget_recall_pm:.3f} | {r.chunks} | "
+            f"{r.mean_chars:.0f} | {r.mean_tokens:.0f} | "
             f"{r.over_window:.1%} | {r.chunk_seconds:.1f} | {r.embed_seconds:.1f} |"
         )
     return "\n".join(lines)
@@ -267,11 +280,16 @@ def main() -> int:
     parser.add_argument("--window", type=int, default=256, help="the model's max_seq_length")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    rows = asyncio.run(evaluate(args))
+    rows, scored = asyncio.run(evaluate(args))
     print()
     print(table(rows, args.top_k, args.budget))
+    print(f"\n± : 95 % half-width over the {len(scored)} questions (1.96 standard errors).")
     if args.json:
-        report = {"args": {k: str(v) for k, v in vars(args).items()}, "rows": rows}
+        report = {
+            "args": {k: str(v) for k, v in vars(args).items()},
+            "questions_scored": scored,
+            "rows": rows,
+        }
         args.json.write_bytes(msgspec.json.format(msgspec.json.encode(report)))
     return 0
 
