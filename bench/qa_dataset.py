@@ -187,6 +187,11 @@ def parse_record(line: str, record_no: int) -> Section:
 # --- splits and documents -------------------------------------------------------------------
 
 
+def turn_of(question: Question) -> int:
+    """Which question of its dialog this is (1: the opening one)."""
+    return int(question.qid.rpartition("q")[2])
+
+
 def section_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 

@@ -38,6 +38,8 @@ question and then averaged over questions:
 Sample size: ``--max-docs`` (default 60) keeps a fixed-seed sample of the split's documents, so
 that one split runs in about a quarter of an hour on a shared 2-core machine (embedding every
 chunk of every chunker with the fp32 transformer is the cost); ``--max-docs 0`` takes them all.
+``--turns 1`` scores only each dialog's opening question (the follow-ups lean on the dialog
+before them, "did he ever return to play?", and are harder for every chunker alike).
 ``--max-questions N`` scores a fixed-seed sample of the kept documents' questions (all their
 chunks are still indexed).
 """
@@ -168,7 +170,12 @@ async def evaluate(args: argparse.Namespace) -> tuple[list[Row], list[str]]:
     docs = qa_dataset.load(args.split, target_chars=args.target_chars)
     if args.max_docs and args.max_docs < len(docs):
         docs = sorted(random.Random(SEED).sample(docs, args.max_docs), key=lambda d: d.doc_id)
-    asked = [(doc.doc_id, q) for doc in docs for q in doc.questions]
+    asked = [
+        (doc.doc_id, q)
+        for doc in docs
+        for q in doc.questions
+        if qa_dataset.turn_of(q) <= args.turns
+    ]
     if args.max_questions and args.max_questions < len(asked):
         asked = random.Random(SEED).sample(asked, args.max_questions)
     print(
@@ -273,6 +280,9 @@ def main() -> int:
     parser.add_argument("--reference", choices=("first", "best"), default="first")
     parser.add_argument("--max-docs", type=int, default=60, help="0: every document")
     parser.add_argument("--max-questions", type=int, default=0, help="0: every question")
+    parser.add_argument(
+        "--turns", type=int, default=3, help="1: only each dialog's opening question"
+    )
     parser.add_argument("--target-chars", type=int, default=12_000)
     parser.add_argument("--in-flight", type=int, default=8, help="documents chunked at once")
     parser.add_argument("--boundary-model", default=str(DEFAULT_STATIC_DIR))

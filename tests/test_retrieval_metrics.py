@@ -218,3 +218,9 @@ def test_param_overrides_change_the_named_default_row_only() -> None:
     assert specs == ["sentence:chunk_size=500", "langchain:chunk_size=400"]
     with pytest.raises(SystemExit):
         chunker_specs(["sentence"], ["sdpm:skip_window=1"])
+
+
+def test_turn_of_reads_the_question_number() -> None:
+    line = record(SECTION_A, ["What did she sell?", "When?"], ["blankets", "in 1931."])
+    questions = qa_dataset.parse_record(line, 12).questions
+    assert [qa_dataset.turn_of(q) for q in questions] == [1, 2]
