@@ -29,6 +29,10 @@ topics, as real documents that change subject do.
 
 Splits. A section belongs to the ``tune`` split when the first 8 hex digits of the sha256 of its
 text, read as a number, are even, else to ``report``: a fixed rule that needs no list of ids.
+Of the 3,000 questions, 2,549 have an answer in the dialog; ``tune`` gets 1,358 of them in 102
+documents (1.40 M characters), ``report`` 1,191 in 92 documents (1.26 M characters). The first
+annotator's answers are 88 characters long on average (median 87; 292 are under 20 characters),
+and 71 of them occur more than once in their section.
 """
 
 from __future__ import annotations

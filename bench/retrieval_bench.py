@@ -13,7 +13,8 @@ chunk counts and the 2,000-character budget compare like for like; LangChain's d
 SemanticChunker at its defaults. ``--param sentence:chunk_size=500`` changes a default
 row; ``--chunker SPEC`` (repeatable) replaces the list.
 
-Retrieval: every chunk of the split (all documents together) and every question are embedded
+Retrieval: every chunk of the documents kept (all of them in one index) and every question are
+embedded
 by the same retrieval model (default: the fp32 ONNX all-MiniLM-L6-v2, what the worker sends
 with ``include_embeddings``), through ``open_batcher`` like the worker; a text over the model's
 window is truncated by the model, as in production. The ``--top-k`` (5) chunks of highest
