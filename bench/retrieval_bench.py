@@ -14,10 +14,10 @@ SemanticChunker at its defaults. ``--param sentence:chunk_size=500`` changes a d
 row; ``--chunker SPEC`` (repeatable) replaces the list.
 
 Retrieval: every chunk of the documents kept (all of them in one index) and every question are
-embedded
-by the same retrieval model (default: the fp32 ONNX all-MiniLM-L6-v2, what the worker sends
-with ``include_embeddings``), through ``open_batcher`` like the worker; a text over the model's
-window is truncated by the model, as in production. The ``--top-k`` (5) chunks of highest
+embedded by the same retrieval model (default: the worker's, the fp32 ONNX all-MiniLM-L6-v2 that
+goes out with ``include_embeddings``), through ``open_batcher`` like the worker
+(bench/retrieval_runtime.py resolves both models); a text over the model's window is truncated
+by the model, as in production. The ``--top-k`` (5) chunks of highest
 cosine similarity are retrieved for each question.
 
 Metrics per chunker (bench/retrieval_metrics.py has the exact definitions), each computed per
@@ -33,7 +33,7 @@ question and then averaged over questions:
   ``best`` takes, per metric, the best score over all references;
 * chunks: how many, mean characters, mean tokens (the retrieval model's tokenizer, without
   [CLS]/[SEP]), and the share over the model's window (more than ``max_seq_length`` − 2 = 254
-  tokens: the rest of such a chunk never reaches its vector);
+  tokens for all-MiniLM-L6-v2: the rest of such a chunk never reaches its vector);
 * seconds to chunk and to embed (informational: the machine is shared).
 
 Sample size: ``--max-docs`` (default 60) keeps a fixed-seed sample of the split's documents, so
@@ -65,8 +65,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench import qa_dataset
 from bench.retrieval_chunkers import OUR_STRATEGIES, Chunker, Piece, make, parse_spec
 from bench.retrieval_metrics import Located, Scores, budget_recall, score
-from worker.embedding.manifest import DEFAULT_MODEL_DIR, DEFAULT_STATIC_DIR
-from worker.embedding.runtime import inference_settings, open_batcher
+from bench.retrieval_runtime import batchers, resolve_models
 
 DEFAULT_CHUNKERS = (
     *OUR_STRATEGIES,
@@ -185,18 +184,21 @@ async def evaluate(args: argparse.Namespace) -> tuple[list[Row], list[str]]:
         f"reference rule {args.reference}",
         flush=True,
     )
-    tokenizer = Tokenizer.from_file(str(Path(args.retrieval_model) / "tokenizer.json"))
+    models = resolve_models(args.boundary_model, args.retrieval_model)
+    print(
+        f"boundary model {models.boundary_dir}, retrieval model {models.retrieval_dir} "
+        f"(window {models.window} tokens)",
+        flush=True,
+    )
+    tokenizer = Tokenizer.from_file(str(models.retrieval_tokenizer))
     tokenizer.no_truncation()
     tokenizer.no_padding()
-    window = args.window - 2  # [CLS] and [SEP] take two of max_seq_length's places
-
-    boundary = inference_settings(model_dir=str(args.boundary_model))
-    retrieval = inference_settings(model_dir=str(args.retrieval_model))
+    window = models.window
     rows: list[Row] = []
-    async with open_batcher(boundary) as boundary_batcher, open_batcher(retrieval) as retriever:
+    async with batchers(models) as (boundary_batcher, retriever):
         question_vectors = await retriever.submit([q.text for _, q in asked])
         for spec in chunker_specs(args.chunker, args.param):
-            chunker = make(spec, Path(args.boundary_model), boundary_batcher.submit)
+            chunker = make(spec, models.context, models.boundary_dir, boundary_batcher.submit)
             began = time.perf_counter()
             per_doc = await chunk_all(chunker, docs, args.in_flight)
             chunk_seconds = time.perf_counter() - began
@@ -286,9 +288,8 @@ def main() -> int:
     )
     parser.add_argument("--target-chars", type=int, default=12_000)
     parser.add_argument("--in-flight", type=int, default=8, help="documents chunked at once")
-    parser.add_argument("--boundary-model", default=str(DEFAULT_STATIC_DIR))
-    parser.add_argument("--retrieval-model", default=str(DEFAULT_MODEL_DIR))
-    parser.add_argument("--window", type=int, default=256, help="the model's max_seq_length")
+    parser.add_argument("--boundary-model", help="default: the worker's boundary model")
+    parser.add_argument("--retrieval-model", help="default: the worker's retrieval model")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     rows, scored = asyncio.run(evaluate(args))

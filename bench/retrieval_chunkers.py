@@ -67,10 +67,12 @@ def label_of(name: str, params: dict[str, Any]) -> str:
     return name + "".join(f" {k}={v}" for k, v in params.items())
 
 
-def make(spec: str, boundary_dir: Path, embed: EmbedFn) -> Chunker:
+def make(spec: str, context: registry.BuildContext, boundary_dir: Path, embed: EmbedFn) -> Chunker:
+    """The chunker ``spec`` names; ours built with ``context``, embedding through ``embed`` (the
+    boundary model's batcher, whose directory ``boundary_dir`` also gives chonkie its tokenizer)."""
     name, params = parse_spec(spec)
     if name in OUR_STRATEGIES:
-        return Chunker(label_of(name, params), _ours(name, params, boundary_dir, embed))
+        return Chunker(label_of(name, params), _ours(name, params, context, embed))
     if name == "langchain":
         settings = {"chunk_size": 1000, "chunk_overlap": 0} | params
         return Chunker(label_of("langchain recursive", settings), _langchain(settings))
@@ -82,8 +84,10 @@ def make(spec: str, boundary_dir: Path, embed: EmbedFn) -> Chunker:
     )
 
 
-def _ours(name: str, params: dict[str, Any], boundary_dir: Path, embed: EmbedFn) -> ChunkFn:
-    built = registry.build(name, params, registry.BuildContext(model_dir=str(boundary_dir)))
+def _ours(
+    name: str, params: dict[str, Any], context: registry.BuildContext, embed: EmbedFn
+) -> ChunkFn:
+    built = registry.build(name, params, context)
 
     async def run(text: str) -> list[Piece]:
         chunks = await chunk_document(built, text, "text/plain", embed)
