@@ -38,7 +38,8 @@ def resolve_models(boundary: str | None, retrieval: str | None) -> Runtime:
 
     settings = inference.inference_settings(model_dir=boundary, retrieval_model_dir=retrieval)
     refs = inference.resolve(settings, boundary=True, retrieval=True)
-    assert refs.boundary is not None and refs.retrieval is not None  # required above
+    assert refs.boundary is not None
+    assert refs.retrieval is not None
     boundary_ref, retrieval_ref = refs.boundary, refs.retrieval
     return Runtime(
         context=registry.BuildContext(boundary=boundary_ref, retrieval=retrieval_ref),
