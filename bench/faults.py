@@ -28,6 +28,7 @@ import asyncio
 import contextlib
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -171,6 +172,10 @@ def expected_chunk_ids(
     return expected
 
 
+# A poison record's own document id, in the JSON forms above (with or without a space).
+_OWN_ID = re.compile(rb'"id": ?"(?:t|u|big|s|q|m|a)"')
+
+
 def poison_records(copies: int, max_document_bytes: int, seed: int) -> list[Record]:
     """Every kind of bad input, ``copies`` times each, keys ``poison-<kind>-<n>``."""
     rng = random.Random(seed)
@@ -232,10 +237,16 @@ def poison_records(copies: int, max_document_bytes: int, seed: int) -> list[Reco
                 json_h,
             ),
             "bad-content-type": (b'{"id": "a", "text": "t"}', [("content-type", b"text/csv")]),
-            "empty": (None, []),
+            # Keyed by another id than its own: a changelog's key is the document.
+            "key-mismatch": (b'{"id": "other", "text": "t"}', json_h),
         }
         for kind, (value, headers) in kinds.items():
-            records.append((f"poison-{kind}-{n}".encode(), value, headers))
+            key = f"poison-{kind}-{n}"
+            if kind != "key-mismatch" and value is not None:
+                # The document's own id is its key (docs/lifecycle.md), so each record is
+                # refused for the fault it carries, not for a key that differs from its id.
+                value = _OWN_ID.sub(b'"id": "' + key.encode() + b'"', value)
+            records.append((key.encode(), value, headers))
     return records
 
 
