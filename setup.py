@@ -11,7 +11,7 @@ from setuptools import Extension, setup
 _FLAGS = ["-O2", "-std=c11", "-ffp-contract=off", "-Wall", "-Wextra", "-Wno-unused-parameter"]
 _CHUNKING = "worker/chunking/_native"
 # Headers each core includes (`depends`: an edit to one rebuilds the core). The sentence rules
-# are shared by both cores; the _lexical_*.h files are the parts of _lexical_core.c's one
+# are shared by the three cores; the _lexical_*.h files are the parts of _lexical_core.c's one
 # translation unit (its opening comment says why and what each holds).
 _SENTENCE_RULES = [f"{_CHUNKING}/_sentence_rules.h"]
 _LEXICAL_PARTS = [
@@ -27,6 +27,13 @@ setup(
         Extension(
             "worker.chunking._native._adaptive_core",
             [f"{_CHUNKING}/_adaptive_core.c"],
+            depends=_SENTENCE_RULES,
+            extra_compile_args=_FLAGS,
+            optional=True,
+        ),
+        Extension(
+            "worker.chunking._native._sentence_core",
+            [f"{_CHUNKING}/_sentence_core.c"],
             depends=_SENTENCE_RULES,
             extra_compile_args=_FLAGS,
             optional=True,
