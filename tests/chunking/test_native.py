@@ -22,7 +22,6 @@ def test_cores_are_loaded() -> None:
     assert adaptive.NATIVE_CHUNK is not None, "worker/chunking/_native/_adaptive_core was not built"
     assert lexical.NATIVE_CHUNK is not None, "worker/chunking/_native/_lexical_core was not built"
     assert sentence.NATIVE_CHUNK is not None, "worker/chunking/_native/_sentence_core was not built"
-    assert sentence.NATIVE_SENTENCES is not None
 
 
 def test_pure_python_switch_turns_the_cores_off() -> None:

@@ -1,5 +1,7 @@
 """Imports every built-in strategy module so that each registers itself with the registry."""
 
+from pathlib import Path
+
 from worker.chunking.embedding.context import NAME as CONTEXT
 from worker.chunking.embedding.context import ContextChunker, ContextParams, resolve_model_dir
 from worker.chunking.embedding.model_window import load_model_window
@@ -14,10 +16,40 @@ from worker.chunking.rules.lexical import NAME as LEXICAL
 from worker.chunking.rules.lexical import LexicalChunker, LexicalParams
 from worker.chunking.rules.sentence import NAME as SENTENCE
 from worker.chunking.rules.sentence import SentenceChunker, SentenceParams
+from worker.chunking.rules.sizing import CHARACTERS, Sizing
+from worker.chunking.text.tokens import CHARACTER, piece_counter
 
 
-def _build_sentence(params: SentenceParams, _context: BuildContext) -> SentenceChunker:
-    return SentenceChunker(params)
+def _retrieval_model(context: BuildContext) -> tuple[str, int] | None:
+    """The tokenizer path and window of the model that embeds the chunks, when the context
+    names one (the lead's BuildContext reference; read by name so that this module works
+    before and after it lands)."""
+    model = getattr(context, "retrieval_model", None)
+    if model is None:
+        return None
+    return str(model.tokenizer_path), int(model.window)
+
+
+def sizing(tokenizer: str | None, context: BuildContext) -> Sizing:
+    """A rule strategy's unit from its ``tokenizer`` parameter: ``"character"``, a
+    ``tokenizer.json``, a model directory (its tokenizer, and its window as a cap), or unset:
+    the retrieval model's tokens and window when the context has one, else characters."""
+    if tokenizer is None:
+        retrieval = _retrieval_model(context)
+        if retrieval is None:
+            return CHARACTERS
+        path, window = retrieval
+        return Sizing(piece_counter(path), window)
+    if tokenizer == CHARACTER:
+        return CHARACTERS
+    if Path(tokenizer).is_dir():
+        model = load_model_window(tokenizer)
+        return Sizing(piece_counter(model.counter.unit), model.cap)
+    return Sizing(piece_counter(tokenizer))
+
+
+def _build_sentence(params: SentenceParams, context: BuildContext) -> SentenceChunker:
+    return SentenceChunker(params, sizing(params.tokenizer, context))
 
 
 def _build_lexical(_params: LexicalParams, _context: BuildContext) -> LexicalChunker:
