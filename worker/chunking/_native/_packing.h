@@ -218,7 +218,7 @@ done:
 static long long threshold(int level, uint32_t hash16, const Sizes *s) {
     long long h = (long long)hash16;
     switch (level) {
-    case L_SECTION: return s->minimum;
+    case L_SECTION: return s->minimum + ((h * (s->target - s->minimum)) >> 17);
     case L_BLOCK: return s->minimum + ((h * (s->target - s->minimum)) >> 16);
     case L_ITEM: return s->minimum + ((h * (s->cap - s->minimum)) >> 16);
     case L_SENTENCE: return s->target + ((h * (s->cap - s->target)) >> 16);
@@ -226,21 +226,34 @@ static long long threshold(int level, uint32_t hash16, const Sizes *s) {
     }
 }
 
-/* packing.pack: pushes (first unit, last unit) of each chunk to `chunks`. */
-static int pack(const Units *u, const Sizes *s, Positions *chunks) {
-    Py_ssize_t count = u->count, first = 0;
-    if (count == 0) return 0;
-    long long total = u->before_end[count - 1];
-    while (first < count) {
+#define ANCHOR_SHARE (HASH_RANGE / 4) /* packing.ANCHOR_SHARE */
+
+/* packing.is_anchor */
+static int is_anchor(int level, uint32_t hash16) {
+    return level == L_SECTION || ((level == L_BLOCK || level == L_LINE) && hash16 < ANCHOR_SHARE);
+}
+
+/* packing._fills */
+static int fills(const Units *u, Py_ssize_t first, Py_ssize_t last, const Sizes *s) {
+    if (u->before_end[last] - u->before_start[first] < s->minimum) return 0;
+    for (Py_ssize_t k = first; k <= last; k++)
+        if (!u->headings[k]) return 1;
+    return 0;
+}
+
+/* packing.pack_segment: pushes (first unit, last unit) of each chunk of units first..end. */
+static int pack_segment(const Units *u, const Sizes *s, Py_ssize_t first, Py_ssize_t end, Positions *chunks) {
+    long long total = u->before_end[end];
+    while (first <= end) {
         long long base = u->before_start[first];
         if (total - base <= s->cap) {
-            if (ARRAY_PUSH(*chunks, first) < 0 || ARRAY_PUSH(*chunks, count - 1) < 0) return -1;
+            if (ARRAY_PUSH(*chunks, first) < 0 || ARRAY_PUSH(*chunks, end) < 0) return -1;
             break;
         }
         Py_ssize_t cut = -1, best = -1, last = first;
         long long best_key = -1;
         int content = 0; /* the chunk holds more than heading and rule lines */
-        while (last < count - 1) {
+        while (last < end) {
             long long size = u->before_end[last] - base;
             if (size > s->cap) break;
             content = content || !u->headings[last];
@@ -267,6 +280,31 @@ static int pack(const Units *u, const Sizes *s, Positions *chunks) {
         first = cut + 1;
     }
     return 0;
+}
+
+/* packing.pack (before settle): pushes (first unit, last unit) of each chunk to `chunks`. */
+static int pack(const Units *u, const Sizes *s, Positions *chunks) {
+    Py_ssize_t count = u->count;
+    if (count == 0) return 0;
+    if (u->before_end[count - 1] - u->before_start[0] <= s->cap) /* a document within the cap */
+        return ARRAY_PUSH(*chunks, 0) < 0 || ARRAY_PUSH(*chunks, count - 1) < 0 ? -1 : 0;
+    Positions bounds = {0};
+    int result = -1;
+    if (ARRAY_PUSH(bounds, 0) < 0) goto done;
+    Py_ssize_t candidate = 0; /* the anchor before, kept or not */
+    for (Py_ssize_t k = 1; k < count; k++)
+        if (is_anchor(u->levels[k], u->hashes[k])) {
+            if (fills(u, candidate, k - 1, s) && ARRAY_PUSH(bounds, k) < 0) goto done;
+            candidate = k;
+        }
+    if (bounds.count > 1 && !fills(u, bounds.items[bounds.count - 1], count - 1, s)) bounds.count--;
+    if (ARRAY_PUSH(bounds, count) < 0) goto done;
+    for (Py_ssize_t k = 0; k + 1 < bounds.count; k++)
+        if (pack_segment(u, s, bounds.items[k], bounds.items[k + 1] - 1, chunks) < 0) goto done;
+    result = 0;
+done:
+    PyMem_Free(bounds.items);
+    return result;
 }
 
 /* -- packing.settle ------------------------------------------------------------------------ */

@@ -29,7 +29,9 @@ The compiled core states this module again in C (``_native/_packing.h``).
 
 from __future__ import annotations
 
-from worker.chunking.text.structure import BLOCK, ITEM, SECTION, SENTENCE
+from itertools import pairwise
+
+from worker.chunking.text.structure import BLOCK, ITEM, LINE, SECTION, SENTENCE
 from worker.chunking.text.units import FORCED, Units
 
 HASH_RANGE = 1 << 16
@@ -50,11 +52,23 @@ class Sizes:
         minimum after it."""
 
 
+ANCHOR_SHARE = HASH_RANGE // 4
+"""Paragraph breaks whose hash is below this (a quarter of them) are anchors, as every
+section break is; so are line breaks inside a block too large for one chunk (a long table,
+code block or list item), by the same share."""
+
+
+def is_anchor(level: int, hash16: int) -> bool:
+    """Whether the gap is an anchor: a boundary decided by the gap alone, where the document
+    is cut into segments that are packed each on its own (see :func:`pack`)."""
+    return level == SECTION or (level in (BLOCK, LINE) and hash16 < ANCHOR_SHARE)
+
+
 def threshold(level: int, hash16: int, sizes: Sizes) -> int:
-    """The size from which a chunk ends at a gap of this level and hash."""
+    """The size from which a chunk ends at a gap of this level and hash inside a segment."""
     minimum, target, cap = sizes.minimum, sizes.target, sizes.cap
     if level == SECTION:
-        return minimum
+        return minimum + ((hash16 * (target - minimum)) >> 17)
     if level == BLOCK:
         return minimum + ((hash16 * (target - minimum)) >> 16)
     if level == ITEM:
@@ -65,26 +79,63 @@ def threshold(level: int, hash16: int, sizes: Sizes) -> int:
 
 
 def pack(units: Units, sizes: Sizes) -> list[tuple[int, int]]:
-    """Chunks as ``(first unit, last unit)``, in order, covering every unit."""
+    """Chunks as ``(first unit, last unit)``, in order, covering every unit.
+
+    The anchors cut the document into segments, but an anchor less than the minimum (or only
+    headings) after the anchor before it, and the last one when less than the minimum is
+    left after it; each segment is packed on its own (:func:`pack_segment`), so an edit moves
+    boundaries only in its own segment and, where it changes the stretch between two anchors,
+    in the one next to it."""
     count = len(units.starts)
     if count == 0:
         return []
+    if units.before_end[-1] - units.before_start[0] <= sizes.cap:
+        return [(0, count - 1)]  # a document within the cap is one chunk
+    # An anchor is kept when the stretch since the anchor before it (kept or not) makes a
+    # chunk of its own: a rule of the two anchors alone, so that dropping one never decides
+    # about the next (a run of small sections is one segment, packed below).
+    bounds = [0]
+    candidate = 0
+    for k in range(1, count):
+        if is_anchor(units.levels[k], units.hashes[k]):
+            if _fills(units, candidate, k - 1, sizes):
+                bounds.append(k)
+            candidate = k
+    if len(bounds) > 1 and not _fills(units, bounds[-1], count - 1, sizes):
+        bounds.pop()
+    bounds.append(count)
+    chunks: list[tuple[int, int]] = []
+    for first, after in pairwise(bounds):
+        chunks.extend(pack_segment(units, sizes, first, after - 1))
+    return settle(chunks, units, sizes)
+
+
+def _fills(units: Units, first: int, last: int, sizes: Sizes) -> bool:
+    """Whether units ``first..last`` make a chunk of their own: the minimum, not only headings."""
+    return units.before_end[last] - units.before_start[first] >= sizes.minimum and not all(
+        units.headings[first : last + 1]
+    )
+
+
+def pack_segment(units: Units, sizes: Sizes, first: int, end: int) -> list[tuple[int, int]]:
+    """The chunks of the segment of units ``first..end``: the rest of the segment once it fits
+    the cap, else from the chunk's start the first gap whose threshold the chunk reaches
+    (leaving the minimum to the segment's end), else the strongest gap before the cap."""
     before_start, before_end = units.before_start, units.before_end
     levels, hashes, headings = units.levels, units.hashes, units.headings
     cap, minimum = sizes.cap, sizes.minimum
-    total = before_end[-1]
+    total = before_end[end]
     chunks: list[tuple[int, int]] = []
-    first = 0
-    while first < count:
+    while first <= end:
         base = before_start[first]
         if total - base <= cap:
-            chunks.append((first, count - 1))
+            chunks.append((first, end))
             break
         cut = best = -1
         best_key = -1
         last = first
         content = False  # the chunk holds more than heading and rule lines
-        while last < count - 1:
+        while last < end:
             size = before_end[last] - base
             if size > cap:
                 break
@@ -105,7 +156,7 @@ def pack(units: Units, sizes: Sizes) -> list[tuple[int, int]]:
             cut = best if best >= 0 else max(last - 1, first)
         chunks.append((first, cut))
         first = cut + 1
-    return settle(chunks, units, sizes)
+    return chunks
 
 
 def settle(chunks: list[tuple[int, int]], units: Units, sizes: Sizes) -> list[tuple[int, int]]:
