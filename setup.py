@@ -15,7 +15,7 @@ _CHUNKING = "worker/chunking/_native"
 # translation unit (its opening comment says why and what each holds).
 _SENTENCE_RULES = [f"{_CHUNKING}/_sentence_rules.h"]
 # The parts of _sentence_core.c's translation unit: text/structure.py, units.py, packing.py.
-_SENTENCE_PARTS = [f"{_CHUNKING}/_{part}.h" for part in ("structure", "units", "packing")]
+_SENTENCE_PARTS = [f"{_CHUNKING}/_{part}.h" for part in ("structure", "piece_cache", "units", "packing")]
 _LEXICAL_PARTS = [
     f"{_CHUNKING}/_lexical_{part}.h"
     for part in (

@@ -120,8 +120,9 @@ def test_a_token_piece_over_the_cap_goes_to_the_twin(tokenizer_path: str) -> Non
     assert sentence.NATIVE_CHUNK is not None
     long_word = "ab-" * 30  # one piece (no space, no sentence mark) of 60 tokens
     text = f"A short sentence. {long_word} and more."
-    assert sentence.NATIVE_CHUNK(text, 8, counter.known, counter.count_pieces) is None
-    assert sentence.NATIVE_CHUNK("A short sentence.", 8, counter.known, counter.count_pieces)
+    memory = sentence._memory(counter)
+    assert sentence.NATIVE_CHUNK(text, 8, memory, counter.count_pieces) is None
+    assert sentence.NATIVE_CHUNK("A short sentence.", 8, memory, counter.count_pieces)
     chunker = SentenceChunker(SentenceParams(chunk_size=8), Sizing(counter))
     assert chunker.chunk(text) == chunker.chunk_reference(text)
 

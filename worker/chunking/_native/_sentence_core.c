@@ -10,6 +10,7 @@
  *   _sentence_rules.h  segment.false_stop_at and the terminator classes (shared with the
  *                      adaptive and lexical cores)
  *   _structure.h       text/structure.py: lines, blocks, gap levels
+ *   _piece_cache.h     the memory of token counts per piece (one per tokenizer)
  *   _units.h           text/units.py: token pieces and their counts, paragraph sentences
  *   _packing.h         text/units.py read_units, text/packing.py
  *
@@ -23,6 +24,7 @@
 
 #include "_sentence_rules.h"
 #include "_structure.h"
+#include "_piece_cache.h"
 #include "_units.h"
 #include "_packing.h"
 
@@ -87,17 +89,22 @@ static int ready(void) {
 /* -- entry point --------------------------------------------------------------------------- */
 
 static PyObject *chunk(PyObject *self, PyObject *args) {
-    PyObject *text, *known, *count_pieces;
+    PyObject *text, *memory, *count_pieces;
     Py_ssize_t cap;
-    if (!PyArg_ParseTuple(args, "UnOO", &text, &cap, &known, &count_pieces) || !ready()) return NULL;
+    if (!PyArg_ParseTuple(args, "UnOO", &text, &cap, &memory, &count_pieces) || !ready()) return NULL;
     if (cap < 1) {
         PyErr_Format(PyExc_ValueError, "cap must be >= 1, got %zd", cap);
         return NULL;
     }
-    int tokens = known != Py_None;
-    if (tokens && (!PyDict_Check(known) || !PyCallable_Check(count_pieces))) {
-        PyErr_SetString(PyExc_TypeError, "known must be a dict and count_pieces callable (or both None)");
-        return NULL;
+    int tokens = memory != Py_None;
+    PieceCache *cache = NULL;
+    if (tokens) {
+        cache = PyCapsule_GetPointer(memory, CACHE_CAPSULE);
+        if (cache == NULL) return NULL;
+        if (!PyCallable_Check(count_pieces)) {
+            PyErr_SetString(PyExc_TypeError, "count_pieces must be callable");
+            return NULL;
+        }
     }
     SentenceText t = {PyUnicode_KIND(text), PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text)};
     Measure m;
@@ -109,7 +116,7 @@ static PyObject *chunk(PyObject *self, PyObject *args) {
     Positions groups = {0};
     PyObject *chunks = NULL;
     Sizes sizes = sizes_for(cap);
-    if (tokens && measure_count(&m, text, known, count_pieces) < 0) goto done;
+    if (tokens && measure_count(&m, text, cache, count_pieces) < 0) goto done;
     int read = read_units(&m, &sizes, &config.abbreviations, &units);
     if (read == HAND_BACK) {
         chunks = Py_NewRef(Py_None);
@@ -141,8 +148,9 @@ static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS,
      "configure(abbreviations, chunk_type, name): once, at import"},
     {"chunk", chunk, METH_VARARGS,
-     "chunk(text, cap, known, count_pieces) -> list[Chunk] | None: characters when known is None, "
-     "else tokens (a PieceCounter's memory and count_pieces); None: the twin must chunk it"},
+     "chunk(text, cap, memory, count_pieces) -> list[Chunk] | None: characters when memory is None, "
+     "else tokens (a new_cache() memory and a PieceCounter's count_pieces); None: the twin must chunk it"},
+    {"new_cache", new_cache, METH_NOARGS, "new_cache() -> a memory of token counts per piece, for one tokenizer"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -154,4 +162,7 @@ static struct PyModuleDef module = {
     .m_methods = methods,
 };
 
-PyMODINIT_FUNC PyInit__sentence_core(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__sentence_core(void) {
+    fill_piece_classes();
+    return PyModule_Create(&module);
+}

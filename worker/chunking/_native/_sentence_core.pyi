@@ -1,7 +1,13 @@
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from worker.chunking.types import Chunk
 
 def configure(abbreviations: Iterable[str], chunk_type: type[Chunk], name: str, /) -> None: ...
-def chunk(text: str, cap: int, /) -> list[Chunk]: ...
-def sentences(text: str, /) -> list[int]: ...
+def new_cache() -> object: ...
+def chunk(
+    text: str,
+    cap: int,
+    memory: object | None,
+    count_pieces: Callable[[list[str]], list[int]] | None,
+    /,
+) -> list[Chunk] | None: ...

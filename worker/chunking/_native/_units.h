@@ -2,9 +2,9 @@
  * content-defined packing. units.py and packing.py are the reference; each function here is
  * named after the one it restates. Include after _sentence_rules.h and _structure.h.
  *
- * Token sizes: the pieces of units.Measure are found here; their counts come from the Python
- * PieceCounter (its memory, a dict of piece -> count, is read directly; the pieces it does
- * not know yet are handed to its count_pieces in one call). A piece over the cap would need
+ * Token sizes: the pieces of units.Measure are found here; their counts come from the core's
+ * memory (_piece_cache.h) or, for the pieces it does not hold yet, from the Python
+ * PieceCounter's count_pieces in one call. A piece over the cap would need
  * exact counts of its prefixes: the core then returns None and the twin chunks the document.
  */
 #ifndef CHUNKSTREAM_UNITS_H
@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 /* units.MARKS: terminators.ALL + LATIN_CLOSERS + CJK_CLOSERS. */
-static inline int is_mark(Py_UCS4 c) {
+static inline int is_mark_slow(Py_UCS4 c) {
     return is_latin_stop(c) || is_cjk_stop(c) || is_arabic_stop(c) || is_latin_closer(c) || is_cjk_closer(c);
 }
 
@@ -22,7 +22,23 @@ static inline int is_quiet(Py_UCS4 c) {
     return c == 0x0b || c == 0x0c || (c >= 0x1c && c <= 0x1f) || c == 0x85;
 }
 
-static inline int is_solid(Py_UCS4 c) { return !is_space(c) && !is_mark(c); }
+/* The classes of the code points below 128, by table: the piece scan reads every character. */
+enum { P_SPACE = 1, P_MARK = 2, P_QUIET = 4 };
+static uint8_t piece_class[128];
+
+static void fill_piece_classes(void) {
+    for (Py_UCS4 c = 0; c < 128; c++)
+        piece_class[c] = (uint8_t)((is_space(c) ? P_SPACE : 0) | (is_mark_slow(c) ? P_MARK : 0) |
+                                   (is_quiet(c) ? P_QUIET : 0));
+}
+
+static inline int is_mark(Py_UCS4 c) { return c < 128 ? piece_class[c] & P_MARK : is_mark_slow(c); }
+
+static inline int is_solid(Py_UCS4 c) {
+    return c < 128 ? !(piece_class[c] & (P_SPACE | P_MARK)) : !is_space(c) && !is_mark_slow(c);
+}
+
+static inline int is_joining(Py_UCS4 c) { return c < 128 ? piece_class[c] & P_QUIET : is_quiet(c); }
 
 /* The next piece (units._PIECE) at or after *p below end: 1 and [*start, *end) when found. */
 static int next_piece(const SentenceText *t, Py_ssize_t *p, Py_ssize_t end, Py_ssize_t *piece_start,
@@ -40,7 +56,7 @@ static int next_piece(const SentenceText *t, Py_ssize_t *p, Py_ssize_t end, Py_s
             while (j < end) {
                 Py_UCS4 d = sentence_read(t, j);
                 if (is_solid(d)) last = j;
-                else if (!is_quiet(d)) break;
+                else if (!is_joining(d)) break;
                 j++;
             }
             Py_ssize_t stop = last + 1;
@@ -71,9 +87,9 @@ static void measure_free(Measure *m) {
     PyMem_Free(m->cumulative.items);
 }
 
-/* The pieces' counts: from the counter's memory (a dict), the unknown ones through its
- * count_pieces(list) -> list[int] in one call. 0, or -1 with an exception set. */
-static int measure_count(Measure *m, PyObject *text, PyObject *known, PyObject *count_pieces) {
+/* The pieces' counts: from the core's memory (_piece_cache.h), the others through the
+ * PieceCounter's count_pieces(list) -> list[int] in one call. 0, or -1 with an exception set. */
+static int measure_count(Measure *m, PyObject *text, PieceCache *cache, PyObject *count_pieces) {
     const SentenceText *t = m->t;
     Positions starts = {0}, unknown = {0};
     PyObject *missing = PyList_New(0), *counted = NULL;
@@ -87,20 +103,18 @@ static int measure_count(Measure *m, PyObject *text, PyObject *known, PyObject *
         goto done;
     long long *counts = m->cumulative.items + 1; /* each piece's own count first, summed below */
     for (Py_ssize_t k = 0; k < n; k++) {
-        PyObject *piece = PyUnicode_Substring(text, starts.items[k], m->ends.items[k]);
-        if (piece == NULL) goto done;
-        PyObject *count = PyDict_GetItemWithError(known, piece);
-        if (count != NULL) {
-            counts[k] = PyLong_AsLongLong(count);
-            if (counts[k] == -1 && PyErr_Occurred()) {
-                Py_DECREF(piece);
-                goto done;
-            }
-        } else if (PyErr_Occurred() || PyList_Append(missing, piece) < 0 || ARRAY_PUSH(unknown, k) < 0) {
-            Py_DECREF(piece);
-            goto done;
+        a = starts.items[k];
+        b = m->ends.items[k];
+        int64_t count = cache_lookup(cache, piece_hash(t, a, b), t, a, b);
+        if (count >= 0) {
+            counts[k] = count;
+            continue;
         }
+        PyObject *piece = PyUnicode_Substring(text, a, b);
+        if (piece == NULL) goto done;
+        int failed = PyList_Append(missing, piece) < 0 || ARRAY_PUSH(unknown, k) < 0;
         Py_DECREF(piece);
+        if (failed) goto done;
     }
     if (unknown.count > 0) {
         counted = PyObject_CallOneArg(count_pieces, missing);
@@ -112,7 +126,15 @@ static int measure_count(Measure *m, PyObject *text, PyObject *known, PyObject *
         for (Py_ssize_t k = 0; k < unknown.count; k++) {
             long long value = PyLong_AsLongLong(PyList_GET_ITEM(counted, k));
             if (value == -1 && PyErr_Occurred()) goto done;
-            counts[unknown.items[k]] = value;
+            if (value < 0) {
+                PyErr_SetString(PyExc_ValueError, "count_pieces returned a negative count");
+                goto done;
+            }
+            Py_ssize_t piece = unknown.items[k];
+            a = starts.items[piece];
+            b = m->ends.items[piece];
+            counts[piece] = value;
+            if (cache_insert(cache, piece_hash(t, a, b), t, a, b, value) < 0) goto done;
         }
     }
     long long total = 0;

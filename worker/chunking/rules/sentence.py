@@ -16,9 +16,11 @@ when it is built.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from types import ModuleType
 from typing import Annotated, cast
+from weakref import WeakKeyDictionary
 
 import msgspec
 
@@ -26,6 +28,7 @@ from worker.chunking import _native as native
 from worker.chunking.rules.sizing import Sizing, own_sizing
 from worker.chunking.text.packing import Sizes, pack
 from worker.chunking.text.segment import ABBREVIATIONS
+from worker.chunking.text.tokens import PieceCounter
 from worker.chunking.text.units import Measure, read_units
 from worker.chunking.types import Chunk, ContentType
 
@@ -45,20 +48,37 @@ def _configure(core: ModuleType) -> None:
     core.configure(sorted(ABBREVIATIONS), Chunk, NAME)
 
 
-# text, cap, the PieceCounter's memory and count_pieces (None, None: characters) -> chunks, or
-# None when the document needs the twin (a token piece over the cap).
+# text, cap, the core's memory of piece counts for the tokenizer and the PieceCounter's
+# count_pieces (None, None: characters) -> chunks, or None when the document needs the twin
+# (a token piece over the cap).
 _NativeChunk = Callable[
-    [str, int, dict[str, int] | None, Callable[[list[str]], list[int]] | None], list[Chunk] | None
+    [str, int, object | None, Callable[[list[str]], list[int]] | None], list[Chunk] | None
 ]
 
 
-def _load_core() -> _NativeChunk | None:
+def _load_core() -> tuple[_NativeChunk, Callable[[], object]] | None:
     core = native.load("_sentence_core", _configure)
-    return None if core is None else cast(_NativeChunk, core.chunk)
+    if core is None:
+        return None
+    return cast(_NativeChunk, core.chunk), cast(Callable[[], object], core.new_cache)
 
 
-NATIVE_CHUNK = _load_core()
+_CORE = _load_core()
+NATIVE_CHUNK = None if _CORE is None else _CORE[0]
 """The compiled core's entry point, or None when it is not built (or not allowed)."""
+# The core's memory of piece counts, one per tokenizer (per PieceCounter, which every chunker
+# of one tokenizer shares), dropped with it.
+_MEMORIES: WeakKeyDictionary[PieceCounter, object] = WeakKeyDictionary()
+_MEMORIES_LOCK = threading.Lock()
+
+
+def _memory(counter: PieceCounter) -> object:
+    with _MEMORIES_LOCK:
+        memory = _MEMORIES.get(counter)
+        if memory is None:
+            assert _CORE is not None
+            memory = _MEMORIES[counter] = _CORE[1]()
+        return memory
 
 
 class SentenceChunker:
@@ -77,7 +97,8 @@ class SentenceChunker:
             if counter is None:
                 chunks = NATIVE_CHUNK(text, self.sizes.cap, None, None)
             else:
-                chunks = NATIVE_CHUNK(text, self.sizes.cap, counter.known, counter.count_pieces)
+                memory = _memory(counter)
+                chunks = NATIVE_CHUNK(text, self.sizes.cap, memory, counter.count_pieces)
             if chunks is not None:
                 return chunks
         return self.chunk_reference(text, content_type=content_type)
