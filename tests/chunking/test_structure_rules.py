@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tests.chunking.invariants import assert_all
@@ -155,8 +155,12 @@ def check_rules(text: str, spans: list[tuple[Block, int, int]], chunker: Sentenc
     for (block, start, end), following in zip(spans, [*spans[1:], None], strict=True):
         if block.kind == "paragraph" and block.text.startswith("  ") and "\n" in block.text:
             first_line_end = start + block.text.index("\n") - 2
-            sentence_end = text.find(".", start) + 1
-            if text[first_line_end - 1] != "." and size(text[start:sentence_end]) <= cap // 2:
+            # The sentence the first line's break falls in: from the period before it (or the
+            # paragraph's start) to the period after it.
+            sentence_start = max(start, text.rfind(".", start, first_line_end) + 1)
+            sentence_end = text.find(".", first_line_end) + 1
+            sentence = text[sentence_start:sentence_end].strip()
+            if text[first_line_end - 1] != "." and size(sentence) <= cap // 2:
                 assert first_line_end not in ends, "an indented first line was cut off"
         if block.kind == "intro" and following is not None and end in ends:
             _, next_start, next_end = following
@@ -170,6 +174,27 @@ def check_rules(text: str, spans: list[tuple[Block, int, int]], chunker: Sentenc
 
 @settings(max_examples=250, deadline=None)
 @given(blocks, st.integers(min_value=60, max_value=900))
+# Found by hypothesis: taking units from a chunk must not leave it with its heading alone.
+@example(
+    [
+        Block("paragraph", "Chunk chunk."),
+        Block("heading", "# Chunk chunk chunk chunk chunk"),
+        Block("item", "- chunk\n  chunk chunk"),
+        Block("paragraph", "Chunk."),
+    ],
+    60,
+)
+# The break after an indented first line inside a sentence too long for a chunk: cut at
+# words like any other word gap.
+@example(
+    [
+        Block("paragraph", "Chunk."),
+        Block(
+            "paragraph", "  Chunk. Chunk chunk chunk chunk stream\nchunk chunk chunk chunk chunk."
+        ),
+    ],
+    60,
+)
 def test_rules_hold_in_characters(parts: list[Block], cap: int) -> None:
     text, spans = document(parts)
     check_rules(text, spans, SentenceChunker(SentenceParams(chunk_size=cap)))

@@ -349,7 +349,7 @@ static int lend_chunk(Py_ssize_t *c, Py_ssize_t n, Py_ssize_t k, int side, const
         }
         long long given = span_size(u, given0, given1);
         if (span_size(u, kept0, kept1) >= s->minimum && given >= s->minimum && given <= s->cap &&
-            has_content(u, given0, given1)) {
+            has_content(u, given0, given1) && has_content(u, kept0, kept1)) {
             long long key = (long long)u->levels[gap] * HASH_RANGE + u->hashes[gap];
             if (key > best_key) {
                 best = gap;

@@ -200,7 +200,7 @@ def _join(settled: list[list[int]], k: int, side: int, units: Units, sizes: Size
 def _lend(settled: list[list[int]], k: int, side: int, units: Units, sizes: Sizes) -> bool:
     """Chunk ``k`` given the units of its neighbour on ``side`` nearest to it, up to the
     neighbour's strongest gap that leaves both at least the minimum, within the cap, and
-    chunk ``k`` holding more than headings."""
+    both holding more than headings."""
     other = k + side
     if not 0 <= other < len(settled):
         return False
@@ -218,6 +218,7 @@ def _lend(settled: list[list[int]], k: int, side: int, units: Units, sizes: Size
             _size(units, *kept) >= sizes.minimum
             and sizes.minimum <= _size(units, *given) <= sizes.cap
             and any(not units.headings[u] for u in range(given[0], given[1] + 1))
+            and any(not units.headings[u] for u in range(kept[0], kept[1] + 1))
         ):
             key = units.levels[gap] * HASH_RANGE + units.hashes[gap]
             if key > best_key:
