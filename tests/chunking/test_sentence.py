@@ -25,7 +25,7 @@ def test_registry_builds_a_rule_chunker() -> None:
     assert {c.strategy for c in chunks} == {"sentence"}
 
 
-def test_sentences_are_packed_greedily() -> None:
+def test_whole_sentences_share_a_chunk_under_the_cap() -> None:
     chunks = SentenceChunker(SentenceParams(chunk_size=80)).chunk(TEXT)
     assert [c.text for c in chunks[:2]] == [
         "Chunking splits a document into pieces. Each piece should hold whole sentences.",
