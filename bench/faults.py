@@ -160,11 +160,14 @@ def documents(profile: Profile, seed: int, prefix: str) -> list[DocumentEvent]:
     return docs
 
 
-def expected_chunk_ids(
-    docs: Sequence[DocumentEvent], params: dict[str, str]
-) -> dict[str, set[str]]:
-    """doc id → the chunk ids the worker must publish for it (computed offline)."""
-    built = registry.build("sentence", params)
+def expected_chunk_ids(docs: Sequence[DocumentEvent], settings: Settings) -> dict[str, set[str]]:
+    """doc id → the chunk ids the worker must publish for it (computed offline, with the
+    strategy built as a worker with ``settings`` builds it: the same model references)."""
+    from worker.inference import resolve
+
+    refs = resolve(settings, boundary=False, retrieval=False)
+    context = registry.BuildContext(boundary=refs.boundary, retrieval=refs.retrieval)
+    built = registry.build(settings.strategy, settings.strategy_params, context)
     expected: dict[str, set[str]] = {}
     for doc in docs:
         chunks = chunk_document_sync(built, doc.text, doc.content_type, None)
@@ -416,7 +419,7 @@ class Harness:
         expected_dead: set[bytes],
         committed: bool,
     ) -> Row:
-        expected = expected_chunk_ids(docs, self.params)
+        expected = expected_chunk_ids(docs, self.settings())
         events = await helpers.chunk_events(self.bootstrap, self.names["output_topic"])
         letters: list[DeadLetterEvent] = await helpers.dead_letters(
             self.bootstrap, self.names["dlq_topic"]
