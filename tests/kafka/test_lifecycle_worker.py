@@ -230,8 +230,12 @@ async def test_a_stock_sink_holds_exactly_the_current_documents_through_kill_and
         # Two new members: a rebalance, and every partition's state restored by someone.
         procs += [helpers.worker_process(settings, log) for log in logs[1:]]
         await produce(kafka_bootstrap, settings.input_topic, records[first:second])
-        await asyncio.sleep(4)
-        # One leaves cleanly mid-stream: another rebalance (its partitions checkpointed).
+        # Once it has partitions, one leaves cleanly mid-stream: another rebalance (its
+        # partitions checkpointed).
+        for _ in range(1200):
+            if helpers.log_events(logs[2], "partitions assigned"):
+                break
+            await asyncio.sleep(0.1)
         procs[2].send_signal(signal.SIGTERM)
         assert procs[2].wait(timeout=60) == 0
         await produce(kafka_bootstrap, settings.input_topic, records[second:third])
