@@ -652,7 +652,13 @@ async def scenario_output_too_large(
     document whose chunk events fit, and turns each document with a larger chunk event into an
     `output_record_too_large` dead letter (its offset is then committed: no retry can
     succeed)."""
-    h = Harness(broker, work, p, "output-too-large", params={"chunk_size": "200000"})
+    h = Harness(
+        broker,
+        work,
+        p,
+        "output-too-large",
+        params={"chunk_size": "200000", "tokenizer": "character"},
+    )
     # Generated documents only (≤ ~8 KB each: every chunk event fits), plus documents of one
     # ~100 KB "sentence": with chunk_size 200000, one ~100 KB chunk event the topic refuses.
     docs = make_docs(p.documents, seed=rng.randrange(1 << 30), prefix="o")

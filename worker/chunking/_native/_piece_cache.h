@@ -13,8 +13,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#define CACHE_MAX_PIECES ((size_t)1 << 20)
-#define CACHE_MAX_CHARS ((size_t)1 << 24)
+#define CACHE_MAX_PIECES ((size_t)1 << 18)
+#define CACHE_MAX_CHARS ((size_t)1 << 22)
 #define CACHE_CAPSULE "chunkstream.piece_cache"
 
 typedef struct {

@@ -99,7 +99,7 @@ the text on both sides of it reads as one word: never a place where token counts
 
 _ADDITIVE_PRE_TOKENIZERS = ("BertPreTokenizer",)
 _PER_CHARACTER_NORMALIZERS = (None, "BertNormalizer")
-PIECE_CACHE_LIMIT = 1 << 18
+PIECE_CACHE_LIMIT = 1 << 16
 """Pieces whose counts a :class:`PieceCounter` remembers; past it the memory starts afresh."""
 
 
