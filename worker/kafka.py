@@ -270,7 +270,8 @@ def _failure(settings: Settings, error: BaseException | None) -> Failure:
     if isinstance(error, ssl.SSLCertVerificationError):
         return Failure(
             Kind.TLS_TRUST,
-            f"TLS certificate verification failed at {servers} ({error.verify_message}): "
+            f"TLS certificate verification failed at {servers} "
+            f"({getattr(error, 'verify_message', error)}): "
             "check CHUNKSTREAM_SSL_CAFILE (the CA that signed the brokers' certificates) and "
             "that CHUNKSTREAM_BOOTSTRAP_SERVERS names a host in those certificates",
         )

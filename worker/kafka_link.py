@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 from aiokafka.errors import KafkaError
 
 from worker.config import Settings
-from worker.connectivity import Backoff, Failure, Kind, Link
+from worker.connectivity import UNREACHABLE, Backoff, Failure, Kind, Link
 from worker.errors import ConfigError
 from worker.kafka import classify_connection, reachable, renew_password
 from worker.metrics import Metrics
@@ -79,6 +79,8 @@ class KafkaLink:
         while not self._stopping.is_set():
             failure = await reachable(self.settings)
             if failure is None:
+                if self.state.failure is not None and self.state.failure.kind in UNREACHABLE:
+                    log.info("kafka accepts connections: connecting")
                 try:
                     result = await attempt()
                 except KafkaError as exc:

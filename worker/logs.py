@@ -35,13 +35,19 @@ class JsonFormatter(logging.Formatter):
         return _encoder.encode(entry).decode("utf-8", errors="replace")
 
 
+# The worker's own lines that an outage repeats for every document in flight, every retry.
+_WORKER_REPEATS = frozenset(
+    {"publish failed; retrying", "commit failed", "state restore failed; retrying"}
+)
+
+
 class QuietRepeats(logging.Filter):
     """Lets a line of the Kafka client through once per ``window_s`` per message pattern.
 
     During an outage aiokafka logs each failed reconnect, metadata refresh and fetch — measured:
-    ~2,000 lines a second for a minute with the broker down — while the worker says once what
-    is wrong (worker.kafka_link). A line that comes back after its window carries how many
-    were left out (``repeated``)."""
+    ~2,000 lines a second for a minute with the broker down — and each document in flight
+    logs each publish retry, while the worker says once what is wrong (worker.kafka_link). A
+    line that comes back after its window carries how many were left out (``repeated``)."""
 
     def __init__(self, window_s: float = 60.0, clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__()
@@ -50,7 +56,7 @@ class QuietRepeats(logging.Filter):
         self._last: dict[tuple[str, str], tuple[float, int]] = {}
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if not record.name.startswith("aiokafka"):
+        if not record.name.startswith("aiokafka") and record.msg not in _WORKER_REPEATS:
             return True
         key = (record.name, str(record.msg))
         now = self._clock()
