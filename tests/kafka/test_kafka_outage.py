@@ -209,6 +209,7 @@ async def test_worker_waits_for_kafka_and_outlives_an_outage(
     finally:
         if proc.poll() is None:
             proc.kill()
+            proc.wait(30)
         await asyncio.to_thread(broker.stop)
 
     kinds = each_kind_logged_once(log)
