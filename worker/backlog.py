@@ -7,13 +7,15 @@ The estimate (docs/deploy.md, "Scaling calibration"):
                                      × this worker's seconds of wall time per input byte
 
 - *mean bytes per record*: of the records this worker took recently (a decaying mean);
-- *seconds per byte*: wall time during which documents were in flight, divided by the input
-  bytes of the documents finished in that time (both decaying sums, so the ratio follows the
-  recent past). That is the worker's drain rate under load, measured at the concurrency it
-  really runs at — whatever makes a byte expensive (strategy, model, embeddings going out,
-  publishing, acknowledgements, CPU throttling) is in it, so byte-heavy and model-heavy
-  streams come out in the same unit. Time while Kafka is unreachable is not counted (waiting is
-  not work).
+- *seconds per byte*: wall time during which the worker had work — documents in flight, or
+  records waiting in a partition it can consume — divided by the input bytes of the documents
+  finished in that time (both decaying sums, so the ratio follows the recent past). That is the
+  worker's drain rate under load, measured at the concurrency it really runs at: whatever makes
+  a byte expensive (strategy, model, embeddings going out, fetching, publishing,
+  acknowledgements, commits, CPU throttling) is in it, so byte-heavy and model-heavy streams
+  come out in the same unit. Time while Kafka is unreachable is not counted (waiting is not
+  work). Counting only the time with documents in flight measured half the real drain time
+  with 1 KB documents: between fetches the window is often empty while records wait.
 
 A partition's *commit age* is the time since its commit point last advanced while it had
 work (records taken and not committed, or lag); 0 when it has none.
@@ -52,7 +54,7 @@ class DecayingSum:
 
 
 class WorkRate:
-    """Seconds of wall time per input byte while documents are in flight."""
+    """Seconds of wall time per input byte while there is work (in flight, or waiting)."""
 
     def __init__(self, half_life_s: float = HALF_LIFE_S) -> None:
         self._busy = DecayingSum(half_life_s)
@@ -61,6 +63,8 @@ class WorkRate:
         self._record_bytes = DecayingSum(half_life_s)
         self._in_flight = 0
         self._last: float | None = None  # when busy time was last accounted
+        # Records wait in a partition the worker consumes (set by the sampler from the lag).
+        self.waiting = False
 
     def taken(self, size: int, now: float) -> None:
         """A record was taken (its document starts)."""
@@ -77,9 +81,9 @@ class WorkRate:
             self._bytes.add(float(size), now)
 
     def tick(self, now: float, *, counting: bool = True) -> None:
-        """Account the time since the last call: busy if documents were in flight and
-        ``counting`` (False while Kafka is unreachable)."""
-        if self._last is not None and self._in_flight and counting:
+        """Account the time since the last call: busy if documents were in flight or records
+        waiting, and ``counting`` (False while Kafka is unreachable)."""
+        if self._last is not None and (self._in_flight or self.waiting) and counting:
             self._busy.add(max(0.0, now - self._last), now)
         self._last = now
 

@@ -46,6 +46,7 @@ class Sampler:
         m, loop, consumer = self._m, self._loop, self._consumer
         now = time.monotonic()
         loop.work_rate.tick(now, counting=self._kafka_up())
+        waiting = 0  # records waiting in partitions the worker can consume now
         m.ready.set(1 if self._ready() else 0)
         m.in_flight_documents.set(loop.in_flight.documents)
         m.in_flight_bytes.set(loop.in_flight.bytes)
@@ -65,10 +66,13 @@ class Sampler:
             if lag is not None:
                 m.consumer_lag.labels(label).set(lag)
             busy = loop.uncommitted(tp) or (lag or 0) > 0
+            if tp not in loop.stuck and tp not in loop.restoring:
+                waiting += lag or 0
             m.partition_commit_age.labels(label).set(loop.commit_ages.age(tp, busy, now))
             backlog = None if lag is None else loop.work_rate.backlog_seconds(lag, now)
             if backlog is not None:
                 m.backlog_seconds.labels(label).set(backlog)
+        loop.work_rate.waiting = waiting > 0
 
     async def _lag(self, tp: Any) -> int | None:
         """High-water mark (the fetches' or the watch's, the later) minus position."""
