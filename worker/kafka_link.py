@@ -83,7 +83,7 @@ class KafkaLink:
                     log.info("kafka accepts connections: connecting")
                 try:
                     result = await attempt()
-                except KafkaError as exc:
+                except (KafkaError, OSError, TimeoutError) as exc:
                     failure = await self._classify(exc)
                     if failure.fatal_at_start and not self.state.ever_up:
                         raise ConfigError(failure.detail) from None
@@ -107,7 +107,7 @@ class KafkaLink:
                 try:
                     async with asyncio.timeout(CHECK_TIMEOUT_S):
                         await check()
-                except (KafkaError, TimeoutError) as exc:
+                except Exception as exc:  # whatever it is, the worker is not consuming for real
                     failure = await self._classify(exc)
             if failure is not None:
                 self._went_down(failure)
