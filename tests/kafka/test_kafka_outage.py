@@ -218,3 +218,56 @@ async def test_worker_waits_for_kafka_and_outlives_an_outage(
     # Before: ~2,000 lines of the Kafka client per second of outage.
     assert client_lines < 1000
     assert len(helpers.log_events(log, "kafka reachable")) >= 2  # the start and the outage
+
+
+@pytest.mark.timeout(900)
+async def test_a_worker_stopped_during_an_outage_exits_in_time_and_loses_nothing(
+    tmp_path: Path, topic_names: dict[str, str]
+) -> None:
+    """SIGTERM while Kafka is away (a rollout or a scale-down during the outage): the worker
+    exits 0 within the pod's grace period (45 s) although nothing can be flushed, committed or
+    left; what it had not committed is done by the next worker."""
+    broker = PrivateBroker(tmp_path / "broker")
+    records, truth = changelog(6000, documents=600, seed=37)
+    port = free_port()
+    settings = helpers.make_settings(
+        broker.bootstrap,
+        topic_names,
+        strategy="sentence",
+        strategy_params=PARAMS,
+        metrics_host="127.0.0.1",
+        metrics_port=str(port),
+    )
+    await asyncio.to_thread(broker.start)
+    log = tmp_path / "worker.log"
+    proc = helpers.worker_process(settings, log)
+    try:
+        await helpers.create(settings, partitions=4)
+        await produce_records(broker.bootstrap, settings.input_topic, records)
+        await committed_at_least(broker, settings.group_id, 100, 120)
+        await asyncio.to_thread(broker.stop)
+        await until(
+            lambda: (http_get(port, "/readyz") or (0, ""))[0] == 503, 60, "unready in the outage"
+        )
+        stopping = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        assert await asyncio.to_thread(proc.wait, 45) == 0
+        print(f"\nexited {time.monotonic() - stopping:.1f} s after SIGTERM during the outage")
+        await asyncio.to_thread(broker.start)
+        left = len(records) - await committed(broker, settings.group_id)
+        print(f"records left to the successor: {left}")
+        successor = helpers.worker_process(settings, tmp_path / "successor.log")
+        try:
+            await helpers.wait_committed_to_end(
+                broker.bootstrap, settings.group_id, settings.input_topic, timeout_s=300
+            )
+        finally:
+            successor.send_signal(signal.SIGTERM)
+            assert await asyncio.to_thread(successor.wait, 60) == 0
+        held = await sink_contents(broker.bootstrap, settings.output_topic, tmp_path / "sink.db")
+        assert held == expected_chunks(truth)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
+        await asyncio.to_thread(broker.stop)
