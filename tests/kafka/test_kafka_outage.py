@@ -245,6 +245,7 @@ async def test_a_worker_stopped_during_an_outage_exits_in_time_and_loses_nothing
         await helpers.create(settings, partitions=4)
         await produce_records(broker.bootstrap, settings.input_topic, records)
         await committed_at_least(broker, settings.group_id, 100, 120)
+        left = len(records) - await committed(broker, settings.group_id)
         await asyncio.to_thread(broker.stop)
         await until(
             lambda: (http_get(port, "/readyz") or (0, ""))[0] == 503, 60, "unready in the outage"
@@ -253,9 +254,8 @@ async def test_a_worker_stopped_during_an_outage_exits_in_time_and_loses_nothing
         proc.send_signal(signal.SIGTERM)
         assert await asyncio.to_thread(proc.wait, 45) == 0
         print(f"\nexited {time.monotonic() - stopping:.1f} s after SIGTERM during the outage")
+        print(f"records not committed when the broker stopped: {left}")
         await asyncio.to_thread(broker.start)
-        left = len(records) - await committed(broker, settings.group_id)
-        print(f"records left to the successor: {left}")
         successor = helpers.worker_process(settings, tmp_path / "successor.log")
         try:
             await helpers.wait_committed_to_end(
