@@ -48,6 +48,7 @@ from worker.offsets import OffsetTracker
 from worker.records import InputRecord
 from worker.state import DocumentStates
 from worker.unreadable import StuckPartitions, locate
+from worker.waiting import unless_set, wait_while
 
 log = logging.getLogger("chunkstream.worker")
 
@@ -186,7 +187,9 @@ class ConsumeLoop:
                 await self._until_a_document_finishes()
             due = time.monotonic() - self._last_commit >= s.commit_interval_ms / 1000
             if due and self._kafka_up():
-                committed = await self.commit()
+                # A stop request ends the wait: against a broker that just went away the
+                # commit waits out its whole timeout, which the grace period cannot spare.
+                committed = await unless_set(self.commit(), self._stopping) or {}
                 if committed and self._states is not None:
                     self._expiring = asyncio.create_task(self._expire(committed))
                     await self._expiring
@@ -376,11 +379,13 @@ class ConsumeLoop:
         }
         if not tasks:
             return set()
-        _, pending = await asyncio.wait(tasks, timeout=deadline_s)
+        # Kafka going away ends the wait: nothing in flight can be acknowledged then.
+        pending = await wait_while(set(tasks), deadline_s, self._kafka_up)
         for task in pending:
             task.cancel()
         if pending:
-            log.warning("drain deadline passed", extra={"abandoned": len(pending)})
+            reason = "drain deadline passed" if self._kafka_up() else "kafka unreachable: drain"
+            log.warning(reason, extra={"abandoned": len(pending)})
             await asyncio.wait(pending)
         return {tasks[task] for task in pending}
 

@@ -115,8 +115,14 @@ class KafkaLink:
                 continue
             if not self.state.up:
                 self._came_up()
-            # Not stopped by a stop request: the drain after it still needs the link's state.
-            await asyncio.sleep(WATCH_EVERY_S)
+            # Not stopped by a stop request: the drain after it still needs the link's state,
+            # and gets it fresh (a check at once when the stop comes, then every few seconds).
+            if self._stopping.is_set():
+                await asyncio.sleep(WATCH_EVERY_S)
+            else:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(WATCH_EVERY_S):
+                        await self._stopping.wait()
 
     async def _classify(self, error: BaseException) -> Failure:
         """Why Kafka failed us, from a connection made by hand (``error`` is what the client

@@ -201,7 +201,7 @@ async def test_worker_waits_for_kafka_and_outlives_an_outage(
         assert await asyncio.to_thread(proc.wait, 60) == 0
 
         held = await sink_contents(broker.bootstrap, settings.output_topic, tmp_path / "sink.db")
-        expected = expected_chunks(truth)
+        expected = expected_chunks(truth, settings)
         assert not set(held) - set(expected), "stale chunks in the sink"
         assert not set(expected) - set(held), "chunks missing from the sink"
         assert held == expected
@@ -265,7 +265,7 @@ async def test_a_worker_stopped_during_an_outage_exits_in_time_and_loses_nothing
             successor.send_signal(signal.SIGTERM)
             assert await asyncio.to_thread(successor.wait, 60) == 0
         held = await sink_contents(broker.bootstrap, settings.output_topic, tmp_path / "sink.db")
-        assert held == expected_chunks(truth)
+        assert held == expected_chunks(truth, settings)
     finally:
         if proc.poll() is None:
             proc.kill()
