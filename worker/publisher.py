@@ -44,7 +44,7 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError, MessageSizeTooLargeError, RecordTooLargeError
 from aiokafka.partitioner import DefaultPartitioner
 
-from worker.codec import DOC_ID_HEADER, EventEncoder, Headers
+from worker.codec import DOC_ID_HEADER, Encoding, EventEncoder, Headers
 from worker.errors import OutputRecordTooLarge
 from worker.events import ChunkEvent, DeadLetterEvent
 
@@ -104,6 +104,10 @@ class Publisher:
         """The content-type header every encoded event carries."""
         return self._headers
 
+    @property
+    def encoding(self) -> Encoding:
+        return self._encoder.encoding
+
     def encode(self, event: msgspec.Struct) -> bytes:
         return self._encoder.encode(event)
 
@@ -114,17 +118,32 @@ class Publisher:
         headers: Headers = (),
         retracted: Sequence[str] = (),
     ) -> int:
-        """Send a document's chunk events in index order, then the tombstones of its
-        ``retracted`` chunk ids, to the document's partition, and return once the broker
-        acknowledged all of them. ``headers`` (trace context, forwarded input headers) go on
-        every record (beside the content type on events; beside the document id on
-        tombstones). Returns the bytes published."""
-        if not events and not retracted:
-            return 0  # nothing to wait for (a document that chunked to nothing, as before)
+        """:meth:`publish_encoded` of ``events`` (keyed by their chunk ids)."""
         encode = self._encoder.encode
-        values = [encode(event) for event in events]
+        return await self.publish_encoded(
+            doc_id,
+            [event.chunk_id.encode() for event in events],
+            [encode(event) for event in events],
+            headers,
+            retracted,
+        )
+
+    async def publish_encoded(
+        self,
+        doc_id: str,
+        keys: Sequence[bytes],
+        values: Sequence[bytes],
+        headers: Headers = (),
+        retracted: Sequence[str] = (),
+    ) -> int:
+        """Send a document's encoded chunk events (``keys``: their chunk ids) in index order,
+        then the tombstones of its ``retracted`` chunk ids, to the document's partition, and
+        return once the broker acknowledged all of them. ``headers`` (trace context,
+        forwarded input headers) go on every record (beside the content type on events;
+        beside the document id on tombstones). Returns the bytes published."""
+        if not values and not retracted:
+            return 0  # nothing to wait for (a document that chunked to nothing, as before)
         sizes = list(map(len, values))
-        keys = [event.chunk_id.encode() for event in events]
         if sizes and max(sizes) + 32 > self.max_value_bytes:
             index = next(i for i, n in enumerate(sizes) if n + 32 > self.max_value_bytes)
             raise OutputRecordTooLarge(
