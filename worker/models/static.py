@@ -134,6 +134,10 @@ class StaticEmbedder:
     ``embed`` is a table lookup and a mean: no session, no threads of its own; safe to call from
     several threads at once (the model is read-only; the id cache has a lock)."""
 
+    # Its cost is the real tokens' rows, whatever the batch: the batcher embeds its requests as
+    # they come instead of queueing and packing them (worker.batcher.DIRECT_INLINE_CHARS).
+    packing_pays = False
+
     def __init__(self, model: StaticModel) -> None:
         self.model = model
         self._measured: OrderedDict[str, NDArray[np.int64]] = OrderedDict()
