@@ -71,9 +71,10 @@ class _Batch:
 class _Lane:
     """One output partition's batches not yet handed to the client, oldest first."""
 
-    __slots__ = ("driver", "open", "sealed")
+    __slots__ = ("driver", "linger_s", "open", "sealed")
 
-    def __init__(self) -> None:
+    def __init__(self, linger_s: float) -> None:
+        self.linger_s = linger_s  # how long an open batch waits for more records
         self.open: _Batch | None = None  # still taking records
         self.sealed: deque[_Batch] = deque()  # full, waiting for their turn
         self.driver: asyncio.Task[None] | None = None  # hands batches over while any wait
@@ -166,11 +167,19 @@ class Publisher:
             raise OutputRecordTooLarge(f"the output topic refused a chunk event: {exc}") from None
         return sum(sizes)
 
-    async def publish(self, topic: str, partition: int, records: Sequence[Record]) -> None:
+    async def publish(
+        self, topic: str, partition: int, records: Sequence[Record], *, linger: bool = True
+    ) -> None:
         """Append ``records`` in order to the (topic, partition) lane and return once every
-        one is acknowledged; a refused batch raises (our own copy of its error)."""
+        one is acknowledged; a refused batch raises (our own copy of its error).
+
+        ``linger=False`` (fixed by a lane's first use): the lane's batches go as soon as the
+        lane's previous batch is queued, without waiting ``linger.ms`` for more records. For
+        records a document waits on after its chunk events are acknowledged (its state):
+        lingering there only adds ``linger.ms`` to every document, while records still gather
+        in the open batch whenever the one before it is on its way."""
         # No await between the first append and the last: the records sit together, in order.
-        acks = self._append(topic, partition, records)
+        acks = self._append(topic, partition, records, linger)
         try:
             for acked in acks:
                 await acked
@@ -187,13 +196,13 @@ class Publisher:
         return int(_PARTITIONER(key, partitions, partitions))
 
     def _append(
-        self, topic: str, partition: int, records: Sequence[Record]
+        self, topic: str, partition: int, records: Sequence[Record], linger: bool = True
     ) -> list[asyncio.Future[None]]:
         """Append the records to the lane's open batch (sealing full ones); the futures of
         the batches they went into, in order."""
         lane = self._lanes.get((topic, partition))
         if lane is None:
-            lane = self._lanes[(topic, partition)] = _Lane()
+            lane = self._lanes[(topic, partition)] = _Lane(self._linger_s if linger else 0.0)
         batch = lane.open or self._new_batch(lane)
         acks = [batch.acked]
         for key, value, headers in records:
@@ -225,7 +234,7 @@ class Publisher:
                     batch = lane.sealed.popleft()
                 else:
                     assert lane.open is not None
-                    wait = lane.open.created + self._linger_s - loop.time()
+                    wait = lane.open.created + lane.linger_s - loop.time()
                     if wait > 0:  # linger.ms: give it time to fill, then look again
                         await asyncio.sleep(wait)
                         continue
