@@ -328,7 +328,7 @@ def table(results: list[Result]) -> str:
         if r.mode == "in-process":
             baseline[(r.strategy, r.cores)] = r
         base = baseline[(r.strategy, r.cores)]
-        ratio = r.docs_per_s / base.docs_per_s if r.mode == "kafka" else 1.0
+        ratio = r.docs_per_s / base.docs_per_s if r.mode != "in-process" else 1.0
         rows.append(
             f"| {r.strategy} | {r.cores} | {r.mode} | {r.documents} | {r.megabytes:.1f} "
             f"| {r.docs_per_s:,.1f} | {r.mb_per_s:.2f} | {r.percentile(0.5) * 1000:,.1f} "
