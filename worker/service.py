@@ -205,7 +205,7 @@ class Worker:
             await self._start_client(producer, clients)
             stack.push_async_callback(producer.stop)  # flushes what is still buffered
             await self._start_client(consumer, clients)
-            stack.push_async_callback(consumer.stop)  # leaves the group
+            stack.push_async_callback(_stopped, consumer)  # leaves the group
             await self._check_topics(consumer)
             publisher = Publisher(
                 producer,
@@ -256,7 +256,7 @@ class Worker:
         stack.callback(store.close)
         reader = make_changelog_reader(s)
         await self._start_client(reader, (reader,))
-        stack.push_async_callback(reader.stop)
+        stack.push_async_callback(_stopped, reader)
         log.info("state store", extra={"path": str(store.path), "topic": state_topic(s)})
         return DocumentStates(
             store, publisher, Changelog(reader, state_topic(s), store), self.metrics
@@ -418,3 +418,16 @@ class Worker:
                 "the state changelog must be compacted (cleanup.policy=compact), or its old "
                 "states are deleted by retention and documents are forgotten"
             )
+
+
+async def _stopped(consumer: AIOKafkaConsumer) -> None:
+    """Stop a consumer. Stopped right after it started (a signal during start-up), aiokafka's
+    group coordinator lets the cancellation of its own internal task escape ``stop``; that is
+    not ours to propagate unless this task itself is being cancelled."""
+    try:
+        await consumer.stop()
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise
+        log.warning("the consumer's coordinator was cancelled while stopping")
