@@ -12,7 +12,8 @@ worker.event_bytes (``writer``, what the worker runs) or by encoding
 ``records.chunk_events`` one by one (``reference``: the worker before it), with or without the
 document lifecycle's state — processes the same JSON records, all documents in flight at once
 as the consume loop would start them; the variants alternate ``--repeat`` times (each going
-first in turn) and the lowest CPU per MB of each is kept (on a shared machine the lowest is the least disturbed).
+first in turn) and the lowest CPU per MB of each is kept (on a shared machine the lowest is
+the least disturbed).
 CPU is this thread's ``time.thread_time()``: the chunking threads (documents ≥ 64 KiB) are not
 counted, so the corpus is cut to documents below that.
 """
