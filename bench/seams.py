@@ -7,10 +7,15 @@ environment yields the same documents.
 
 Scores count a predicted boundary as correct when it lands within ``tolerance`` sentences of a
 true seam (each seam matched at most once), sentences as :func:`split_sentences` finds them.
+
+Two disjoint sets for work on the boundary rules (:func:`seam_split`): ``tune`` and ``heldout``,
+split by a hash of the source package's name, so no package's text is in both. Parameters are
+chosen on ``tune`` only; ``heldout`` is what gets reported.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from bisect import bisect_left
 from collections.abc import Sequence
@@ -92,6 +97,68 @@ def seam_documents(
                 seams.append(len(text))
             text += "\n\n".join(paragraphs)
         documents.append(SeamDocument(text, seams, [name for name, _ in picked]))
+    return documents
+
+
+SPLITS = ("tune", "heldout")
+
+
+def split_of(source: str) -> str:
+    """The set a source package belongs to: two fifths ``tune``, three fifths ``heldout``."""
+    return "tune" if hashlib.sha256(source.encode()).digest()[0] % 5 < 2 else "heldout"
+
+
+def _blocks(paragraphs: list[str], max_chars: int) -> list[str]:
+    """Consecutive paragraphs of at most ``max_chars`` as blocks: two together when both fit
+    in ``max_chars``, else one."""
+    fitting = [p for p in paragraphs if len(p) <= max_chars]
+    blocks: list[str] = []
+    i = 0
+    while i < len(fitting):
+        pair = fitting[i : i + 2]
+        if len(pair) == 2 and len(pair[0]) + 2 + len(pair[1]) <= max_chars:
+            blocks.append("\n\n".join(pair))
+            i += 2
+        else:
+            blocks.append(fitting[i])
+            i += 1
+    return blocks
+
+
+def seam_split(
+    split: str,
+    blocks_per_document: int = 6,
+    max_blocks_per_source: int = 12,
+    max_block_chars: int = 1000,
+) -> list[SeamDocument]:
+    """The documents of one set (``tune`` or ``heldout``, :func:`split_of`).
+
+    Every source package of the set gives blocks of one or two consecutive prose paragraphs
+    (at most ``max_block_chars`` each, so that a block fits a 254-token chunk and the size cap
+    does not decide where a block is cut), at most ``max_blocks_per_source`` of them. Each
+    document takes one block from each of the ``blocks_per_document`` sources with the most
+    blocks left (ties by name), until fewer sources than that have any: many seams from few
+    packages, and no two blocks of one document from the same package.
+    """
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+    queues: dict[str, list[str]] = {}
+    for doc in gather():
+        if split_of(doc.name) == split:
+            blocks = _blocks(prose_paragraphs(doc.text), max_block_chars)
+            if blocks:
+                queues[doc.name] = blocks[:max_blocks_per_source][::-1]  # pop() takes the first
+    documents: list[SeamDocument] = []
+    while sum(1 for q in queues.values() if q) >= blocks_per_document:
+        picked = sorted((n for n, q in queues.items() if q), key=lambda n: (-len(queues[n]), n))
+        picked = picked[:blocks_per_document]
+        text, seams = "", []
+        for i, name in enumerate(picked):
+            if i:
+                text += "\n\n"
+                seams.append(len(text))
+            text += queues[name].pop()
+        documents.append(SeamDocument(text, seams, picked))
     return documents
 
 

@@ -43,6 +43,10 @@ class BuildContext:
     retrieval: ModelRef | None = None
 
 
+def _no_context_unit(_params: Any, _context: BuildContext) -> str | None:
+    return None
+
+
 @dataclass(frozen=True)
 class Strategy(Generic[P]):
     name: str
@@ -50,6 +54,10 @@ class Strategy(Generic[P]):
     factory: Callable[[P, BuildContext], Chunker]
     needs_model: bool
     summary: str
+    size_unit: Callable[[P, BuildContext], str | None] = _no_context_unit
+    """The identity of the unit chunk sizes are counted in, when the build context chose it
+    (the retrieval model's tokens for an unset ``tokenizer``) rather than the parameters: it
+    moves boundaries, so the registry puts it into the fingerprint."""
 
     def parse_params(self, params: Mapping[str, Any]) -> P:
         try:

@@ -82,15 +82,25 @@ def build(
         name=name,
         chunker=chunker,
         needs_model=strategy.needs_model,
-        fingerprint=fingerprint(name, parsed, None if boundary is None else boundary.identity),
+        fingerprint=fingerprint(
+            name,
+            parsed,
+            None if boundary is None else boundary.identity,
+            strategy.size_unit(parsed, context),
+        ),
     )
 
 
-def fingerprint(name: str, params: msgspec.Struct, model_id: str | None = None) -> str:
-    """Stable digest of a strategy, its effective parameters (defaults included) and, for
-    embedding strategies, the boundary model's identity."""
+def fingerprint(
+    name: str, params: msgspec.Struct, model_id: str | None = None, size_unit: str | None = None
+) -> str:
+    """Stable digest of a strategy, its effective parameters (defaults included), for
+    embedding strategies the boundary model's identity, and the sizing unit when the build
+    context chose it (:attr:`Strategy.size_unit`)."""
     parts: list[object] = [name, msgspec.to_builtins(params)]
     if model_id is not None:
         parts.append(model_id)
+    if size_unit is not None:
+        parts.append({"size_unit": size_unit})
     canonical = msgspec.json.encode(parts, order="sorted")
     return hashlib.sha256(canonical).hexdigest()[:16]

@@ -19,6 +19,7 @@ from worker.chunking.semantic.sdpm import NAME as SDPM
 from worker.chunking.semantic.sdpm import SDPMChunker, SDPMParams
 from worker.chunking.semantic.semantic import NAME as SEMANTIC
 from worker.chunking.semantic.semantic import SemanticChunker, SemanticParams
+from worker.chunking.semantic.sizing import resolve_sizing, sizing_identity
 
 
 def _build_sentence(params: SentenceParams, _context: BuildContext) -> SentenceChunker:
@@ -34,16 +35,24 @@ def _build_adaptive(params: AdaptiveParams, _context: BuildContext) -> AdaptiveC
 
 
 def _build_semantic(params: SemanticParams, context: BuildContext) -> SemanticChunker:
-    return SemanticChunker(params, model_window=window_of(context.boundary))
+    sizing = resolve_sizing(params.tokenizer, context.retrieval)
+    return SemanticChunker(params, model_window=window_of(context.boundary), sizing=sizing)
 
 
 def _build_sdpm(params: SDPMParams, context: BuildContext) -> SDPMChunker:
-    return SDPMChunker(params, model_window=window_of(context.boundary))
+    sizing = resolve_sizing(params.tokenizer, context.retrieval)
+    return SDPMChunker(params, model_window=window_of(context.boundary), sizing=sizing)
 
 
 def _build_context(params: ContextParams, context: BuildContext) -> ContextChunker:
     check_embedding_model(params, context.boundary)
-    return ContextChunker(params, model_window=window_of(context.boundary))
+    sizing = resolve_sizing(params.tokenizer, context.retrieval)
+    return ContextChunker(params, model_window=window_of(context.boundary), sizing=sizing)
+
+
+def _retrieval_tokens(params: Any, context: BuildContext) -> str | None:
+    """An embedding strategy with ``tokenizer`` unset sizes in the retrieval model's tokens."""
+    return sizing_identity(params.tokenizer, context.retrieval)
 
 
 BUILTIN: tuple[Strategy[Any], ...] = (
@@ -73,7 +82,8 @@ BUILTIN: tuple[Strategy[Any], ...] = (
         params_type=SemanticParams,
         factory=_build_semantic,
         needs_model=True,
-        summary="Boundaries at valleys of sentence-embedding similarity, packed under a hard cap.",
+        summary="Cuts where structure and sentence-embedding similarity agree, hard min and cap.",
+        size_unit=_retrieval_tokens,
     ),
     Strategy(
         name=SDPM,
@@ -81,6 +91,7 @@ BUILTIN: tuple[Strategy[Any], ...] = (
         factory=_build_sdpm,
         needs_model=True,
         summary="`semantic`, then merges of similar chunks up to skip_window apart.",
+        size_unit=_retrieval_tokens,
     ),
     Strategy(
         name=CONTEXT,
@@ -88,5 +99,6 @@ BUILTIN: tuple[Strategy[Any], ...] = (
         factory=_build_context,
         needs_model=True,
         summary="Sentence groups plus the neighbouring sentences similar to each group.",
+        size_unit=_retrieval_tokens,
     ),
 )

@@ -1,0 +1,226 @@
+"""The shared core of the three embedding strategies: the plan (layout + texts to embed) and the
+first pass (where chunks start), from the layout's structure and the similarity curve.
+
+Sizes: ``cap`` and ``minimum`` are hard, in the sizing unit (:mod:`.sizing`). Every gap gets
+
+- a *level* from the layout (section, block, item, sentence; glue and the gaps inside an atom
+  are cut only to meet the cap),
+- *evidence* from the curve: how deep the gap lies below the peaks around it
+  (:func:`.similarity.depths`, within :data:`REACH` gaps), in units of the document's median
+  depth, so that it reads the same on any model — a static model's curve is flatter than the
+  transformer's, and its dips are shallower in proportion,
+- a *benefit*: evidence minus the bar of its level. ``threshold`` is the bar at a paragraph
+  break; inside a paragraph the bar is :data:`SENTENCE_BAR` × ``threshold`` (a cut there needs
+  stronger evidence); before a heading there is no bar (a section start is always a good
+  place, as long as both sides keep the minimum).
+
+:func:`.cuts.segment` then places the cuts. What a decision reads is local: a gap's depth reads
+``2·REACH + 1`` curve values, each of which reads ``2·similarity_window`` units; the median that
+scales it is the document's, and one paragraph moves it little.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from worker.chunking.semantic.cuts import Caps, Cut, Grains, segment
+from worker.chunking.semantic.layout import (
+    BLOCK,
+    GLUE,
+    HEADING,
+    ITEM,
+    LEVEL_NAMES,
+    SECTION,
+    SENTENCE,
+    Layout,
+    read_layout,
+)
+from worker.chunking.semantic.model_window import ModelWindow
+from worker.chunking.semantic.similarity import depths, gap_similarities
+from worker.chunking.semantic.sizing import Sizing, count_many
+from worker.chunking.semantic.units import SentencePlan, UnitVectors, plan_units
+from worker.chunking.text.segment import split_to_cap
+from worker.chunking.types import ContentType, Span
+
+REACH = 2
+"""Gaps on each side where the peaks around a dip are looked for."""
+SENTENCE_BAR = 2.0
+"""A cut inside a paragraph needs this many times the evidence of a cut at a paragraph break."""
+ITEM_BAR = 1.0
+"""Between two items of one list: as at a paragraph break."""
+
+_TIER = 1e3  # keys: tier × _TIER + benefit (benefit clipped to ±_TIER / 2)
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """The hard sizes of one strategy, in its sizing unit: ``cap`` and ``minimum`` per chunk,
+    and ``atom_cap`` (≥ ``cap``) for a chunk made of one atom (:class:`.cuts.Caps`)."""
+
+    cap: int
+    minimum: int
+    atom_cap: int = 0
+
+    @property
+    def caps(self) -> Caps:
+        return Caps(self.cap, self.minimum, max(self.cap, self.atom_cap))
+
+    @property
+    def grain_limit(self) -> int:
+        """Largest grain that still lets every piece keep the minimum (see :mod:`.cuts`)."""
+        return max(1, self.cap - 2 * self.minimum)
+
+
+def plan_document(
+    text: str,
+    content_type: ContentType,
+    sizing: Sizing,
+    bounds: Bounds,
+    window: ModelWindow,
+    min_characters: int = 0,
+    *,
+    clauses: bool = False,
+) -> SentencePlan:
+    layout = read_layout(
+        text,
+        sizing.counter,
+        lambda texts: count_many(sizing.counter, texts),
+        bounds.grain_limit,
+        min_characters,
+        clauses=clauses,
+    )
+    return plan_units(text, layout, window, content_type)
+
+
+def evidence_of(curve: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Each gap's depth in units of the document's median depth (0 where all depths are 0)."""
+    depth = depths(curve, REACH)
+    if not len(depth):
+        return depth
+    scale = float(np.median(depth))
+    if scale <= 0:
+        positive = depth[depth > 0]
+        scale = float(np.median(positive)) if len(positive) else 1.0
+    result: NDArray[np.float64] = depth / scale
+    return result
+
+
+@dataclass(frozen=True)
+class FirstPass:
+    """Where the chunks of one document start, and what placed each start."""
+
+    cuts: list[Cut]
+    spans: list[Span]
+    evidence: NDArray[np.float64]
+    """Per atom gap (``[atoms - 1]``)."""
+    grain_gap: NDArray[np.int64]
+    """For each grain: the atom gap before it (``-1`` inside an atom or at the start)."""
+
+
+def bars(threshold: float) -> NDArray[np.float64]:
+    """The bar of each level (indexed by level): none at a section start, ``threshold`` at a
+    block or between items, ``SENTENCE_BAR × threshold`` inside a paragraph."""
+    table = np.full(SECTION + 1, np.inf)
+    table[SECTION] = -np.inf
+    table[BLOCK] = threshold
+    table[ITEM] = ITEM_BAR * threshold
+    table[SENTENCE] = SENTENCE_BAR * threshold
+    return table
+
+
+def grain_gaps(layout: Layout) -> NDArray[np.int64]:
+    atoms = layout.grain_atoms
+    gap = np.full(len(atoms), -1, dtype=np.int64)
+    if len(atoms) > 1:
+        starts_atom = atoms[1:] != atoms[:-1]
+        gap[1:][starts_atom] = atoms[1:][starts_atom] - 1
+    return gap
+
+
+def grains_of(
+    layout: Layout, evidence: NDArray[np.float64], threshold: float, sizing: Sizing, cap: int
+) -> tuple[Grains, NDArray[np.int64]]:
+    """Keys and benefits of every grain gap, and the sizes :func:`.cuts.segment` reads."""
+    gap = grain_gaps(layout)
+    levels = layout.grain_levels.astype(np.int64)
+    between = gap >= 0
+    benefits = np.full(len(gap), -np.inf)
+    if evidence.size:
+        bar = bars(threshold)[np.where(between, levels, 0)]
+        scored = between & (levels >= SENTENCE)
+        benefits[scored] = evidence[gap[scored]] - bar[scored]
+
+    keys = levels.astype(np.float64) * _TIER  # glue, line, word, char: their tier alone
+    top = levels >= SENTENCE
+    keys[top] = SENTENCE * _TIER + np.clip(benefits[top], -_TIER / 2, _TIER / 2)
+    # A heading never ends a chunk: the gap after one is not a place to cut.
+    kinds = layout.kinds[layout.grain_atoms]
+    after_heading = np.zeros(len(gap), dtype=bool)
+    after_heading[1:] = between[1:] & (kinds[:-1] == HEADING)
+    keys[after_heading] = -np.inf
+    keys[0] = -np.inf
+    benefits[levels == GLUE] = -np.inf
+    if sizing.characters:
+        left_at, right_at = layout.grain_starts, layout.grain_ends
+    else:
+        cumulative = np.zeros(len(gap) + 1, dtype=np.int64)
+        np.cumsum(layout.grain_sizes, out=cumulative[1:])
+        left_at, right_at = cumulative[:-1], cumulative[1:]
+    # A gap inside an atom that fits the cap: cutting it breaks what could stay whole.
+    whole = np.zeros(len(gap), dtype=bool)
+    whole[1:] = ~between[1:] & (layout.sizes[layout.grain_atoms[1:]] <= cap)
+    glued = ~between | (levels == GLUE)
+    grains = Grains(left_at, right_at, keys, benefits, kinds == HEADING, whole, glued)
+    return grains, gap
+
+
+def first_pass(
+    plan: SentencePlan,
+    vectors: UnitVectors,
+    sizing: Sizing,
+    bounds: Bounds,
+    *,
+    threshold: float,
+    similarity_window: int,
+    min_units: int = 1,
+) -> FirstPass:
+    layout = plan.layout
+    curve = gap_similarities(vectors.rows, plan.count, plan.weights, similarity_window)
+    evidence = evidence_of(curve)
+    grains, gap = grains_of(layout, evidence, threshold, sizing, bounds.caps.atom_cap)
+    cuts = segment(grains, bounds.caps, min_units)
+    spans = [
+        Span(int(layout.grain_starts[c.first]), int(layout.grain_ends[c.stop - 1])) for c in cuts
+    ]
+    cuts, spans = enforce_cap(plan.document, cuts, spans, sizing, bounds.caps.atom_cap)
+    return FirstPass(cuts, spans, evidence, gap)
+
+
+def enforce_cap(
+    text: str, cuts: list[Cut], spans: list[Span], sizing: Sizing, cap: int
+) -> tuple[list[Cut], list[Span]]:
+    """Chunks counted exactly; one over the cap (a tokenizer whose counts do not add up over
+    whitespace) is cut at words to fit. Sizes that add up never need it."""
+    if sizing.characters:
+        return cuts, spans
+    sizes = count_many(sizing.counter, [text[s.start : s.end] for s in spans])
+    if int(sizes.max(initial=0)) <= cap:
+        return cuts, spans
+    out_cuts: list[Cut] = []
+    out_spans: list[Span] = []
+    for cut, span, size in zip(cuts, spans, sizes, strict=True):
+        if size <= cap:
+            out_cuts.append(cut)
+            out_spans.append(span)
+            continue
+        for n, piece in enumerate(split_to_cap(text, span, sizing.counter, cap)):
+            out_cuts.append(cut if n == 0 else Cut(cut.first, cut.stop, "cap"))
+            out_spans.append(piece)
+    return out_cuts, out_spans
+
+
+def level_name(layout: Layout, grain: int) -> str:
+    return LEVEL_NAMES[int(layout.grain_levels[grain])]
