@@ -35,11 +35,10 @@ from worker.chunking.semantic.layout import HEADING, Layout
 from worker.chunking.semantic.model_window import ModelWindow, character_window
 from worker.chunking.semantic.semantic import atom_range, bounds_of, expect_plan
 from worker.chunking.semantic.similarity import cosine
-from worker.chunking.semantic.sizing import Sizing, count_many, resolve_sizing
+from worker.chunking.semantic.sizing import Sizing, resolve_sizing
 from worker.chunking.semantic.units import SentencePlan, UnitVectors, merge_params
 from worker.chunking.text.density import detect_language
 from worker.chunking.types import (
-    SPAN_JOINER,
     Chunk,
     ContentType,
     EmbeddingPlan,
@@ -53,7 +52,7 @@ if TYPE_CHECKING:
 
 NAME = "context"
 LANGUAGES = ("auto", "ar", "en")
-CORE_THRESHOLD = 2.0
+CORE_THRESHOLD = 1.5
 """The first pass's ``threshold`` for cores (``semantic``'s default)."""
 SIMILARITY_WINDOW = 3
 
@@ -152,8 +151,8 @@ class ContextChunker:
         for index, core in enumerate(passed.spans):
             first, stop = atom_range(sentence_plan, passed, index)
             # Whole units only: a core that starts or ends inside a unit has no context there.
-            whole_first = first + (core.start > sentence_plan.layout.starts[first])
-            whole_stop = stop - (core.end < sentence_plan.layout.ends[stop - 1])
+            whole_first = first + int(core.start > sentence_plan.layout.starts[first])
+            whole_stop = stop - int(core.end < sentence_plan.layout.ends[stop - 1])
             core, carried = self._carry(sentence_plan, core, whole_first, previous)
             chunk = self._window_chunk(
                 sentence_plan, vectors, core, whole_first - carried, whole_stop, index
@@ -186,12 +185,9 @@ class ContextChunker:
         while carried < prior_stop - prior_first - 1:
             unit = prior_stop - carried - 1
             start = int(layout.starts[unit])
-            if (
-                self._size(plan.document, [Span(start, int(layout.ends[prior_stop - 1]))])
-                > self.overlap
-            ):
+            if plan.size([Span(start, int(layout.ends[prior_stop - 1]))]) > self.overlap:
                 break
-            if self._size(plan.document, [Span(start, core.end)]) > self.core.cap:
+            if plan.size([Span(start, core.end)]) > self.core.cap:
                 break
             carried += 1
         if not carried:
@@ -233,7 +229,7 @@ class ContextChunker:
                 dropped += 1
                 continue
             trial = self._spans(text, layout, core, [*kept, unit])
-            if self._size(text, trial) > self.cap:
+            if plan.size(trial) > self.cap:
                 dropped += 1
                 dropped_for_size += 1
                 continue
@@ -263,7 +259,7 @@ class ContextChunker:
             text=body,
             start_index=spans[0].start,
             end_index=spans[-1].end,
-            token_count=self._size(text, spans),
+            token_count=plan.size(spans),
             strategy=NAME,
             metadata=meta,
             spans=tuple(spans) if len(spans) > 1 else None,
@@ -283,12 +279,6 @@ class ContextChunker:
             else:
                 merged.append([start, end])
         return [Span(a, b) for a, b in merged]
-
-    def _size(self, text: str, spans: list[Span]) -> int:
-        if self.sizing.characters:
-            joiners = len(SPAN_JOINER) * (len(spans) - 1)
-            return sum(s.end - s.start for s in spans) + joiners
-        return int(count_many(self.counter, [join_spans(text, spans)])[0])
 
 
 def check_embedding_model(params: ContextParams, boundary: ModelRef | None) -> None:

@@ -41,7 +41,7 @@ from worker.chunking.semantic.layout import (
 from worker.chunking.semantic.model_window import ModelWindow
 from worker.chunking.semantic.similarity import depths, gap_similarities
 from worker.chunking.semantic.sizing import Sizing, count_many
-from worker.chunking.semantic.units import SentencePlan, UnitVectors, plan_units
+from worker.chunking.semantic.units import SentencePlan, UnitVectors, glued_gaps, plan_units
 from worker.chunking.text.segment import split_to_cap
 from worker.chunking.types import ContentType, Span
 
@@ -92,7 +92,9 @@ def plan_document(
         min_characters,
         clauses=clauses,
     )
-    return plan_units(text, layout, window, content_type)
+    return plan_units(
+        text, layout, window, content_type, counter=sizing.counter, adds_up=sizing.adds_up(text)
+    )
 
 
 def evidence_of(curve: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -188,6 +190,8 @@ def first_pass(
     min_units: int = 1,
 ) -> FirstPass:
     layout = plan.layout
+    if not plan.count:
+        return FirstPass([], [], np.zeros(0), np.zeros(0, dtype=np.int64))
     curve = gap_similarities(vectors.rows, plan.count, plan.weights, similarity_window)
     evidence = evidence_of(curve)
     grains, gap = grains_of(layout, evidence, threshold, sizing, bounds.caps.atom_cap)
@@ -195,18 +199,22 @@ def first_pass(
     spans = [
         Span(int(layout.grain_starts[c.first]), int(layout.grain_ends[c.stop - 1])) for c in cuts
     ]
-    cuts, spans = enforce_cap(plan.document, cuts, spans, sizing, bounds.caps.atom_cap)
+    if not sizing.characters:
+        cuts, spans = enforce_cap(plan, cuts, spans, sizing, bounds.caps.atom_cap)
     return FirstPass(cuts, spans, evidence, gap)
 
 
 def enforce_cap(
-    text: str, cuts: list[Cut], spans: list[Span], sizing: Sizing, cap: int
+    plan: SentencePlan, cuts: list[Cut], spans: list[Span], sizing: Sizing, cap: int
 ) -> tuple[list[Cut], list[Span]]:
-    """Chunks counted exactly; one over the cap (a tokenizer whose counts do not add up over
-    whitespace) is cut at words to fit. Sizes that add up never need it."""
-    if sizing.characters:
+    """Where the grain sums only estimate a chunk's tokens — a tokenizer whose counts do not
+    add up over whitespace, or a word cut inside — the chunk is counted exactly, and one over
+    the cap is cut at words (then characters) to fit."""
+    text = plan.document
+    glued = glued_gaps(plan.layout)
+    if plan.adds_up and not glued.any():
         return cuts, spans
-    sizes = count_many(sizing.counter, [text[s.start : s.end] for s in spans])
+    sizes = np.array([plan.size([span]) for span in spans], dtype=np.int64)
     if int(sizes.max(initial=0)) <= cap:
         return cuts, spans
     out_cuts: list[Cut] = []

@@ -183,7 +183,9 @@ class _Atoms:
                 level = GLUE
             elif previous == RULE:
                 level = SECTION
-            elif before in _COLONS or (previous == HTML and _opens_only(self.text, self.ends[-1])):
+            elif before in _COLONS or (
+                previous == HTML and _opens_only(self.text[self.starts[-1] : self.ends[-1]])
+            ):
                 level = GLUE
         self.starts.append(start)
         self.ends.append(end)
@@ -191,11 +193,14 @@ class _Atoms:
         self.levels.append(level)
 
 
-def _opens_only(text: str, end: int) -> bool:
-    """Whether the HTML block ending at ``end`` is a lone opening tag (``<details>``)."""
-    start = text.rfind("\n", 0, end) + 1
-    line = text[start:end].strip()
-    return line.startswith("<") and not line.startswith("</") and "</" not in line
+_OPENING_TAG = re.compile(r"<([A-Za-z][A-Za-z0-9-]*)")
+
+
+def _opens_only(block: str) -> bool:
+    """Whether an HTML block opens a tag it does not close (``<details><summary>…</summary>``):
+    what follows is inside it."""
+    tag = _OPENING_TAG.match(block)
+    return tag is not None and f"</{tag.group(1).lower()}" not in block.lower()
 
 
 def _paragraph(atoms: _Atoms, start: int, end: int, min_characters: int) -> None:

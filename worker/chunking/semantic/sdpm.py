@@ -8,12 +8,13 @@
    contiguous (``skip_window=1`` merges neighbours, 2 may bridge one chunk, and so on);
 5. passes repeat until one makes no merge.
 
-The merge level is read from the document around the two chunks, not from all of it: unset
-``merge_threshold``, it is the :data:`MERGE_PERCENTILE` percentile of the similarity curve at
-the gaps that are not valleys, within :data:`LEVEL_REACH` gaps of the two chunks — the places
-where the text goes on with its topic — so two chunks merge when they are more alike than most
-neighbouring windows there. The level follows the model and the part of the document, and an
-edit elsewhere does not move it. ``merge_threshold`` set is a fixed cosine similarity instead.
+The merge level is read from the document around each cut, not from all of it: unset
+``merge_threshold``, the level at a first-pass cut is the :data:`MERGE_PERCENTILE` percentile
+of the similarity curve at the gaps within :data:`LEVEL_REACH` of it that are not valleys — the
+places where the text goes on with its topic — and a merge must pass the level of every cut it
+removes: two chunks merge when they are more alike than most neighbouring windows there. The
+level follows the model and the part of the document, and an edit elsewhere does not move it.
+``merge_threshold`` set is a fixed cosine similarity instead.
 
 Metadata: the first pass's reason for the chunk's start, ``first_pass`` (the range of
 first-pass chunks it covers) and ``merges``: each merge's partner (a first-pass index), its
@@ -40,7 +41,7 @@ from worker.chunking.semantic.semantic import (
     start_metadata,
 )
 from worker.chunking.semantic.similarity import cosine, gap_similarities, local_minima
-from worker.chunking.semantic.sizing import Sizing, count_many
+from worker.chunking.semantic.sizing import Sizing
 from worker.chunking.semantic.units import SentencePlan, UnitVectors, merge_params
 from worker.chunking.types import Chunk, ContentType, EmbeddingPlan, Metadata, Span
 
@@ -52,7 +53,7 @@ LEVEL_REACH = 12
 class SDPMParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     chunk_size: Annotated[int, msgspec.Meta(ge=1)] | None = None
     min_chunk_size: Annotated[int, msgspec.Meta(ge=0)] | None = None
-    threshold: Annotated[float, msgspec.Meta(ge=0.0)] = 2.0
+    threshold: Annotated[float, msgspec.Meta(ge=0.0)] = 1.5
     """First pass: as ``semantic``'s."""
     merge_threshold: Annotated[float, msgspec.Meta(ge=-1.0, le=1.0)] | None = None
     """Second pass: cosine similarity a merge must exceed; unset, read from the curve around
@@ -76,25 +77,26 @@ class SDPMParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         )
 
 
-class MergeLevels:
-    """The merge level around any run of gaps (module docstring)."""
-
-    def __init__(self, curve: NDArray[np.float64], percentile: float) -> None:
-        self.curve = curve
-        self.percentile = percentile * 100.0
-        self.plain = np.ones(len(curve), dtype=bool)
-        self.plain[local_minima(curve)] = False
-
-    def around(self, first_gap: int, stop_gap: int) -> float:
-        """The level for gaps ``[first_gap, stop_gap)`` (the runs being compared), read within
-        :data:`LEVEL_REACH` gaps of them; ``inf`` (no merge) without any gap."""
-        low = max(0, first_gap - LEVEL_REACH)
-        high = min(len(self.curve), stop_gap + LEVEL_REACH)
-        if high <= low:
-            return float("inf")
-        values = self.curve[low:high]
-        plain = values[self.plain[low:high]]
-        return float(np.percentile(plain if len(plain) else values, self.percentile))
+def cut_levels(
+    curve: NDArray[np.float64], gaps: NDArray[np.int64], percentile: float
+) -> NDArray[np.float64]:
+    """The merge level at each of ``gaps`` (atom gaps where the first pass cut): the
+    ``percentile`` of the curve at the gaps within :data:`LEVEL_REACH` of it that are not
+    valleys (all of them when every one is)."""
+    count = len(curve)
+    if not count or not len(gaps):
+        return np.full(len(gaps), np.inf)
+    plain = np.ones(count, dtype=bool)
+    plain[local_minima(curve)] = False
+    offsets = np.arange(-LEVEL_REACH, LEVEL_REACH + 1)
+    at = gaps[:, None] + offsets[None, :]
+    inside = (at >= 0) & (at < count)
+    values = np.where(inside, curve[np.clip(at, 0, count - 1)], np.nan)
+    chosen = np.where(inside & plain[np.clip(at, 0, count - 1)], values, np.nan)
+    none_plain = np.isnan(chosen).all(axis=1)
+    chosen[none_plain] = values[none_plain]
+    levels: NDArray[np.float64] = np.nanpercentile(chosen, percentile * 100.0, axis=1)
+    return levels
 
 
 @dataclass
@@ -136,7 +138,6 @@ class SDPMChunker:
         vectors = UnitVectors(sentence_plan, embeddings)
         passed = self._semantic.first_pass(sentence_plan, vectors)
         merged = self._merge(sentence_plan, vectors, passed)
-        text = sentence_plan.document
         chunks: list[Chunk] = []
         for index, run in enumerate(merged):
             head, tail = passed.spans[run.first], passed.spans[run.stop - 1]
@@ -150,7 +151,7 @@ class SDPMChunker:
                 "merges": run.merges,
             }
             span = Span(head.start, tail.end)
-            chunks.append(make_chunk(text, span, self.sizing.counter, NAME, meta))
+            chunks.append(make_chunk(sentence_plan, span, NAME, meta))
         return chunks
 
     def _merge(self, plan: SentencePlan, vectors: UnitVectors, passed: FirstPass) -> list[_Run]:
@@ -164,13 +165,18 @@ class SDPMChunker:
             _Run(i, i + 1, vectors.weighted_sum(first, stop, weights))
             for i, (first, stop) in enumerate(ranges)
         ]
-        levels = MergeLevels(
-            gap_similarities(vectors.rows, plan.count, weights, p.similarity_window)
-            if p.merge_threshold is None
-            else np.zeros(0),
-            MERGE_PERCENTILE,
-        )
-        text = plan.document
+        # The level at the cut before each first-pass chunk. A cut inside an atom is the cap's,
+        # no topic change: never merged across (below the cap the first pass would not cut).
+        firsts = [cut.first for cut in passed.cuts]
+        gaps = passed.grain_gap[firsts]
+        gaps[1:][np.diff(firsts) == 0] = -1  # pieces cut to fit the cap by exact counts
+        at_cut = np.full(len(runs), np.inf)
+        between = gaps >= 0
+        if p.merge_threshold is not None:
+            at_cut[between] = p.merge_threshold
+        elif between.any():
+            curve = gap_similarities(vectors.rows, plan.count, weights, p.similarity_window)
+            at_cut[between] = cut_levels(curve, gaps[between], MERGE_PERCENTILE)
         cap = self.bounds.cap
         changed = True
         while changed:
@@ -180,18 +186,12 @@ class SDPMChunker:
                 best: tuple[float, int, float] | None = None
                 for j in range(i + 1, min(len(runs), i + 1 + p.skip_window)):
                     similarity = cosine(runs[i].vector, runs[j].vector)
-                    level = (
-                        p.merge_threshold
-                        if p.merge_threshold is not None
-                        # The gaps inside and between the two runs (atom gap g follows atom g).
-                        else levels.around(
-                            ranges[runs[i].first][0], ranges[runs[j].stop - 1][1] - 1
-                        )
-                    )
+                    # A merge must pass the level at every cut it removes.
+                    level = float(at_cut[runs[i].stop : runs[j].first + 1].max())
                     if similarity <= level or (best is not None and similarity <= best[0]):
                         continue
                     span = Span(spans[runs[i].first].start, spans[runs[j].stop - 1].end)
-                    if self._size(text, span) <= cap:
+                    if plan.size([span]) <= cap:
                         best = (similarity, j, level)
                 if best is None:
                     i += 1
@@ -215,8 +215,3 @@ class SDPMChunker:
                 del runs[i + 1 : j + 1]
                 changed = True
         return runs
-
-    def _size(self, text: str, span: Span) -> int:
-        if self.sizing.characters:
-            return span.end - span.start
-        return int(count_many(self.sizing.counter, [text[span.start : span.end]])[0])

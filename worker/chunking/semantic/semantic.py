@@ -40,7 +40,7 @@ from worker.chunking.semantic.first_pass import (
 from worker.chunking.semantic.model_window import ModelWindow, character_window
 from worker.chunking.semantic.sizing import Sizing, resolve_sizing
 from worker.chunking.semantic.units import SentencePlan, UnitVectors, merge_params
-from worker.chunking.text.tokens import CharacterCounter, TokenCounter
+from worker.chunking.text.tokens import TokenCounter
 from worker.chunking.types import Chunk, ContentType, EmbeddingPlan, Metadata, Span
 
 NAME = "semantic"
@@ -59,7 +59,7 @@ class SemanticParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     min_chunk_size: Annotated[int, msgspec.Meta(ge=0)] | None = None
     """Hard minimum per chunk (a smaller chunk only when the whole document is smaller);
     unset: ``chunk_size // 8``. At most a quarter of ``chunk_size``."""
-    threshold: Annotated[float, msgspec.Meta(ge=0.0)] = 2.0
+    threshold: Annotated[float, msgspec.Meta(ge=0.0)] = 1.5
     """Evidence a paragraph break needs to be cut (depth in median depths); twice that inside a
     paragraph."""
     similarity_window: Annotated[int, msgspec.Meta(ge=1)] = 3
@@ -87,16 +87,12 @@ def bounds_of(chunk_size: int | None, min_chunk_size: int | None, sizing: Sizing
     return Bounds(cap, minimum)
 
 
-def make_chunk(
-    text: str, span: Span, counter: TokenCounter, strategy: str, metadata: Metadata
-) -> Chunk:
-    body = text[span.start : span.end]
-    size = len(body) if isinstance(counter, CharacterCounter) else counter.count(body)
+def make_chunk(plan: SentencePlan, span: Span, strategy: str, metadata: Metadata) -> Chunk:
     return Chunk(
-        text=body,
+        text=plan.document[span.start : span.end],
         start_index=span.start,
         end_index=span.end,
-        token_count=size,
+        token_count=plan.size([span]),
         strategy=strategy,
         metadata=metadata,
     )
@@ -156,7 +152,6 @@ class SemanticChunker:
     def assemble(self, plan: EmbeddingPlan, embeddings: NDArray[np.float32]) -> list[Chunk]:
         sentence_plan = expect_plan(plan)
         passed = self.first_pass(sentence_plan, UnitVectors(sentence_plan, embeddings))
-        text = sentence_plan.document
         chunks: list[Chunk] = []
         for index, span in enumerate(passed.spans):
             meta: Metadata = {
@@ -164,7 +159,7 @@ class SemanticChunker:
                 "units": atom_range(sentence_plan, passed, index),
                 **start_metadata(sentence_plan, passed, index, self.params.threshold),
             }
-            chunks.append(make_chunk(text, span, self.counter, NAME, meta))
+            chunks.append(make_chunk(sentence_plan, span, NAME, meta))
         return chunks
 
     def first_pass(self, plan: SentencePlan, vectors: UnitVectors) -> FirstPass:

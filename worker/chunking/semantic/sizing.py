@@ -19,6 +19,7 @@ it mints other chunk ids.
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -42,13 +43,53 @@ if TYPE_CHECKING:
 _COUNT_BATCH = 2048
 
 
+# Pre-tokenizers that cut at every whitespace: no token spans one, so the tokens of two texts
+# joined by whitespace are the tokens of each (``TokenizerUnit.glue``: the exceptions).
+_WHITESPACE_SPLITTING = frozenset({"BertPreTokenizer", "Whitespace", "WhitespaceSplit"})
+_SPLIT_ONLY = frozenset({*_WHITESPACE_SPLITTING, "Punctuation", "Digits"})
+# Word pairs that become fewer tokens when glued together ("aa", "unable", "playing").
+_PROBES = (("a", "a"), ("un", "able"), ("play", "ing"))
+
+
+def _splits_at_whitespace(pre_tokenizer: object) -> bool:
+    if not isinstance(pre_tokenizer, dict):
+        return False
+    kind = pre_tokenizer.get("type")
+    if kind == "Sequence":
+        parts = pre_tokenizer.get("pretokenizers") or []
+        types = {part.get("type") for part in parts if isinstance(part, dict)}
+        return (
+            len(types) == len(parts)
+            and types <= _SPLIT_ONLY
+            and bool(types & _WHITESPACE_SPLITTING)
+        )
+    return kind in _WHITESPACE_SPLITTING
+
+
 class TokenizerUnit:
     """A :class:`~worker.chunking.text.tokens.TokenCounter` over a ``tokenizer.json`` that
-    also counts many texts in one call."""
+    also counts many texts in one call, and knows when counts add up.
+
+    ``additive``: the pre-tokenizer cuts at whitespace, so a text's count is the sum of the
+    counts of its whitespace-separated parts — except where a character Python calls whitespace
+    is dropped by the tokenizer's normaliser instead (BERT drops the controls ``\x0b``, ``\x0c``,
+    ``\x1c``–``\x1f``, ``\x85``): :attr:`glue` lists those, found by probing."""
 
     def __init__(self, path: str, tokenizer: Tokenizer) -> None:
         self._path = path
         self._tokenizer = tokenizer
+        config = json.loads(tokenizer.to_str())
+        self.additive = _splits_at_whitespace(config.get("pre_tokenizer"))
+        self.glue = frozenset(
+            ch
+            for ch in map(chr, range(0x3000 + 1))
+            if ch.isspace()
+            and any(self.count(a + ch + b) != self.count(a) + self.count(b) for a, b in _PROBES)
+        )
+
+    def adds_up(self, text: str) -> bool:
+        """Whether counts add up over the whitespace of ``text``."""
+        return self.additive and not any(ch in text for ch in self.glue)
 
     @property
     def unit(self) -> str:
@@ -63,7 +104,7 @@ class TokenizerUnit:
         counts = np.zeros(len(texts), dtype=np.int64)
         for at in range(0, len(texts), _COUNT_BATCH):
             part = list(texts[at : at + _COUNT_BATCH])
-            encodings = self._tokenizer.encode_batch(part, add_special_tokens=False)
+            encodings = self._tokenizer.encode_batch_fast(part, add_special_tokens=False)
             counts[at : at + len(part)] = [len(e.ids) for e in encodings]
         return counts
 
@@ -118,6 +159,11 @@ class Sizing:
     @property
     def characters(self) -> bool:
         return isinstance(self.counter, CharacterCounter)
+
+    def adds_up(self, text: str) -> bool:
+        """Whether a span's size in ``text`` is the sum of the sizes of its whitespace-separated
+        parts (characters: never, the whitespace counts too)."""
+        return isinstance(self.counter, TokenizerUnit) and self.counter.adds_up(text)
 
     def cap(self, chunk_size: int) -> int:
         """``chunk_size`` lowered to the window: the rest of a longer chunk would never reach

@@ -14,6 +14,8 @@ from them block by block, without a second matrix, when no unit needed windows.
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -23,7 +25,8 @@ from numpy.typing import NDArray
 
 from worker.chunking.semantic.layout import Layout
 from worker.chunking.semantic.model_window import ModelWindow
-from worker.chunking.types import ContentType, Span
+from worker.chunking.text.tokens import CharacterCounter, TokenCounter
+from worker.chunking.types import SPAN_JOINER, ContentType, Span, join_spans
 
 
 @dataclass(frozen=True, eq=False)
@@ -41,6 +44,11 @@ class SentencePlan:
     """For each unit: the index of its first window (windows of a unit are consecutive)."""
     piece_weights: NDArray[np.float32]
     """For each window: its length in characters."""
+    counter: TokenCounter
+    """The sizing unit."""
+    adds_up: bool
+    """Token counts add up over this document's whitespace (:meth:`.sizing.Sizing.adds_up`):
+    the size of any span of whole grains is then a difference of prefix sums, never a count."""
 
     @property
     def count(self) -> int:
@@ -50,6 +58,48 @@ class SentencePlan:
     def units(self) -> tuple[Span, ...]:
         return self.layout.atom_spans()
 
+    def size(self, spans: Sequence[Span]) -> int:
+        """The size of ``spans`` joined by :data:`~worker.chunking.types.SPAN_JOINER`, in the
+        sizing unit. Spans of whole grains are added up when the counts allow it."""
+        if isinstance(self.counter, CharacterCounter):
+            return sum(s.end - s.start for s in spans) + len(SPAN_JOINER) * (len(spans) - 1)
+        if self.adds_up:
+            starts, ends, sums, glued = self._grain_index()
+            total = 0
+            for span in spans:
+                first = bisect_left(starts, span.start)
+                last = bisect_left(ends, span.end)
+                if (
+                    first == len(starts)
+                    or starts[first] != span.start
+                    or ends[last] != span.end
+                    or glued[last + 1] != glued[first + 1]
+                ):
+                    break  # not whole grains, or a word cut inside: count it
+                total += sums[last + 1] - sums[first]
+            else:
+                return total  # the joiner is whitespace: no tokens
+        return self.counter.count(join_spans(self.document, spans))
+
+    def _grain_index(self) -> tuple[list[int], list[int], list[int], list[int]]:
+        """Grain starts, ends, prefix sums of sizes, and prefix counts of gaps inside a word
+        (where counts do not add up), as lists: bisect on them is cheap."""
+        index = self.__dict__.get("_index")
+        if index is None:
+            layout = self.layout
+            sums = np.zeros(len(layout.grain_sizes) + 1, dtype=np.int64)
+            np.cumsum(layout.grain_sizes, out=sums[1:])
+            glued = np.zeros(len(layout.grain_sizes) + 1, dtype=np.int64)
+            np.cumsum(glued_gaps(layout), out=glued[1:])
+            index = (
+                layout.grain_starts.tolist(),
+                layout.grain_ends.tolist(),
+                sums.tolist(),
+                glued.tolist(),
+            )
+            object.__setattr__(self, "_index", index)
+        return index
+
     @property
     def weights(self) -> NDArray[np.float64]:
         """Each unit's size in the strategy's unit (at least 1): the weight of its vector in
@@ -57,8 +107,21 @@ class SentencePlan:
         return np.maximum(self.layout.sizes, 1).astype(np.float64)
 
 
+def glued_gaps(layout: Layout) -> NDArray[np.bool_]:
+    """Per grain: whether the gap before it is inside a word (no whitespace between)."""
+    glued = np.zeros(len(layout.grain_starts), dtype=bool)
+    glued[1:] = layout.grain_starts[1:] == layout.grain_ends[:-1]
+    return glued
+
+
 def plan_units(
-    text: str, layout: Layout, window: ModelWindow, content_type: ContentType = "text/plain"
+    text: str,
+    layout: Layout,
+    window: ModelWindow,
+    content_type: ContentType = "text/plain",
+    *,
+    counter: TokenCounter | None = None,
+    adds_up: bool = False,
 ) -> SentencePlan:
     """The plan for ``layout``'s atoms: distinct window texts and the window → row map."""
     rows: dict[str, int] = {}
@@ -84,6 +147,8 @@ def plan_units(
         piece_rows=np.asarray(piece_rows, dtype=np.int64),
         piece_starts=np.asarray(piece_starts, dtype=np.int64),
         piece_weights=np.asarray(piece_weights, dtype=np.float32),
+        counter=counter or CharacterCounter(),
+        adds_up=adds_up,
     )
 
 
