@@ -18,10 +18,32 @@ from hypothesis import strategies as st
 
 from worker.chunking.semantic.layout import HEADING, read_atoms
 
-WORDS = (
-    "chef simmers onions garlic butter sauce telescope observes galaxies stars planets orbit "
-    "bank lends money interest loans credit sailor trims sails wind boat harbour"
-).split()
+WORDS = [
+    "chef",
+    "simmers",
+    "onions",
+    "garlic",
+    "butter",
+    "sauce",
+    "telescope",
+    "observes",
+    "galaxies",
+    "stars",
+    "planets",
+    "orbit",
+    "bank",
+    "lends",
+    "money",
+    "interest",
+    "loans",
+    "credit",
+    "sailor",
+    "trims",
+    "sails",
+    "wind",
+    "boat",
+    "harbour",
+]
 
 words = st.lists(st.sampled_from(WORDS), min_size=1, max_size=10)
 sentence = st.builds(

@@ -113,7 +113,8 @@ def test_sizes_are_hard(data: st.DataObject) -> None:
         heading[i] = heading[i] and not heading[i - 1]
     heading = [h and sizes[i] <= minimum for i, h in enumerate(heading)]
     got = pieces(grains(sizes, benefit, heading=heading), Caps(cap, minimum, cap))
-    assert [a for a, _ in got] == sorted({a for a, _ in got}) and got[0][0] == 0
+    assert [a for a, _ in got] == sorted({a for a, _ in got})
+    assert got[0][0] == 0
     assert got[-1][1] == count
     total = sum(sizes)
     for first, stop in got:

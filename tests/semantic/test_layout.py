@@ -124,7 +124,8 @@ def test_atoms_over_the_grain_limit_become_lines_then_words() -> None:
     levels = [LEVEL_NAMES[x] for x in layout.grain_levels[layout.grain_atoms == 1]]
     assert levels == ["block"] + ["line"] * 9
     prose = [LEVEL_NAMES[x] for x in layout.grain_levels[layout.grain_atoms == 2]]
-    assert prose[0] == "block" and set(prose[1:]) == {"word"}
+    assert prose[0] == "block"
+    assert set(prose[1:]) == {"word"}
     assert int(layout.grain_sizes.max()) <= 40
     assert not (kinds == LIST_ITEM).any()
     # Grains tile each atom: the first starts it, the last ends it.

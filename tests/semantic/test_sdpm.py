@@ -106,7 +106,8 @@ def test_the_derived_level_merges_and_is_reported() -> None:
     chunks = with_embedder(SDPMChunker, embed, **OVER_SPLIT).chunk(text)
     assert len(chunks) < len(first)
     merges = [m for c in chunks for m in c.metadata["merges"]]
-    assert merges and all(m["similarity"] > m["level"] for m in merges)
+    assert merges
+    assert all(m["similarity"] > m["level"] for m in merges)
 
 
 def test_one_embedding_call_with_distinct_texts() -> None:
