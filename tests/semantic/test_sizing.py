@@ -33,11 +33,13 @@ def test_the_unit_follows_the_parameter_then_the_retrieval_model() -> None:
     sized = resolve_sizing(None, retrieval())
     assert isinstance(sized.counter, TokenizerUnit)
     assert sized.window == 254
-    assert sized.identity is not None and sized.identity.endswith(":254")
+    assert sized.identity is not None
+    assert sized.identity.endswith(":254")
     assert resolve_sizing("character", retrieval()) is CHARACTERS
     named = resolve_sizing(str(TOKENIZER), retrieval())
     assert isinstance(named.counter, TokenizerUnit)
-    assert named.window is None and named.identity is None
+    assert named.window is None
+    assert named.identity is None
     with pytest.raises(ValueError, match="not found"):
         resolve_sizing("/no/such/tokenizer.json", None)
 
