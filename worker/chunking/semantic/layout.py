@@ -31,9 +31,10 @@ minimum size always exists.
 from __future__ import annotations
 
 import re
+from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, overload
 
 import numpy as np
 from numpy.typing import NDArray
@@ -162,14 +163,15 @@ def _lines(text: str, start: int, end: int) -> list[tuple[int, int]]:
 
 
 class _Atoms:
-    """Atoms as they are read, with the level of the gap before each."""
+    """Atoms as they are read, with the level of the gap before each (machine integers: a
+    large document has hundreds of thousands)."""
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.starts: list[int] = []
-        self.ends: list[int] = []
-        self.kinds: list[int] = []
-        self.levels: list[int] = []
+        self.starts = array("q")
+        self.ends = array("q")
+        self.kinds = array("b")
+        self.levels = array("b")
 
     def add(self, start: int, end: int, kind: int, level: int) -> None:
         if self.kinds:
@@ -240,6 +242,56 @@ def read_atoms(text: str, min_characters: int = 0) -> _Atoms:
     return atoms
 
 
+class _Slices(Sequence[str]):
+    """``text[starts[k]:ends[k]]`` for every ``k``, made when asked for (a batch at a time)."""
+
+    def __init__(self, text: str, starts: NDArray[np.int64], ends: NDArray[np.int64]) -> None:
+        self.text, self.starts, self.ends = text, starts, ends
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            pairs = zip(self.starts[index].tolist(), self.ends[index].tolist(), strict=True)
+            return [self.text[a:b] for a, b in pairs]
+        return self.text[int(self.starts[index]) : int(self.ends[index])]
+
+
+def _pieces(
+    text: str,
+    start: int,
+    end: int,
+    kind: int,
+    level: int,
+    limit: int,
+    counter: TokenCounter,
+    clauses: bool,
+) -> list[tuple[int, int, int]]:
+    """The grains of an atom over ``limit``: (start, end, level of the gap before)."""
+    if kind in _LINED:
+        lines = _lines(text, start, end)
+    elif clauses:
+        lines = [
+            (s.start + start, s.end + start) for s in split_sentences(text[start:end], clauses=True)
+        ]
+    else:
+        lines = [(start, end)]
+    pieces: list[tuple[int, int, int]] = []
+    for n, (a, b) in enumerate(lines):
+        for m, span in enumerate(split_to_cap(text, Span(a, b), counter, limit)):
+            # Pieces of one line: at words, or inside a word when nothing else fits.
+            inner = (CHAR if pieces[-1][1] == span.start else WORD) if m else LINE
+            pieces.append((span.start, span.end, level if n == m == 0 else inner))
+    return pieces
+
+
 def read_layout(
     text: str,
     counter: TokenCounter,
@@ -252,54 +304,52 @@ def read_layout(
     """The layout of ``text``: atoms measured with ``sizer`` (many texts at once, in
     ``counter``'s unit), grains no larger than ``grain_limit`` (≥ 1). With ``clauses`` a
     sentence too large to keep whole is cut at Arabic commas before words."""
-    atoms = read_atoms(text, min_characters)
-    count = len(atoms.starts)
-    sizes = sizer([text[a:b] for a, b in zip(atoms.starts, atoms.ends, strict=True)])
-    grain_starts: list[int] = []
-    grain_ends: list[int] = []
-    grain_atoms: list[int] = []
-    grain_levels: list[int] = []
-    grain_sizes: list[int] = []
-    for k in range(count):
-        start, end, level = atoms.starts[k], atoms.ends[k], atoms.levels[k]
-        if sizes[k] <= grain_limit:
-            grain_starts.append(start)
-            grain_ends.append(end)
-            grain_atoms.append(k)
-            grain_levels.append(level)
-            grain_sizes.append(int(sizes[k]))
-            continue
-        if atoms.kinds[k] in _LINED:
-            lines = _lines(text, start, end)
-        elif clauses:
-            lines = [
-                (s.start + start, s.end + start)
-                for s in split_sentences(text[start:end], clauses=True)
-            ]
-        else:
-            lines = [(start, end)]
-        pieces: list[tuple[int, int, int]] = []  # start, end, level before
-        for n, (a, b) in enumerate(lines):
-            for m, span in enumerate(split_to_cap(text, Span(a, b), counter, grain_limit)):
-                # Pieces of one line: at words, or inside a word when nothing else fits.
-                inner = (CHAR if pieces[-1][1] == span.start else WORD) if m else LINE
-                pieces.append((span.start, span.end, level if n == m == 0 else inner))
-        piece_sizes = sizer([text[a:b] for a, b, _ in pieces])
-        for (a, b, piece_level), piece_size in zip(pieces, piece_sizes, strict=True):
-            grain_starts.append(a)
-            grain_ends.append(b)
-            grain_atoms.append(k)
-            grain_levels.append(piece_level)
-            grain_sizes.append(int(piece_size))
+    read = read_atoms(text, min_characters)
+    starts = np.frombuffer(read.starts, dtype=np.int64).copy()
+    ends = np.frombuffer(read.ends, dtype=np.int64).copy()
+    kinds = np.frombuffer(read.kinds, dtype=np.int8).copy()
+    levels = np.frombuffer(read.levels, dtype=np.int8).copy()
+    del read
+    sizes = np.asarray(sizer(_Slices(text, starts, ends)), dtype=np.int64)
+    atoms = np.arange(len(starts), dtype=np.int64)
+    big = np.flatnonzero(sizes > grain_limit)
+    if not len(big):  # every atom is one grain
+        return Layout(starts, ends, kinds, levels, sizes, starts, ends, atoms, levels, sizes)
+    parts: list[tuple[NDArray[np.int64], ...]] = []
+    previous = 0
+    for k in big.tolist():
+        keep = slice(previous, k)
+        parts.append(
+            (starts[keep], ends[keep], atoms[keep], levels[keep].astype(np.int64), sizes[keep])
+        )
+        pieces = _pieces(
+            text,
+            int(starts[k]),
+            int(ends[k]),
+            int(kinds[k]),
+            int(levels[k]),
+            grain_limit,
+            counter,
+            clauses,
+        )
+        piece = np.asarray(pieces, dtype=np.int64).reshape(-1, 3)
+        piece_sizes = np.asarray(sizer([text[a:b] for a, b, _ in pieces]), dtype=np.int64)
+        parts.append((piece[:, 0], piece[:, 1], np.full(len(piece), k), piece[:, 2], piece_sizes))
+        previous = k + 1
+    tail = slice(previous, len(starts))
+    parts.append(
+        (starts[tail], ends[tail], atoms[tail], levels[tail].astype(np.int64), sizes[tail])
+    )
+    columns = [np.concatenate([part[i] for part in parts]) for i in range(5)]
     return Layout(
-        starts=np.asarray(atoms.starts, dtype=np.int64),
-        ends=np.asarray(atoms.ends, dtype=np.int64),
-        kinds=np.asarray(atoms.kinds, dtype=np.int8),
-        levels=np.asarray(atoms.levels, dtype=np.int8),
-        sizes=np.asarray(sizes, dtype=np.int64),
-        grain_starts=np.asarray(grain_starts, dtype=np.int64),
-        grain_ends=np.asarray(grain_ends, dtype=np.int64),
-        grain_atoms=np.asarray(grain_atoms, dtype=np.int64),
-        grain_levels=np.asarray(grain_levels, dtype=np.int8),
-        grain_sizes=np.asarray(grain_sizes, dtype=np.int64),
+        starts=starts,
+        ends=ends,
+        kinds=kinds,
+        levels=levels,
+        sizes=sizes,
+        grain_starts=columns[0],
+        grain_ends=columns[1],
+        grain_atoms=columns[2],
+        grain_levels=columns[3].astype(np.int8),
+        grain_sizes=columns[4],
     )

@@ -101,11 +101,12 @@ def cut_levels(
 
 @dataclass
 class _Run:
-    """A run of first-pass chunks ``[first, stop)`` and the sum of its weighted unit vectors."""
+    """A run of first-pass chunks ``[first, stop)`` and the sum of its weighted unit vectors
+    (float32: a cosine needs no more, and a large document has tens of thousands of runs)."""
 
     first: int
     stop: int
-    vector: NDArray[np.float64]
+    vector: NDArray[np.float32]
     merges: list[Metadata] = field(default_factory=list)
 
 
@@ -162,7 +163,7 @@ class SDPMChunker:
         weights = plan.weights
         ranges = [atom_range(plan, passed, i) for i in range(len(spans))]
         runs = [
-            _Run(i, i + 1, vectors.weighted_sum(first, stop, weights))
+            _Run(i, i + 1, vectors.weighted_sum(first, stop, weights).astype(np.float32))
             for i, (first, stop) in enumerate(ranges)
         ]
         # The level at the cut before each first-pass chunk. A cut inside an atom is the cap's,

@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 # Gaps per block of the curve: the block's vectors in float64 take BLOCK × dimension × 8 bytes.
-BLOCK = 2048
+BLOCK = 512
 
 Rows = Callable[[int, int], NDArray[np.float32]]
 """Unit vectors ``[first, stop)`` as rows, L2-normalised (a zero row: no direction)."""

@@ -14,7 +14,7 @@ from them block by block, without a second matrix, when no unit needed windows.
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -67,23 +67,24 @@ class SentencePlan:
             starts, ends, sums, glued = self._grain_index()
             total = 0
             for span in spans:
-                first = bisect_left(starts, span.start)
-                last = bisect_left(ends, span.end)
+                first = int(starts.searchsorted(span.start))
+                last = int(ends.searchsorted(span.end))
                 if (
                     first == len(starts)
+                    or last == len(ends)
                     or starts[first] != span.start
                     or ends[last] != span.end
                     or glued[last + 1] != glued[first + 1]
                 ):
                     break  # not whole grains, or a word cut inside: count it
-                total += sums[last + 1] - sums[first]
+                total += int(sums[last + 1] - sums[first])
             else:
                 return total  # the joiner is whitespace: no tokens
         return self.counter.count(join_spans(self.document, spans))
 
-    def _grain_index(self) -> tuple[list[int], list[int], list[int], list[int]]:
-        """Grain starts, ends, prefix sums of sizes, and prefix counts of gaps inside a word
-        (where counts do not add up), as lists: bisect on them is cheap."""
+    def _grain_index(self) -> tuple[NDArray[np.int64], ...]:
+        """Grain starts, ends, prefix sums of sizes, and prefix counts of the gaps inside a
+        word (where counts do not add up)."""
         index = self.__dict__.get("_index")
         if index is None:
             layout = self.layout
@@ -91,12 +92,7 @@ class SentencePlan:
             np.cumsum(layout.grain_sizes, out=sums[1:])
             glued = np.zeros(len(layout.grain_sizes) + 1, dtype=np.int64)
             np.cumsum(glued_gaps(layout), out=glued[1:])
-            index = (
-                layout.grain_starts.tolist(),
-                layout.grain_ends.tolist(),
-                sums.tolist(),
-                glued.tolist(),
-            )
+            index = (layout.grain_starts, layout.grain_ends, sums, glued)
             object.__setattr__(self, "_index", index)
         return index
 
@@ -126,9 +122,9 @@ def plan_units(
     """The plan for ``layout``'s atoms: distinct window texts and the window → row map."""
     rows: dict[str, int] = {}
     texts: list[str] = []
-    piece_rows: list[int] = []
-    piece_starts: list[int] = []
-    piece_weights: list[int] = []
+    piece_rows = array("q")
+    piece_starts = array("q")
+    piece_weights = array("f")
     for start, end in zip(layout.starts.tolist(), layout.ends.tolist(), strict=True):
         piece_starts.append(len(piece_rows))
         for piece in window.pieces(text, Span(start, end)):
@@ -144,9 +140,9 @@ def plan_units(
         content_type=content_type,
         layout=layout,
         texts=tuple(texts),
-        piece_rows=np.asarray(piece_rows, dtype=np.int64),
-        piece_starts=np.asarray(piece_starts, dtype=np.int64),
-        piece_weights=np.asarray(piece_weights, dtype=np.float32),
+        piece_rows=np.frombuffer(piece_rows, dtype=np.int64).copy(),
+        piece_starts=np.frombuffer(piece_starts, dtype=np.int64).copy(),
+        piece_weights=np.frombuffer(piece_weights, dtype=np.float32).copy(),
         counter=counter or CharacterCounter(),
         adds_up=adds_up,
     )
