@@ -9,9 +9,11 @@ version keeps its id exactly when the old version had a chunk with the same text
 
 Documents: installed package descriptions (bench/corpus.py) concatenated in a fixed order into
 documents of at least ``--chars`` characters (about 50 chunks of 254 tokens), markdown. Edits,
-drawn with a fixed seed, each of one paragraph (``split_paragraphs``): *replace* a paragraph of
-the middle 80 % with a prose paragraph of another package, *insert* one there, *delete* one
-there, *append* one at the end, *truncate* after one of the second half.
+drawn with a fixed seed, each of one paragraph — a markdown paragraph block (``split_blocks``),
+so that no edit opens or closes a code fence and turns the rest of the document inside out:
+*replace* a paragraph of the middle 80 % with a prose paragraph of another package, *insert*
+one before it, *delete* it, *append* one at the end, *truncate* after a block of the second
+half.
 
 Per strategy and edit kind:
 
@@ -45,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.corpus import gather
 from bench.seams import prose_paragraphs
 from bench.semantic_runs import chunk_all, chunk_in_tree, job_key
-from worker.chunking.text.segment import split_paragraphs
+from worker.chunking.text.markdown import split_blocks
 
 KINDS = ("replace", "insert", "delete", "append", "truncate")
 
@@ -79,7 +81,8 @@ def edits(texts: list[str], per_document: int, seed: int) -> list[Version]:
     donors = [p for doc in gather() for p in prose_paragraphs(doc.text)]
     versions: list[Version] = []
     for base, text in enumerate(texts):
-        paragraphs = split_paragraphs(text)
+        blocks = split_blocks(text)
+        paragraphs = [b for b in blocks if b.kind == "paragraph"]
         middle = paragraphs[len(paragraphs) // 10 : len(paragraphs) - len(paragraphs) // 10]
         for n in range(per_document):
             kind = KINDS[n % len(KINDS)]
@@ -92,7 +95,7 @@ def edits(texts: list[str], per_document: int, seed: int) -> list[Version]:
                 new = text[: target.start] + donor + "\n\n" + text[target.start :]
                 region = (target.start, target.start + len(donor))
             elif kind == "delete":
-                following = next((p for p in paragraphs if p.start > target.start), None)
+                following = next((b for b in blocks if b.start > target.start), None)
                 end = following.start if following is not None else len(text)
                 new = text[: target.start] + text[end:]
                 region = (target.start, target.start)
@@ -100,7 +103,7 @@ def edits(texts: list[str], per_document: int, seed: int) -> list[Version]:
                 new = text.rstrip() + "\n\n" + donor + "\n"
                 region = (len(text.rstrip()) + 2, len(text.rstrip()) + 2 + len(donor))
             else:
-                cut = rng.choice(paragraphs[len(paragraphs) // 2 :])
+                cut = rng.choice(blocks[len(blocks) // 2 :])
                 new = text[: cut.end] + "\n"
                 region = (cut.end, cut.end)
             versions.append(Version(new, region, kind, base))

@@ -137,14 +137,18 @@ class _Segmenter:
         content = np.flatnonzero(~grains.heading)
         self.content = content  # grains that are not headings, for the heading-only rule
 
-    def eligible(self, first: int, stop: int, headings: bool, grains: int) -> tuple[int, int]:
-        """Gaps ``g`` (the new chunk starts with grain ``g``) allowed in ``[first, stop)``:
-        ``[low, high]``, empty when ``low > high``."""
+    def eligible(
+        self, first: int, stop: int, headings: bool, grains: int, floor: int | None = None
+    ) -> tuple[int, int]:
+        """Gaps ``g`` (the new chunk starts with grain ``g``) allowed in ``[first, stop)``,
+        each side at least ``floor`` (default: the minimum): ``[low, high]``, empty when
+        ``low > high``."""
         g = self.g
-        # left = right_at[g-1] - left_at[first] >= minimum
-        low = int(np.searchsorted(g.right_at, g.left_at[first] + self.minimum, "left")) + 1
-        # right = right_at[stop-1] - left_at[g] >= minimum
-        high = int(np.searchsorted(g.left_at, g.right_at[stop - 1] - self.minimum, "right")) - 1
+        least = self.minimum if floor is None else floor
+        # left = right_at[g-1] - left_at[first] >= least
+        low = int(np.searchsorted(g.right_at, g.left_at[first] + least, "left")) + 1
+        # right = right_at[stop-1] - left_at[g] >= least
+        high = int(np.searchsorted(g.left_at, g.right_at[stop - 1] - least, "right")) - 1
         low = max(low, first + grains)
         high = min(high, stop - grains)
         if headings:
@@ -163,8 +167,17 @@ class _Segmenter:
         if low <= high:
             best = self.best.argmax(low, high)
             if g.keys[best] > -np.inf:
-                if within and g.benefits[best] <= 0:
+                if g.benefits[best] > 0:
+                    return best
+                if within:
                     return None
+                # A cut only the cap asks for: both halves at least a quarter of the cap, so
+                # the pieces of a long run are chunks, not crumbs at the minimum.
+                low, high = self.eligible(
+                    first, stop, True, 1, max(self.minimum, self.caps.cap // 4)
+                )
+                if low <= high and g.keys[wide := self.best.argmax(low, high)] > -np.inf:
+                    return wide
                 return best
         if within or g.size(first, stop) <= self.caps.atom_cap:
             return None  # context's soft core cap gives way before any rule does

@@ -21,6 +21,7 @@ scales it is the document's, and one paragraph moves it little.
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -98,7 +99,10 @@ def plan_document(
 
 
 def evidence_of(curve: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Each gap's depth in units of the document's median depth (0 where all depths are 0)."""
+    """Each gap's depth in units of the document's median depth (of its positive depths when
+    most are 0). One scale for the whole document: measured against a window of ±8…64 gaps the
+    scale itself moved with every edit near it and re-cut more chunks (docs/semantic.md,
+    "Stable boundaries"), and one paragraph moves the median of hundreds of gaps little."""
     depth = depths(curve, REACH)
     if not len(depth):
         return depth
@@ -142,8 +146,34 @@ def grain_gaps(layout: Layout) -> NDArray[np.int64]:
     return gap
 
 
+def content_rank(text: str, layout: Layout, chosen: NDArray[np.bool_]) -> NDArray[np.float64]:
+    """For the ``chosen`` gaps (those without evidence: glue, inside an atom), a rank in
+    [0, 1) that orders equals by what the text there looks like, never by where it is: a blank
+    line before the grain first (a paragraph of code), then a grain that starts flush left
+    (a top-level statement, not a continuation), then a hash of its first characters. A piece
+    too large for one chunk is then cut where its content says, as content-defined chunking
+    (rsync, FastCDC) does: an edit elsewhere in the piece does not move the cut."""
+    rank = np.zeros(len(chosen), dtype=np.float64)
+    for k in np.flatnonzero(chosen).tolist():
+        if k == 0:
+            continue
+        start, before = int(layout.grain_starts[k]), int(layout.grain_ends[k - 1])
+        between = text[before:start]
+        line = text.rfind("\n", 0, start) + 1
+        score = 0.5 if between.count("\n") > 1 else 0.0
+        score += 0.25 if line == start else 0.0
+        score += (zlib.crc32(text[start : start + 32].encode()) % 1000) / 4001.0
+        rank[k] = score
+    return rank
+
+
 def grains_of(
-    layout: Layout, evidence: NDArray[np.float64], threshold: float, sizing: Sizing, cap: int
+    text: str,
+    layout: Layout,
+    evidence: NDArray[np.float64],
+    threshold: float,
+    sizing: Sizing,
+    cap: int,
 ) -> tuple[Grains, NDArray[np.int64]]:
     """Keys and benefits of every grain gap, and the sizes :func:`.cuts.segment` reads."""
     gap = grain_gaps(layout)
@@ -155,7 +185,8 @@ def grains_of(
         scored = between & (levels >= SENTENCE)
         benefits[scored] = evidence[gap[scored]] - bar[scored]
 
-    keys = levels.astype(np.float64) * _TIER  # glue, line, word, char: their tier alone
+    # Glue, line, word, char: their tier and a content-defined place among their equals.
+    keys = levels.astype(np.float64) * _TIER + content_rank(text, layout, levels < SENTENCE)
     top = levels >= SENTENCE
     keys[top] = SENTENCE * _TIER + np.clip(benefits[top], -_TIER / 2, _TIER / 2)
     # A heading never ends a chunk: the gap after one is not a place to cut.
@@ -194,7 +225,9 @@ def first_pass(
         return FirstPass([], [], np.zeros(0), np.zeros(0, dtype=np.int64))
     curve = gap_similarities(vectors.rows, plan.count, plan.weights, similarity_window)
     evidence = evidence_of(curve)
-    grains, gap = grains_of(layout, evidence, threshold, sizing, bounds.caps.atom_cap)
+    grains, gap = grains_of(
+        plan.document, layout, evidence, threshold, sizing, bounds.caps.atom_cap
+    )
     cuts = segment(grains, bounds.caps, min_units)
     spans = [
         Span(int(layout.grain_starts[c.first]), int(layout.grain_ends[c.stop - 1])) for c in cuts
