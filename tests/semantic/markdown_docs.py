@@ -101,11 +101,15 @@ documents = st.lists(block, min_size=1, max_size=14).map("\n\n".join)
 Sizes = Callable[[str], int]
 
 
-def keepable(text: str, sizes: Sizes, cap: int, minimum: int, characters: bool) -> bool:
+def keepable(
+    text: str, sizes: Sizes, cap: int, minimum: int, characters: bool, min_characters: int = 24
+) -> bool:
     """Whether a chunking of ``text`` at gaps between atoms keeps every rule (module
     docstring). ``sizes`` measures a text; with ``characters`` a chunk's size is its length
-    (whitespace between atoms included), else the sum of its atoms' sizes."""
-    atoms = read_atoms(text)
+    (whitespace between atoms included), else the sum of its atoms' sizes. Atoms are the
+    strategies' own (sentences shorter than ``min_characters`` joined to the next, their
+    default)."""
+    atoms = read_atoms(text, min_characters)
     starts, ends, kinds = atoms.starts, atoms.ends, atoms.kinds
     count = len(starts)
     if not count:

@@ -175,10 +175,13 @@ def assert_structure(
 ) -> None:
     """The structure rules, wherever some chunking can keep them all (markdown_docs.keepable)."""
     characters = isinstance(counter, CharacterCounter)
-    if not keepable(text, counter.count, cap, minimum, characters):
+    # semantic and sdpm join sentences under 24 characters to the next (their default); context
+    # keeps every sentence a unit.
+    joined = 0 if core else 24
+    if not keepable(text, counter.count, cap, minimum, characters, joined):
         return
     pieces = _cuts(chunks, core)
-    atoms = read_atoms(text)
+    atoms = read_atoms(text, joined)
     spans = list(zip(atoms.starts, atoms.ends, strict=True))
     edges = {start for start, _ in pieces[1:]}
     for a, b in spans:  # no cut inside any atom: a block, an item, a sentence

@@ -34,6 +34,8 @@ from worker.chunking.semantic.layout import (
     HEADING,
     ITEM,
     LEVEL_NAMES,
+    LINE,
+    PROSE,
     SECTION,
     SENTENCE,
     Layout,
@@ -202,9 +204,11 @@ def grains_of(
         cumulative = np.zeros(len(gap) + 1, dtype=np.int64)
         np.cumsum(layout.grain_sizes, out=cumulative[1:])
         left_at, right_at = cumulative[:-1], cumulative[1:]
-    # A gap inside an atom that fits the cap: cutting it breaks what could stay whole.
+    # A gap inside an atom that fits the cap: cutting it breaks what could stay whole (but for
+    # the end of a short sentence joined to the next: a sentence end all the same).
     whole = np.zeros(len(gap), dtype=bool)
-    whole[1:] = ~between[1:] & (layout.sizes[layout.grain_atoms[1:]] <= cap)
+    joined = (kinds == PROSE) & (levels == LINE)
+    whole[1:] = ~between[1:] & (layout.sizes[layout.grain_atoms[1:]] <= cap) & ~joined[1:]
     glued = ~between | (levels == GLUE)
     grains = Grains(left_at, right_at, keys, benefits, kinds == HEADING, whole, glued)
     return grains, gap

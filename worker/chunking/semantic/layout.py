@@ -21,9 +21,9 @@ GLUE      after a heading or a text ending in ``:``, before a thematic break or 
 ========  ==================================================================================
 
 *Grains* are what chunks are made of. An atom larger than ``grain_limit`` is cut into grains —
-its lines when it has several (code, tables, items, quotes, HTML), then runs of words, then
-characters — and the gaps inside it get the levels ``LINE``, ``WORD`` and ``CHAR``; every other
-atom is one grain. Grains inside an atom are cut only when no gap between atoms can be
+its lines when it has several (code, tables, items, quotes, HTML), the sentences it joined (or
+with ``clauses`` its Arabic clauses), then runs of words, then characters — and the gaps inside
+it get the levels ``LINE``, ``WORD`` and ``CHAR``; every other atom is one grain. Grains inside an atom are cut only when no gap between atoms can be
 (:mod:`.cuts`), and the limit keeps any grain small enough that a chunking which respects the
 minimum size always exists.
 """
@@ -277,12 +277,11 @@ def _pieces(
     """The grains of an atom over ``limit``: (start, end, level of the gap before)."""
     if kind in _LINED:
         lines = _lines(text, start, end)
-    elif clauses:
+    else:  # a sentence, or short ones joined: its sentences (and with clauses, Arabic commas)
         lines = [
-            (s.start + start, s.end + start) for s in split_sentences(text[start:end], clauses=True)
+            (s.start + start, s.end + start)
+            for s in split_sentences(text[start:end], clauses=clauses, soft_wraps=True)
         ]
-    else:
-        lines = [(start, end)]
     pieces: list[tuple[int, int, int]] = []
     for n, (a, b) in enumerate(lines):
         for m, span in enumerate(split_to_cap(text, Span(a, b), counter, limit)):
