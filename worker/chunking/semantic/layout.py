@@ -23,9 +23,9 @@ GLUE      after a heading or a text ending in ``:``, before a thematic break or 
 *Grains* are what chunks are made of. An atom larger than ``grain_limit`` is cut into grains —
 its lines when it has several (code, tables, items, quotes, HTML), the sentences it joined (or
 with ``clauses`` its Arabic clauses), then runs of words, then characters — and the gaps inside
-it get the levels ``LINE``, ``WORD`` and ``CHAR``; every other atom is one grain. Grains inside an atom are cut only when no gap between atoms can be
-(:mod:`.cuts`), and the limit keeps any grain small enough that a chunking which respects the
-minimum size always exists.
+it get the levels ``LINE``, ``WORD`` and ``CHAR``; every other atom is one grain. Grains inside
+an atom are cut only when no gap between atoms can be (:mod:`.cuts`), and the limit keeps any
+grain small enough that a chunking which respects the minimum size always exists.
 """
 
 from __future__ import annotations
