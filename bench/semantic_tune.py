@@ -6,8 +6,9 @@ Every variant chunks bench/seams.py's ``tune`` documents with `semantic` and `sd
 static boundary model and the fp32 transformer (vectors cached per text, so a variant costs
 only our own code), and prints seam P/R/F1 per model and strategy, and the mean F1. A variant
 sets module constants of :mod:`worker.chunking.semantic.first_pass` (``REACH``,
-``SENTENCE_BAR``, ``ITEM_BAR``) and strategy parameters (``threshold``, ``similarity_window``,
-``min_chunk_size``...). The chosen values are the defaults; docs/semantic.md has the table.
+``SENTENCE_BAR``, ``ITEM_BAR``, ``DEPTH_UNIT``) and strategy parameters (``threshold``,
+``similarity_window``, ``min_chunk_size``...). The chosen values are the defaults;
+docs/semantic.md has the table.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from worker.pipeline import chunk_document_sync
 GRIDS: dict[str, list[dict[str, Any]]] = {
     "threshold": [
         {"threshold": t, "SENTENCE_BAR": b}
-        for t, b in itertools.product([0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0], [1.0, 1.5, 2.0, 3.0])
+        for t, b in itertools.product([1.0, 1.25, 1.5, 1.75, 2.0, 2.5], [1.5, 2.0, 3.0])
     ],
     "reach": [
         {"REACH": r, "similarity_window": w}
@@ -79,7 +80,7 @@ def main() -> int:
     print(f"split {args.split}: {len(docs)} documents, {seams} seams; fixed {fixed}")
     print("| variant | static semantic | static sdpm | fp32 semantic | fp32 sdpm | mean F1 |")
     print("|---|---|---|---|---|---|")
-    constants = {"REACH", "SENTENCE_BAR", "ITEM_BAR"}
+    constants = {"REACH", "SENTENCE_BAR", "ITEM_BAR", "DEPTH_UNIT"}
     saved = {name: getattr(first_pass, name) for name in constants}
     for variant in GRIDS[args.grid]:
         setting = {**fixed, **variant}

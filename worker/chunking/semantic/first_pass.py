@@ -6,17 +6,16 @@ Sizes: ``cap`` and ``minimum`` are hard, in the sizing unit (:mod:`.sizing`). Ev
 - a *level* from the layout (section, block, item, sentence; glue and the gaps inside an atom
   are cut only to meet the cap),
 - *evidence* from the curve: how deep the gap lies below the peaks around it
-  (:func:`.similarity.depths`, within :data:`REACH` gaps), in units of the document's median
-  depth, so that it reads the same on any model — a static model's curve is flatter than the
-  transformer's, and its dips are shallower in proportion,
+  (:func:`.similarity.depths`, within :data:`REACH` gaps), in units of :data:`DEPTH_UNIT` of
+  cosine similarity — a fixed level, so that no decision depends on the rest of the document,
 - a *benefit*: evidence minus the bar of its level. ``threshold`` is the bar at a paragraph
   break; inside a paragraph the bar is :data:`SENTENCE_BAR` × ``threshold`` (a cut there needs
   stronger evidence); before a heading there is no bar (a section start is always a good
   place, as long as both sides keep the minimum).
 
 :func:`.cuts.segment` then places the cuts. What a decision reads is local: a gap's depth reads
-``2·REACH + 1`` curve values, each of which reads ``2·similarity_window`` units; the median that
-scales it is the document's, and one paragraph moves it little.
+``2·REACH + 1`` curve values, each of which reads ``2·similarity_window`` units, and nothing
+else of the document.
 """
 
 from __future__ import annotations
@@ -100,19 +99,18 @@ def plan_document(
     )
 
 
+DEPTH_UNIT = 0.15
+"""The depth, in cosine similarity, that one unit of evidence stands for: a fixed level, the
+same for every document. The shipped boundary models agree on it — the median depth of a
+document is 0.10–0.19 for the distilled static model and 0.11–0.20 for the transformer (run of
+docs/semantic.md, "Stable boundaries") — and a level read from each document itself (its median
+depth) moved with every edit, cut or joined chunks far from it, and chose no better boundaries.
+Another model may want its own ``threshold``."""
+
+
 def evidence_of(curve: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Each gap's depth in units of the document's median depth (of its positive depths when
-    most are 0). One scale for the whole document: measured against a window of ±8…64 gaps the
-    scale itself moved with every edit near it and re-cut more chunks (docs/semantic.md,
-    "Stable boundaries"), and one paragraph moves the median of hundreds of gaps little."""
-    depth = depths(curve, REACH)
-    if not len(depth):
-        return depth
-    scale = float(np.median(depth))
-    if scale <= 0:
-        positive = depth[depth > 0]
-        scale = float(np.median(positive)) if len(positive) else 1.0
-    result: NDArray[np.float64] = depth / scale
+    """Each gap's depth, in units of :data:`DEPTH_UNIT`."""
+    result: NDArray[np.float64] = depths(curve, REACH) / DEPTH_UNIT
     return result
 
 
