@@ -59,7 +59,8 @@ def test_chunk_command_params_and_errors() -> None:
     rows = chunk(
         "sentence", "--param", "chunk_size=40", "--param", "tokenizer=character", str(EXAMPLES[0])
     )
-    assert rows and all(len(str(row["text"])) <= 40 for row in rows)
+    assert rows
+    assert all(len(str(row["text"])) <= 40 for row in rows)
     # ...and by default in the retrieval model's tokens, counted here by `tokenizers` itself.
     from tokenizers import Tokenizer
 
@@ -68,7 +69,8 @@ def test_chunk_command_params_and_errors() -> None:
     vocabulary.no_padding()
     rows = chunk("sentence", "--param", "chunk_size=40", str(EXAMPLES[0]))
     counted = [len(vocabulary.encode(str(r["text"]), add_special_tokens=False).ids) for r in rows]
-    assert rows and max(counted) <= 40
+    assert rows
+    assert max(counted) <= 40
     assert counted == [row["token_count"] for row in rows]
     assert any(len(str(row["text"])) > 40 for row in rows), "tokens, not characters"
     bad = subprocess.run(

@@ -21,6 +21,7 @@ from worker.chunking.semantic.sdpm import NAME as SDPM
 from worker.chunking.semantic.sdpm import SDPMChunker, SDPMParams
 from worker.chunking.semantic.semantic import NAME as SEMANTIC
 from worker.chunking.semantic.semantic import SemanticChunker, SemanticParams
+from worker.chunking.semantic.sizing import resolve_sizing
 from worker.chunking.text.tokens import CHARACTER, piece_counter
 
 
@@ -60,16 +61,19 @@ def _build_adaptive(params: AdaptiveParams, _context: BuildContext) -> AdaptiveC
 
 
 def _build_semantic(params: SemanticParams, context: BuildContext) -> SemanticChunker:
-    return SemanticChunker(params, model_window=window_of(context.boundary))
+    sizing = resolve_sizing(params.tokenizer, context.retrieval)
+    return SemanticChunker(params, model_window=window_of(context.boundary), sizing=sizing)
 
 
 def _build_sdpm(params: SDPMParams, context: BuildContext) -> SDPMChunker:
-    return SDPMChunker(params, model_window=window_of(context.boundary))
+    sizing = resolve_sizing(params.tokenizer, context.retrieval)
+    return SDPMChunker(params, model_window=window_of(context.boundary), sizing=sizing)
 
 
 def _build_context(params: ContextParams, context: BuildContext) -> ContextChunker:
     check_embedding_model(params, context.boundary)
-    return ContextChunker(params, model_window=window_of(context.boundary))
+    sizing = resolve_sizing(params.tokenizer, context.retrieval)
+    return ContextChunker(params, model_window=window_of(context.boundary), sizing=sizing)
 
 
 BUILTIN: tuple[Strategy[Any], ...] = (
@@ -99,7 +103,7 @@ BUILTIN: tuple[Strategy[Any], ...] = (
         params_type=SemanticParams,
         factory=_build_semantic,
         needs_model=True,
-        summary="Boundaries at valleys of sentence-embedding similarity, packed under a hard cap.",
+        summary="Cuts where structure and sentence-embedding similarity agree, hard min and cap.",
     ),
     Strategy(
         name=SDPM,

@@ -22,6 +22,7 @@ Invariants:
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from dataclasses import dataclass
@@ -80,7 +81,8 @@ class ModelRef:
     @property
     def sizing_identity(self) -> str:
         """What chunk sizes counted in this model's tokens depend on: tokenizer and window."""
-        return f"{self.tokenizer_digest[:16]}/{self.window}"
+        digest = self.tokenizer_digest or _hashed_once(self.tokenizer.resolve())
+        return f"{digest[:16]}/{self.window}"
 
     @property
     def window(self) -> int | None:
@@ -171,6 +173,15 @@ def _foreign_static(directory: Path, role: Role) -> ModelRef:
         tokenizer=directory / TOKENIZER_FILE,
         tokenizer_digest=_tokenizer_digest(directory / TOKENIZER_FILE, {}),
     )
+
+
+@functools.lru_cache(maxsize=16)
+def _hashed_once(path: Path) -> str:
+    """A reference built by hand (not by :func:`describe`) carries no digest: hash the file."""
+    try:
+        return sha256_file(path)
+    except OSError as exc:
+        raise ManifestError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 def _tokenizer_digest(path: Path, files: dict[str, str]) -> str:
