@@ -192,7 +192,9 @@ class ConsumeLoop:
                 committed = await unless_set(self.commit(), self._stopping) or {}
                 if committed and self._states is not None:
                     self._expiring = asyncio.create_task(self._expire(committed))
-                    await self._expiring
+                    # Not cancelled by a stop (the shutdown waits for it while Kafka is up),
+                    # only no longer waited for here.
+                    await unless_set(asyncio.shield(self._expiring), self._stopping)
 
     async def _until_a_document_finishes(self) -> None:
         """While paused: return when a document finishes (resuming may be due) or after one
@@ -258,8 +260,11 @@ class ConsumeLoop:
         # cannot happen; keep the wait short, leave the offsets to be replayed.
         up = self._kafka_up()
         abandoned = await self.drain(self.settings.drain_timeout_s if up else 1.0)
+        up = up and self._kafka_up()
         if up:
             await self.commit()
+            if self._expiring is not None:  # no marker tombstone may land after we let go
+                await wait_while({self._expiring}, _COMMIT_TIMEOUT_S, self._kafka_up)
         await self._release(set(self._owned), abandoned if up else set(self._owned))
 
     def _start(self, tp: TopicPartition, record: ConsumerRecord[bytes, bytes]) -> None:

@@ -101,8 +101,10 @@ class KafkaLink:
         while True:
             if renew_password(self.settings, *clients):
                 log.info("SASL password file changed: new connections use it")
-            # Down: a TCP probe first (cheap, fast), the real request once a port accepts.
-            failure = None if self.state.up else await reachable(self.settings)
+            # Down, or stopping (the drain must learn fast that nothing can be acknowledged): a
+            # TCP probe first (cheap, fast), the real request once a port accepts.
+            probe = not self.state.up or self._stopping.is_set()
+            failure = await reachable(self.settings) if probe else None
             if failure is None:
                 try:
                     async with asyncio.timeout(CHECK_TIMEOUT_S):
