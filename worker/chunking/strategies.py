@@ -55,8 +55,8 @@ def _build_lexical(_params: LexicalParams, _context: BuildContext) -> LexicalChu
     return LexicalChunker()
 
 
-def _build_adaptive(params: AdaptiveParams, _context: BuildContext) -> AdaptiveChunker:
-    return AdaptiveChunker.from_params(params)
+def _build_adaptive(params: AdaptiveParams, context: BuildContext) -> AdaptiveChunker:
+    return AdaptiveChunker.from_params(params, sizing(params.tokenizer, context))
 
 
 def _build_semantic(params: SemanticParams, context: BuildContext) -> SemanticChunker:

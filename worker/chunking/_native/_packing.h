@@ -22,7 +22,7 @@ static Sizes sizes_with(long long cap, long long minimum) {
     return s;
 }
 
-static Sizes sizes_for(long long cap) { return sizes_with(cap, -1); }
+static inline Sizes sizes_for(long long cap) { return sizes_with(cap, -1); }
 
 typedef struct {
     Py_ssize_t *starts, *ends, *blocks;
@@ -123,9 +123,10 @@ static int split_unit(const Measure *m, const Sizes *s, int clauses, Py_ssize_t 
     while (p < end) {
         Py_ssize_t a, b;
         if (depth == D_BLOCK) {
-            /* units._lines: each line stripped, blank ones skipped, a fenced block one piece */
+            /* units._lines: each line stripped, blank ones skipped, a nested fenced block one
+             * piece */
             Py_ssize_t stop = line_end_below(t, p, end);
-            if (fence_at(t, p, stop)) {
+            if (p > start && fence_at(t, p, stop)) {
                 Py_ssize_t closing = stop + 1;
                 while (closing < end && !fence_at(t, closing, line_end_below(t, closing, end)))
                     closing = line_end_below(t, closing, end) + 1;
@@ -245,7 +246,7 @@ done:
 }
 
 /* units.read_units with sentence's defaults. */
-static int read_units(const Measure *m, const Sizes *s, const Abbreviations *abbreviations, Units *units) {
+static inline int read_units(const Measure *m, const Sizes *s, const Abbreviations *abbreviations, Units *units) {
     BlockSpans blocks = {0};
     Reading how = {0, 0};
     int result = read_blocks(m->t, &blocks) < 0 ? -1 : read_units_of(m, s, abbreviations, &how, &blocks, units);
@@ -361,7 +362,7 @@ done:
     return result;
 }
 
-static int pack(const Units *u, const Sizes *s, Positions *chunks) { return pack_with(u, s, NULL, 1, NULL, chunks); }
+static inline int pack(const Units *u, const Sizes *s, Positions *chunks) { return pack_with(u, s, NULL, 1, NULL, chunks); }
 
 /* -- packing.settle ------------------------------------------------------------------------ */
 

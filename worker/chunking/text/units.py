@@ -11,7 +11,7 @@ punctuation (BERT's; :mod:`.tokens` refuses others), so no candidate chunk is ev
 from __future__ import annotations
 
 import re
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from itertools import accumulate
 
 import msgspec
@@ -89,6 +89,16 @@ class Measure:
     def size(self, start: int, end: int) -> int:
         return self.before(end) - self.before(start)
 
+    def advance(self, start: int, amount: int) -> int:
+        """The end of the longest stretch from ``start`` (between pieces) of at most
+        ``amount``: in characters ``start + amount`` (within the text); in tokens the end of
+        the last whole piece it holds (``start`` when the first piece is larger)."""
+        if not self.tokens:
+            return min(start + amount, len(self.text))
+        first = bisect_left(self._ends, start + 1)
+        last = bisect_right(self._cumulative, self._cumulative[first] + amount) - 1
+        return self._ends[last - 1] if last > first else start
+
     def separates(self, start: int, end: int) -> bool:
         """Whether a cut in the gap ``text[start:end]`` between two units leaves every piece
         whole: always in characters; in tokens when the gap holds a separator or follows a
@@ -144,12 +154,13 @@ def _append_stripped(text: str, spans: list[tuple[int, int]], start: int, end: i
 
 def _lines(text: str, start: int, end: int) -> list[tuple[int, int]]:
     """The lines of ``text[start:end]``, stripped, blank ones left out; a fenced block inside
-    (a list item's code) stays one piece, from its opening fence line to its closing one."""
+    (a list item's code) stays one piece, from its opening fence line to its closing one (a
+    fenced code block's own lines are lines: it starts with its fence)."""
     spans: list[tuple[int, int]] = []
     at = start
     while at < end:
         stop = _line_end(text, at, end)
-        if _fence_at(text, at, stop):
+        if at > start and _fence_at(text, at, stop):
             closing = stop + 1
             while closing < end and not _fence_at(text, closing, _line_end(text, closing, end)):
                 closing = _line_end(text, closing, end) + 1
