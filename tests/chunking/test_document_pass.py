@@ -45,18 +45,25 @@ def test_a_nul_character_changes_a_word() -> None:
 
 
 # Words whose decimals the two definitions count alike (density counts "1.2.3" once, the
-# window formula every dot between digits).
+# window formula every dot between digits); up to 120 words, past density()'s sample of 1,024
+# characters only rarely.
 WORDS = ["the", "The", "def", "SELECT", "select", "x=f(a);", "{k}", "3.14", "word", "\xa0", "مرحبا"]
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(WORDS), max_size=50).map(" ".join))
-def test_a_window_of_at_most_fifty_words_is_the_formula(text: str) -> None:
-    # With no word before the window, "new to the window" is "distinct" and every total is
-    # the range's own: the window formula is density()'s, to one step of the rounding (the
-    # vocabulary term is 0.3 · new / words there and 0.3 · (new / words) in density()).
+@given(
+    st.lists(st.sampled_from(WORDS), max_size=120).map(" ".join).filter(lambda t: len(t) <= 1024)
+)
+def test_a_window_is_the_formula_on_its_own_text(text: str) -> None:
+    # Every total is the window's own (its vocabulary too): the window formula is density()'s,
+    # to one step of the rounding (the vocabulary term is 0.3 · distinct / words there and
+    # 0.3 · (distinct / words) in density()).
     assert abs(DocumentProfile(text).density(0, len(text)) - density(text)) <= 1.01e-4
     assert local_density(text) == DocumentProfile(text).density(0, len(text))
+    # ... and a window's density does not depend on the text before it.
+    assert DocumentProfile("def f(x): return x; " * 9 + text).density(180, 180 + len(text)) == (
+        local_density(text)
+    )
 
 
 @settings(max_examples=300, deadline=None)

@@ -44,18 +44,16 @@ enum {
 #define HASH_P 0x01000193u
 /* Classes that need a look beyond the word scan: technical marks, dots, line starts. */
 #define SPARSE (C_BREAK | C_PUNCT | C_DOT)
-#define VOCABULARY_SPAN 50
 #define CODEPOINTS 0x110000
 
 /* -- configuration (set once from Python) ------------------------------------------------ */
 
-/* The words of a document: hash -> (when last seen, kind). Open addressing, grown at 70 %
+/* The words of a document: hash -> (seen, kind). Open addressing, grown at 70 %
  * load (measured faster than 50 %: a smaller table misses the cache less often than longer
  * probes cost), so it stays as small as the document's vocabulary. Every table starts
  * as a copy of the configured one, which already holds the technical and stop words (kind
  * known, never seen): counting a word is then one lookup and no branch on "new or not".
- * `info` = seen << 2 | kind, where seen is 0 for "not yet in this document" and else the
- * word's index + SEEN_OFFSET (so that "more than VOCABULARY_SPAN words ago" holds for 0). */
+ * `info` = seen << 2 | kind, where seen is 0 for "not yet in this document", else 1. */
 typedef struct {
     uint32_t key;
     int32_t info; /* -1: empty slot */
@@ -68,7 +66,6 @@ typedef struct {
 } Vocabulary;
 
 enum { W_TECH = 1, W_STOP = 2 };
-#define SEEN_OFFSET 64 /* > VOCABULARY_SPAN + 1 */
 
 /* Multiply-shift hashing with a key and an odd multiplier drawn at random in configure():
  * the word hash is public (density.word_hash), so with a fixed multiplier a document could
@@ -217,10 +214,11 @@ static PyObject *configure(PyObject *self, PyObject *args) {
 
 /* -- the document pass ------------------------------------------------------------------ */
 
-/* A word: where it starts, and the letters, technical words and words new to their window
- * (not stop words, not among the VOCABULARY_SPAN words before them) counted before it. */
+/* A word: where it starts, its hash and whether it is a stop word, and the letters and
+ * technical words counted before it. */
 typedef struct {
-    int32_t start, letters, tech, fresh;
+    int32_t start, letters, tech, stop;
+    uint32_t hash;
 } Word;
 
 typedef struct {
@@ -290,16 +288,15 @@ static inline void add_word(Profile *p, Py_ssize_t start, Py_ssize_t length, uin
     int32_t info = entry->info;
     int empty = info < 0;
     int32_t kind = empty ? 0 : info & 3;
-    int32_t seen = empty ? 0 : info >> 2;
-    int32_t now = (int32_t)p->words + SEEN_OFFSET;
     int stop = (kind & W_STOP) != 0;
     entry->key = hash;
-    entry->info = now << 2 | kind;
-    p->distinct += !stop && seen == 0;
+    p->distinct += !stop && (empty || info >> 2 == 0);
+    entry->info = 1 << 2 | kind;
     totals->start = (int32_t)start;
+    totals->hash = hash;
+    totals->stop = stop;
     next->letters = totals->letters + (int32_t)length;
     next->tech = totals->tech + (kind & W_TECH);
-    next->fresh = totals->fresh + (!stop && now - seen > VOCABULARY_SPAN);
     p->words++;
     p->seen.used += empty;
     if (10 * p->seen.used > 7 * (p->seen.mask + 1) && vocabulary_grow(&p->seen) < 0) p->failed = 1;
@@ -430,8 +427,50 @@ static Py_ssize_t fences_through(const Profile *p, Py_ssize_t position) {
     return bisect_positions(&p->fences, position + 1);
 }
 
-/* density.DocumentProfile.density: the window [start, end). */
-static double window_density(const Profile *p, Py_ssize_t start, Py_ssize_t end) {
+/* A set of word hashes for one window at a time: a slot is filled when its stamp is the
+ * window's, so no clearing between windows; slots by the keyed spread() (the word hash is
+ * public: no text can aim its words at one slot). */
+typedef struct {
+    uint32_t key, stamp;
+} WindowSlot;
+
+typedef struct {
+    WindowSlot *slots;
+    int bits; /* log2 of the slots */
+    uint32_t stamp;
+} WindowSet;
+
+/* The distinct non-stop words of words first..last-1 (density's vocabulary term); -1 when
+ * the set cannot grow. */
+static Py_ssize_t vocabulary_of(const Profile *p, WindowSet *set, Py_ssize_t first, Py_ssize_t last) {
+    int bits = 4;
+    while (((Py_ssize_t)1 << bits) < 2 * (last - first)) bits++;
+    if (bits > set->bits) {
+        WindowSlot *bigger = PyMem_Calloc((size_t)1 << bits, sizeof(WindowSlot));
+        if (bigger == NULL) return -1;
+        PyMem_Free(set->slots);
+        set->slots = bigger;
+        set->bits = bits;
+        set->stamp = 0;
+    }
+    uint32_t stamp = ++set->stamp;
+    size_t mask = ((size_t)1 << set->bits) - 1;
+    Py_ssize_t distinct = 0;
+    for (Py_ssize_t k = first; k < last; k++) {
+        if (p->word[k].stop) continue;
+        uint32_t key = p->word[k].hash;
+        size_t slot = spread(key, 32 - set->bits);
+        while (set->slots[slot].stamp == stamp && set->slots[slot].key != key) slot = (slot + 1) & mask;
+        if (set->slots[slot].stamp != stamp) {
+            set->slots[slot] = (WindowSlot){key, stamp};
+            distinct++;
+        }
+    }
+    return distinct;
+}
+
+/* density.DocumentProfile.density: the window [start, end); -1 when out of memory. */
+static double window_density(const Profile *p, WindowSet *set, Py_ssize_t start, Py_ssize_t end) {
     Py_ssize_t first = bisect_words(p, start), last = bisect_words(p, end);
     if (last == first) return 0.0;
     double words = (double)(last - first);
@@ -440,7 +479,9 @@ static double window_density(const Profile *p, Py_ssize_t start, Py_ssize_t end)
     hits += p->word[last].tech - p->word[first].tech;
     double per_100 = chars / 100.0 > 1.0 ? chars / 100.0 : 1.0;
     double score = 0.4 * fmin((double)hits / per_100, 1.0);
-    score += 0.3 * (double)(p->word[last].fresh - p->word[first].fresh) / words;
+    Py_ssize_t vocabulary = vocabulary_of(p, set, first, last);
+    if (vocabulary < 0) return -1.0;
+    score += 0.3 * (double)vocabulary / words;
     score += 0.2 * fmin((double)(p->word[last].letters - p->word[first].letters) / words / 10.0, 1.0);
     if (p->complex.count) {
         Py_ssize_t found = bisect_positions(&p->complex, end) - bisect_positions(&p->complex, start);
@@ -504,7 +545,7 @@ static int allocate(Profile *p) {
         PyErr_NoMemory();
         return -1;
     }
-    p->word[0] = (Word){0, 0, 0, 0};
+    p->word[0] = (Word){0, 0, 0, 0, 0};
     return 0;
 }
 
@@ -546,6 +587,8 @@ typedef struct {
     Sizes packing;
     double *local;      /* per unit: the window's density, NAN until asked */
     Py_ssize_t *target; /* per unit: the density target */
+    WindowSet set;
+    int failed; /* out of memory in a window (packing's callback cannot raise) */
 } Windows;
 
 /* units.Measure.advance: the end of the longest stretch from start of at most amount. */
@@ -578,7 +621,11 @@ static void density_at(Windows *w, Py_ssize_t first) {
     Py_ssize_t end = measure_advance(w->measure, start, params->base_size);
     Py_ssize_t section = p->stops[fences_through(p, start)];
     if (section < end) end = section;
-    double local = window_density(p, start, end);
+    double local = window_density(p, &w->set, start, end);
+    if (local < 0) {
+        w->failed = 1;
+        local = 0.0;
+    }
     double spread = (double)(params->max_size - params->min_size);
     w->local[first] = local;
     w->target[first] = (Py_ssize_t)rint((double)params->max_size - local * spread);
@@ -661,7 +708,7 @@ done:
 static PyObject *chunks_of(PyObject *text, Profile *p, const Params *params, const Measure *m, Units *units) {
     long long cap = params->max_size;
     long long room = params->overlap < cap / 4 ? params->overlap : cap / 4;
-    Windows w = {p, units, m, params, sizes_with(cap - room, cap / 8 > 1 ? cap / 8 : 1), NULL, NULL};
+    Windows w = {p, units, m, params, sizes_with(cap - room, cap / 8 > 1 ? cap / 8 : 1), NULL, NULL, {NULL, 0, 0}, 0};
     Positions groups = {0};
     Py_ssize_t *starts = NULL;
     PyObject *chunks = NULL;
@@ -675,6 +722,10 @@ static PyObject *chunks_of(PyObject *text, Profile *p, const Params *params, con
     for (Py_ssize_t k = 0; k < n_units; k++) w.local[k] = NAN;
     ChunkSizes chunk_sizes = {chunk_sizes_at, &w};
     if (pack_with(units, &w.packing, NULL, 1, &chunk_sizes, &groups) < 0) goto done;
+    if (w.failed) {
+        PyErr_NoMemory();
+        goto done;
+    }
     settle(&groups, units, &w.packing);
     Py_ssize_t n = groups.count / 2;
     starts = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(n ? n : 1));
@@ -688,6 +739,11 @@ static PyObject *chunks_of(PyObject *text, Profile *p, const Params *params, con
     for (Py_ssize_t k = 0; k < n; k++) {
         Py_ssize_t first = groups.items[2 * k], last = groups.items[2 * k + 1], carried = starts[k];
         density_at(&w, first);
+        if (w.failed) {
+            PyErr_NoMemory();
+            Py_CLEAR(chunks);
+            goto done;
+        }
         Py_ssize_t own_start = units->starts[first];
         int in_code = fences_through(p, own_start) % 2 == 1;
         PyObject *item = make_chunk(text, params, k, units->starts[carried], units->ends[last],
@@ -702,6 +758,7 @@ static PyObject *chunks_of(PyObject *text, Profile *p, const Params *params, con
 done:
     PyMem_Free(w.local);
     PyMem_Free(w.target);
+    PyMem_Free(w.set.slots);
     PyMem_Free(groups.items);
     PyMem_Free(starts);
     return chunks;

@@ -194,10 +194,6 @@ def _hash_table(words: Iterable[str]) -> NDArray[np.uint64]:
 _TECH_HASHES = _hash_table(TECH_WORDS)
 _STOP_HASHES = _hash_table(STOP_WORDS_ANY_CASE)
 
-VOCABULARY_SPAN: Final = 50
-"""A word is new to a window when it did not occur among the previous this many words."""
-
-
 def _member(sorted_table: NDArray[np.uint64], values: NDArray[np.uint64]) -> NDArray[np.bool_]:
     index = sorted_table.searchsorted(values)
     np.minimum(index, len(sorted_table) - 1, out=index)
@@ -206,15 +202,12 @@ def _member(sorted_table: NDArray[np.uint64], values: NDArray[np.uint64]) -> NDA
 
 def _word_features(
     codes: NDArray[Any], starts: NDArray[np.intp], ends: NDArray[np.intp], out: NDArray[np.int64]
-) -> int:
-    """Per word: ``out[:, 1]`` = is a technical word, ``out[:, 2]`` = is new to its window.
-    Returns the number of distinct words that are not stop words.
+) -> tuple[int, list[int]]:
+    """Per word: ``out[:, 1]`` = is a technical word. Returns the number of distinct words
+    that are not stop words, and each word's :func:`word_hash` (-1 for a stop word).
 
-    Words are told apart by :func:`word_hash`. The hashes are sorted once, each word's index
-    packed into the low 32 bits of its key, so equal words come out in document order.
-    """
+    Words are told apart by :func:`word_hash`, computed for all at once from prefix sums."""
     size = int(ends[-1])
-    count = len(starts)
     forward, backward = _power_tables(size)
     terms = codes[:size].astype(np.uint32)
     terms += 1
@@ -225,19 +218,13 @@ def _word_features(
     hashes = prefix[ends]
     hashes -= prefix[starts]
     hashes *= backward[starts]
-    keys = hashes.astype(np.uint64) << np.uint64(32)
-    keys |= np.arange(count, dtype=np.uint64)
-    keys.sort()
-    index = (keys & np.uint64(_MASK)).astype(np.intp)
-    ordered = keys >> np.uint64(32)
-    fresh = ~_member(_STOP_HASHES, ordered)
-    repeat = ordered[1:] == ordered[:-1]
-    distinct = int(fresh[0]) + int(np.count_nonzero(fresh[1:] & ~repeat))
-    repeat &= index[1:] - index[:-1] <= VOCABULARY_SPAN
-    fresh[1:] &= ~repeat
-    out[index, 1] = _member(_TECH_HASHES, ordered)
-    out[index, 2] = fresh
-    return distinct
+    wide = hashes.astype(np.uint64)
+    stop = _member(_STOP_HASHES, wide)
+    out[:, 1] = _member(_TECH_HASHES, wide)
+    keys = wide.astype(np.int64)
+    keys[stop] = -1
+    distinct = len(np.unique(keys[~stop]))
+    return distinct, keys.tolist()
 
 
 class DocumentProfile:
@@ -251,10 +238,9 @@ class DocumentProfile:
       window that holds its first character, and its letters count with it;
     * ``tech_hits``: code punctuation characters in the window, "digit.digit" dots in it
       (every such dot, so ``1.2.3`` counts two), and the window's words in ``TECH_WORDS``;
-    * ``unique_vocab_ratio``: the window's words that are not stop words and did not occur
-      among the :data:`VOCABULARY_SPAN` words before them, over all its words. On a window of
-      at most that many words this is exactly "distinct non-stop words / words"; on longer
-      ones a word repeated further back counts again, like a sliding vocabulary;
+    * ``unique_vocab_ratio``: the window's distinct words that are not stop words, over all
+      its words (told apart by :func:`word_hash`): the window's own vocabulary, so that its
+      density depends on its text alone (an edit before a window leaves its density alone);
     * Arabic complex words: counted by their first letter.
 
     A window without words has density 0.
@@ -290,10 +276,10 @@ class DocumentProfile:
             edges = np.concatenate(([0], edges))
         starts, ends = edges[0::2], edges[1::2]
         count = len(starts)
-        # Running totals by word index: letters, technical words, new words.
-        totals = np.zeros((count + 1, 3), dtype=np.int64)
+        # Running totals by word index: letters, technical words.
+        totals = np.zeros((count + 1, 2), dtype=np.int64)
         totals[1:, 0] = ends - starts
-        distinct = _word_features(codes, starts, ends, totals[1:]) if count else 0
+        distinct, self._keys = _word_features(codes, starts, ends, totals[1:]) if count else (0, [])
         totals.cumsum(axis=0, out=totals)
         self._complex: list[int] = (
             [m.start() for m in _ARABIC_COMPLEX.finditer(text)] if arabic else []
@@ -310,7 +296,6 @@ class DocumentProfile:
         self._word_starts: list[int] = starts.tolist()
         self._letters: list[int] = totals[:, 0].tolist()
         self._tech: list[int] = totals[:, 1].tolist()
-        self._fresh: list[int] = totals[:, 2].tolist()
 
     def density(self, start: int, end: int) -> float:
         """The density of the window ``text[start:end]`` (see the class docstring)."""
@@ -323,7 +308,9 @@ class DocumentProfile:
         hits = bisect_left(self._hit_marks, end) - bisect_left(self._hit_marks, start)
         hits += self._tech[last] - self._tech[first]
         score = 0.4 * min(hits / max(chars / 100, 1), 1.0)
-        score += 0.3 * (self._fresh[last] - self._fresh[first]) / words
+        vocabulary = set(self._keys[first:last])
+        vocabulary.discard(-1)
+        score += 0.3 * len(vocabulary) / words
         score += 0.2 * min((self._letters[last] - self._letters[first]) / words / 10, 1.0)
         if self._complex:
             found = bisect_left(self._complex, end) - bisect_left(self._complex, start)
