@@ -194,6 +194,7 @@ def _hash_table(words: Iterable[str]) -> NDArray[np.uint64]:
 _TECH_HASHES = _hash_table(TECH_WORDS)
 _STOP_HASHES = _hash_table(STOP_WORDS_ANY_CASE)
 
+
 def _member(sorted_table: NDArray[np.uint64], values: NDArray[np.uint64]) -> NDArray[np.bool_]:
     index = sorted_table.searchsorted(values)
     np.minimum(index, len(sorted_table) - 1, out=index)
