@@ -20,8 +20,7 @@ _SENTENCE_PARTS = [f"{_CHUNKING}/_{part}.h" for part in ("structure", "piece_cac
 _LEXICAL_PARTS = [
     f"{_CHUNKING}/_lexical_{part}.h"
     for part in (
-        "config", "text", "spans", "segment", "lines", "markdown", "keywords", "reading",
-        "assembly", "ladder", "configure",
+        "config", "text", "spans", "keywords", "reading", "ladder", "assembly", "configure",
     )
 ]  # fmt: skip
 
@@ -44,7 +43,7 @@ setup(
         Extension(
             "worker.chunking._native._lexical_core",
             [f"{_CHUNKING}/_lexical_core.c"],
-            depends=_SENTENCE_RULES + _LEXICAL_PARTS,
+            depends=_SENTENCE_RULES + _SENTENCE_PARTS + _LEXICAL_PARTS,
             extra_compile_args=_FLAGS,
             optional=True,
         ),

@@ -302,8 +302,8 @@ static int pack_segment(const Units *u, const Sizes *s, Py_ssize_t first, Py_ssi
             if (ARRAY_PUSH(*chunks, first) < 0 || ARRAY_PUSH(*chunks, end) < 0) return -1;
             break;
         }
-        Py_ssize_t cut = -1, best = -1, last = first;
-        long long best_key = -1;
+        Py_ssize_t cut = -1, best = -1, soft = -1, last = first;
+        long long best_key = -1, soft_key = -1;
         int content = 0; /* the chunk holds more than heading and rule lines */
         while (last < end) {
             long long size = u->before_end[last] - base;
@@ -324,8 +324,20 @@ static int pack_segment(const Units *u, const Sizes *s, Py_ssize_t first, Py_ssi
                     best = last;
                     best_key = key;
                 }
+                if (level >= L_SENTENCE && key >= soft_key) {
+                    soft = last;
+                    soft_key = key;
+                }
             }
             last++;
+        }
+        if (cut < 0 && total - base <= s->cap) {
+            /* the rest fits the hard cap, not the soft one: a gap with a threshold, or all */
+            if (soft < 0) {
+                if (ARRAY_PUSH(*chunks, first) < 0 || ARRAY_PUSH(*chunks, end) < 0) return -1;
+                break;
+            }
+            cut = soft;
         }
         if (cut < 0) cut = best >= 0 ? best : (last - 1 > first ? last - 1 : first);
         if (ARRAY_PUSH(*chunks, first) < 0 || ARRAY_PUSH(*chunks, cut) < 0) return -1;
@@ -436,9 +448,13 @@ static void settle(Positions *chunks, const Units *u, const Sizes *s) {
             continue;
         }
         int sides[2] = {bare ? 1 : -1, bare ? -1 : 1};
-        if (!join_chunk(c, &n, k, sides[0], u, s) && !join_chunk(c, &n, k, sides[1], u, s))
+        int joined = join_chunk(c, &n, k, sides[0], u, s) ? sides[0] : join_chunk(c, &n, k, sides[1], u, s) ? sides[1] : 0;
+        if (joined < 0) {
+            k--; /* the joined chunk is the one before: looked at again, then what follows */
+        } else if (joined == 0) {
             if (!lend_chunk(c, n, k, sides[0], u, s)) lend_chunk(c, n, k, sides[1], u, s);
-        k++;
+            k++;
+        }
     }
     chunks->count = 2 * n;
 }

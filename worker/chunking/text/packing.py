@@ -156,8 +156,8 @@ def pack_segment(
         if total - base <= own.cap:
             chunks.append((first, end))
             break
-        cut = best = -1
-        best_key = -1
+        cut = best = soft = -1
+        best_key = soft_key = -1
         last = first
         content = False  # the chunk holds more than heading and rule lines
         while last < end:
@@ -176,7 +176,17 @@ def pack_segment(
                 key = level * HASH_RANGE + hashes[last + 1]
                 if key >= best_key:
                     best, best_key = last, key
+                if level >= SENTENCE and key >= soft_key:
+                    soft, soft_key = last, key
             last += 1
+        if cut < 0 and total - base <= cap:
+            # The rest fits the hard cap but not the chunk's soft cap, and no threshold was
+            # reached: the strongest gap that has a threshold, else the rest whole (never a
+            # glue, line or word gap the hard cap does not force).
+            if soft < 0:
+                chunks.append((first, end))
+                break
+            cut = soft
         if cut < 0:
             cut = best if best >= 0 else max(last - 1, first)
         chunks.append((first, cut))
@@ -199,9 +209,12 @@ def settle(chunks: list[tuple[int, int]], units: Units, sizes: Sizes) -> list[tu
             k += 1
             continue
         sides = (1, -1) if bare else (-1, 1)
-        if not any(_join(settled, k, side, units, sizes) for side in sides):
+        joined = next((side for side in sides if _join(settled, k, side, units, sizes)), 0)
+        if joined < 0:
+            k -= 1  # the joined chunk is the one before: looked at again, then what follows
+        elif joined == 0:
             any(_lend(settled, k, side, units, sizes) for side in sides)
-        k += 1
+            k += 1
     return [(first, last) for first, last in settled]
 
 
