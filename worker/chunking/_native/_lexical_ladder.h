@@ -208,7 +208,7 @@ static int count_block(Ladder *l, Py_ssize_t i, int delta)
     return 0;
 }
 
-/* lexical_ladder._window, then how many of block i's keywords its blocks hold; -1 on error. */
+/* lexical_ladder._Window, then how many of block i's keywords its blocks hold; -1 on error. */
 static Py_ssize_t shared_keywords(Ladder *l, Py_ssize_t i)
 {
     if (l->lo < l->run) {

@@ -18,7 +18,9 @@ verdicts near it.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
+from functools import partial
 
 from worker.chunking.rules.lexical_words import DocumentWords, keyword_set
 from worker.chunking.text import lexicon
@@ -122,31 +124,63 @@ def verdicts(
                 keywords[i] = frozenset(keyword_set(text[start:end]))
         return keywords[i]
 
-    run = [0]
+    window = _Window(keywords_of)
     for i in range(1, len(blocks)):
-        reason = _reason(text, blocks, i, _window(run, before, i, cap), keywords_of)
+        window.move_start(before, i, cap)
+        reason = _reason(text, blocks, i, partial(window.shared, i))
         found[i] = reason
         if reason is None:
-            run = [i]
+            window.restart(i)
         else:
-            run.append(i)
+            window.run.append(i)
     return found
 
 
-def _window(run: list[int], before: Sequence[int], i: int, cap: int) -> list[int]:
-    """The blocks of the run that count as the chunk so far for block ``i``."""
-    first = 0
-    while first < len(run) - 1 and before[i] - before[run[first]] > cap:
-        first += 1
-    return run[first:]
+class _Window:
+    """The chunk so far for each gap: the blocks of the run since the last break that start
+    within the cap before the block after the gap (and always the block just before it), with
+    their keywords counted. Blocks are counted when a gap first needs the keywords and
+    uncounted as the window's start moves past them, each once per run, so the whole pass is
+    linear in the document (the compiled core keeps the same counts)."""
+
+    def __init__(self, keywords_of: Callable[[int], frozenset[object]]) -> None:
+        self.keywords_of = keywords_of
+        self.run = [0]
+        self.first = 0
+        """The window is ``run[first:]``; ``first`` only moves forward, as the size before
+        the block after the gap grows."""
+        self.counted = 0
+        """``run[counted_from:counted]`` have their keywords in ``counts``."""
+        self.counted_from = 0
+        self.counts: Counter[object] = Counter()
+
+    def restart(self, i: int) -> None:
+        self.run = [i]
+        self.first = self.counted = self.counted_from = 0
+        self.counts.clear()
+
+    def move_start(self, before: Sequence[int], i: int, cap: int) -> None:
+        while self.first < len(self.run) - 1 and before[i] - before[self.run[self.first]] > cap:
+            self.first += 1
+
+    def shared(self, i: int) -> int:
+        """How many of block ``i``'s keywords the window's blocks hold."""
+        for k in range(self.counted_from, min(self.first, self.counted)):
+            for word in self.keywords_of(self.run[k]):
+                if self.counts[word] == 1:
+                    del self.counts[word]
+                else:
+                    self.counts[word] -= 1
+        self.counted_from = self.first
+        self.counted = max(self.counted, self.first)
+        for k in range(self.counted, len(self.run)):
+            self.counts.update(self.keywords_of(self.run[k]))
+        self.counted = len(self.run)
+        return sum(1 for word in self.keywords_of(i) if word in self.counts)
 
 
 def _reason(
-    text: str,
-    blocks: Sequence[Block],
-    i: int,
-    window: list[int],
-    keywords_of: Callable[[int], frozenset[object]],
+    text: str, blocks: Sequence[Block], i: int, shared_keywords: Callable[[], int]
 ) -> str | None:
     previous, block = blocks[i - 1], blocks[i]
     level = gap_level(previous, block, text)
@@ -169,10 +203,7 @@ def _reason(
         return QUESTION
     if kind == PARAGRAPH and end - start <= lexicon.SHORT_PARAGRAPH_CHARS:
         return SHORT
-    pool: set[object] = set()
-    for q in window:
-        pool |= keywords_of(q)
-    shared = len(keywords_of(i) & pool)
+    shared = shared_keywords()
     if kind == ITEM_BLOCK and shared >= lexicon.LIST_KEYWORD_OVERLAP_MIN:
         return LIST
     if shared >= lexicon.KEYWORD_OVERLAP_MIN:
