@@ -9,8 +9,9 @@ start-up (joining, restoring state) and the noise of a shared machine do not dom
 factor of 2 is the issue's tolerance. Half, not less: a fresh worker speeds up for its first
 tens of seconds (1 KB documents: 400 documents/s in its first 10 s, 1,100 by 20 s, on a fresh
 private broker, 2026-12-01), and on a fast machine a 30 % warm-up ends inside that transient
-(CI: estimate 2.5× the drain); KEDA reads workers that have been running. More configurations (semantic on the static model,
-embeddings on, lexical, 64 KB): bench/backlog_calibration.py, figures in docs/deploy.md.
+(CI: estimate 2.5× the drain); KEDA reads workers that have been running. More
+configurations (semantic on the static model, embeddings on, lexical, 64 KB):
+bench/backlog_calibration.py, figures in docs/deploy.md.
 """
 
 from __future__ import annotations

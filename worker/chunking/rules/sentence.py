@@ -16,11 +16,9 @@ when it is built.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from types import ModuleType
 from typing import Annotated, cast
-from weakref import WeakKeyDictionary
 
 import msgspec
 
@@ -66,19 +64,12 @@ def _load_core() -> tuple[_NativeChunk, Callable[[], object]] | None:
 _CORE = _load_core()
 NATIVE_CHUNK = None if _CORE is None else _CORE[0]
 """The compiled core's entry point, or None when it is not built (or not allowed)."""
-# The core's memory of piece counts, one per tokenizer (per PieceCounter, which every chunker
-# of one tokenizer shares), dropped with it.
-_MEMORIES: WeakKeyDictionary[PieceCounter, object] = WeakKeyDictionary()
-_MEMORIES_LOCK = threading.Lock()
 
 
 def _memory(counter: PieceCounter) -> object:
-    with _MEMORIES_LOCK:
-        memory = _MEMORIES.get(counter)
-        if memory is None:
-            assert _CORE is not None
-            memory = _MEMORIES[counter] = _CORE[1]()
-        return memory
+    """The cores' memory of piece counts for ``counter`` (one per tokenizer, shared)."""
+    assert _CORE is not None
+    return native.piece_memory(counter, _CORE[1])
 
 
 class SentenceChunker:
