@@ -163,5 +163,5 @@ def test_remembered_pieces_count_what_the_tokenizer_counts(texts: list[str]) -> 
     assert list(unit.count_many(texts)) == expected  # cold
     assert list(unit.count_many(texts)) == expected  # every piece remembered
     assert [unit.count(t) for t in texts] == expected
-    unit._known = {str(n): 0 for n in range(1 << 16)}  # full: the next call starts afresh
+    unit._known = {str(n): 0 for n in range(1 << 15)}  # full: the next call starts afresh
     assert list(unit.count_many(texts)) == expected

@@ -23,7 +23,7 @@ from typing import Annotated, cast
 import msgspec
 
 from worker.chunking import _native as native
-from worker.chunking.rules.sizing import Sizing, own_sizing
+from worker.chunking.rules.sizing import SENTENCE_TOKENS, Sizing, own_sizing
 from worker.chunking.text.packing import Sizes, pack
 from worker.chunking.text.segment import ABBREVIATIONS
 from worker.chunking.text.tokens import PieceCounter
@@ -78,7 +78,7 @@ class SentenceChunker:
     def __init__(self, params: SentenceParams | None = None, sizing: Sizing | None = None) -> None:
         self.params = params or SentenceParams()
         self.sizing = own_sizing(self.params.tokenizer) if sizing is None else sizing
-        self.sizes = Sizes(self.sizing.cap(self.params.chunk_size))
+        self.sizes = Sizes(self.sizing.cap(self.params.chunk_size, tokens=SENTENCE_TOKENS))
 
     def chunk(self, text: str, *, content_type: ContentType = "text/plain") -> list[Chunk]:
         """Chunks of ``text``: the compiled core when it is built, else

@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from worker.chunking.text.segment import split_to_cap
 from worker.chunking.semantic.sizing import load_unit
+from worker.chunking.text.segment import split_to_cap
 from worker.chunking.text.tokens import CharacterCounter, TokenCounter
 from worker.chunking.types import Span
 

@@ -148,7 +148,7 @@ _TOKENIZERS: dict[str, Tokenizer] = {}
 _LOCK = threading.Lock()
 # Pieces remembered per tokenizer; past it the memory starts afresh (a bound on what a stream
 # of ever-new words can hold).
-_PIECE_MEMORY = 1 << 16
+_PIECE_MEMORY = 1 << 15
 
 
 def load_unit(path: str) -> TokenizerUnit:
