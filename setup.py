@@ -11,9 +11,11 @@ from setuptools import Extension, setup
 _FLAGS = ["-O2", "-std=c11", "-ffp-contract=off", "-Wall", "-Wextra", "-Wno-unused-parameter"]
 _CHUNKING = "worker/chunking/_native"
 # Headers each core includes (`depends`: an edit to one rebuilds the core). The sentence rules
-# are shared by both cores; the _lexical_*.h files are the parts of _lexical_core.c's one
+# are shared by the three cores; the _lexical_*.h files are the parts of _lexical_core.c's one
 # translation unit (its opening comment says why and what each holds).
 _SENTENCE_RULES = [f"{_CHUNKING}/_sentence_rules.h"]
+# The parts of _sentence_core.c's translation unit: text/structure.py, units.py, packing.py.
+_SENTENCE_PARTS = [f"{_CHUNKING}/_{part}.h" for part in ("structure", "piece_cache", "units", "packing")]
 _LEXICAL_PARTS = [
     f"{_CHUNKING}/_lexical_{part}.h"
     for part in (
@@ -28,6 +30,13 @@ setup(
             "worker.chunking._native._adaptive_core",
             [f"{_CHUNKING}/_adaptive_core.c"],
             depends=_SENTENCE_RULES,
+            extra_compile_args=_FLAGS,
+            optional=True,
+        ),
+        Extension(
+            "worker.chunking._native._sentence_core",
+            [f"{_CHUNKING}/_sentence_core.c"],
+            depends=_SENTENCE_RULES + _SENTENCE_PARTS,
             extra_compile_args=_FLAGS,
             optional=True,
         ),

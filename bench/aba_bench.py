@@ -11,7 +11,7 @@ Per strategy the table gives, over all documents:
   up in one chunk (the resumed topic joined to its start; B then sits inside that chunk,
   since chunks are contiguous);
 * split at resume: documents with a chunk starting at A's resumption (within ±1 sentence);
-* seam P / R / F1 on bench/seams.py's documents (blocks of four packages), the figure the
+* seam P / R / F1 on a bench/seams.py set (``--split``, default ``heldout``), the figure the
   second pass must not lose against `semantic`.
 
 Run: ``.venv/bin/python bench/aba_bench.py [--model DIR]`` (default: the ONNX transformer; any
@@ -33,7 +33,7 @@ import msgspec
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.corpus import gather
-from bench.seams import Scores, prose_paragraphs, score, seam_documents
+from bench.seams import SPLITS, Scores, prose_paragraphs, score, seam_split
 from worker.batcher import embed_batch
 from worker.chunking import registry
 from worker.chunking.text.segment import split_sentences
@@ -52,13 +52,14 @@ class ABADocument(msgspec.Struct, frozen=True):
     other: str
 
 
-def aba_documents(count: int = 16, max_chars: int = 1900) -> list[ABADocument]:
+def aba_documents(count: int = 16, max_chars: int = 1000) -> list[ABADocument]:
     """Up to ``count`` documents: two paragraphs of A, one of B, two more of A, each document
-    under ``max_chars`` (below `semantic`'s default cap of 2048, so the cap never decides)."""
+    under ``max_chars`` (within the default cap of 254 transformer tokens, so the cap never
+    decides)."""
     topics: list[tuple[str, list[str]]] = []
     digressions: list[tuple[str, str]] = []
     for doc in gather():
-        paragraphs = [p for p in prose_paragraphs(doc.text) if len(p) <= 450]
+        paragraphs = [p for p in prose_paragraphs(doc.text) if len(p) <= 240]
         if len(paragraphs) >= 4:
             topics.append((doc.name, paragraphs[:4]))
         elif paragraphs:
@@ -83,7 +84,10 @@ Runner = Callable[[str], list[Chunk]]
 
 
 def runner(name: str, params: dict[str, Any], model_dir: str, embedder: EmbeddingBackend) -> Runner:
-    context = registry.BuildContext(boundary=describe(Path(model_dir), "boundary"))
+    # As the worker builds it: sizes in the retrieval transformer's tokens.
+    context = registry.BuildContext(
+        boundary=describe(Path(model_dir), "boundary"), retrieval=find("retrieval", None)
+    )
     built = registry.build(name, params, context)
 
     def run(text: str) -> list[Chunk]:
@@ -108,9 +112,9 @@ def aba_scores(run: Runner, docs: list[ABADocument]) -> tuple[int, int]:
     return rejoined, split
 
 
-def seam_scores(run: Runner) -> Scores:
+def seam_scores(run: Runner, split: str) -> Scores:
     total = Scores(0, 0, 0)
-    for doc in seam_documents():
+    for doc in seam_split(split):
         total = total + score(doc.text, doc.seams, [c.start_index for c in run(doc.text)])
     return total
 
@@ -121,14 +125,15 @@ def main() -> int:
         "--model", default=None, help="model dir (default: the transformer on the search path)"
     )
     parser.add_argument("--count", type=int, default=16)
+    parser.add_argument("--split", choices=SPLITS, default="heldout", help="seam set")
     args = parser.parse_args()
     args.model = str(find("retrieval", args.model).directory)
     embedder = load_backend(describe(Path(args.model), "boundary"))
     print(f"model: {args.model}")
     docs = aba_documents(args.count)
-    seams = seam_documents()
+    seams = seam_split(args.split)
     print(
-        f"A·B·A corpus: {len(docs)} documents; seam corpus: {len(seams)} documents, "
+        f"A·B·A corpus: {len(docs)} documents; seam set {args.split}: {len(seams)} documents, "
         f"{sum(len(d.seams) for d in seams)} seams"
     )
     rows: list[tuple[str, str, dict[str, Any]]] = [
@@ -144,7 +149,7 @@ def main() -> int:
     for label, name, params in rows:
         run = runner(name, params, args.model, embedder)
         rejoined, split = aba_scores(run, docs)
-        seam = seam_scores(run)
+        seam = seam_scores(run, args.split)
         print(
             f"| {label} | {rejoined}/{len(docs)} | {split}/{len(docs)} | "
             f"{seam.precision:.3f} | {seam.recall:.3f} | {seam.f1:.3f} |"

@@ -67,6 +67,12 @@ from worker.pipeline import chunk_document  # noqa: E402
 from worker.service import Worker  # noqa: E402
 
 MODEL_DIR = find("retrieval", None).directory
+# The boundary model of the embedding strategies: the transformer above, or with
+# ``--model static`` the distilled static model (the worker's default boundary model).
+STATIC_DIR = find("boundary", None).directory
+# Worker settings for every Kafka pass (``--include-embeddings``: the int8 transformer makes
+# the vector each chunk event carries).
+EXTRA: dict[str, str] = {}
 
 
 @dataclass
@@ -168,6 +174,7 @@ async def through_kafka(
             "metrics_port": "0",
             "model_dir": str(MODEL_DIR),
             "document_lifecycle": str(lifecycle).lower(),
+            **EXTRA,
         },
         env={},
     )
@@ -321,7 +328,7 @@ def table(results: list[Result]) -> str:
         if r.mode == "in-process":
             baseline[(r.strategy, r.cores)] = r
         base = baseline[(r.strategy, r.cores)]
-        ratio = r.docs_per_s / base.docs_per_s if r.mode == "kafka" else 1.0
+        ratio = r.docs_per_s / base.docs_per_s if r.mode != "in-process" else 1.0
         rows.append(
             f"| {r.strategy} | {r.cores} | {r.mode} | {r.documents} | {r.megabytes:.1f} "
             f"| {r.docs_per_s:,.1f} | {r.mb_per_s:.2f} | {r.percentile(0.5) * 1000:,.1f} "
@@ -350,14 +357,14 @@ def cores_table(results: list[Result]) -> str:
 def lifecycle_table(results: list[Result]) -> str:
     rows = ["| strategy | lifecycle MB/s | append-only MB/s | lifecycle ÷ append-only |"]
     rows.append("|---|---:|---:|---:|")
-    by = {(r.name, r.mode, r.cores): r for r in results}
+    by = {(r.strategy, r.mode, r.cores): r for r in results}
     for r in results:
         if r.mode != "kafka":
             continue
-        off = by.get((r.name, KAFKA_APPEND_ONLY, r.cores))
+        off = by.get((r.strategy, KAFKA_APPEND_ONLY, r.cores))
         if off is not None:
             rows.append(
-                f"| {r.name} | {r.mb_per_s:.2f} | {off.mb_per_s:.2f} "
+                f"| {r.strategy} | {r.mb_per_s:.2f} | {off.mb_per_s:.2f} "
                 f"| {r.mb_per_s / off.mb_per_s:.2f} |"
             )
     return "\n".join(rows)
@@ -513,4 +520,25 @@ if __name__ == "__main__":
         action="store_true",
         help="run the Quix Streams + LangChain peer (bench/quix_peer.py) after each rule strategy",
     )
-    asyncio.run(main(parser.parse_args()))
+    parser.add_argument(
+        "--model",
+        choices=["transformer", "static"],
+        default="transformer",
+        help="boundary model of the embedding strategies (static: the distilled static model)",
+    )
+    parser.add_argument(
+        "--include-embeddings",
+        action="store_true",
+        help="worker passes with CHUNKSTREAM_INCLUDE_EMBEDDINGS (the int8 transformer's vector "
+        "on every chunk event)",
+    )
+    arguments = parser.parse_args()
+    if arguments.model == "static":
+        MODEL_DIR = STATIC_DIR
+    if arguments.include_embeddings:
+        EXTRA.update(
+            include_embeddings="true",
+            retrieval_model_dir=str(find("retrieval", None).directory),
+            model_int8="true",
+        )
+    asyncio.run(main(arguments))

@@ -28,6 +28,7 @@ import asyncio
 import contextlib
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -159,16 +160,23 @@ def documents(profile: Profile, seed: int, prefix: str) -> list[DocumentEvent]:
     return docs
 
 
-def expected_chunk_ids(
-    docs: Sequence[DocumentEvent], params: dict[str, str]
-) -> dict[str, set[str]]:
-    """doc id → the chunk ids the worker must publish for it (computed offline)."""
-    built = registry.build("sentence", params)
+def expected_chunk_ids(docs: Sequence[DocumentEvent], settings: Settings) -> dict[str, set[str]]:
+    """doc id → the chunk ids the worker must publish for it (computed offline, with the
+    strategy built as a worker with ``settings`` builds it: the same model references)."""
+    from worker.inference import resolve
+
+    refs = resolve(settings, boundary=False, retrieval=False)
+    context = registry.BuildContext(boundary=refs.boundary, retrieval=refs.retrieval)
+    built = registry.build(settings.strategy, settings.strategy_params, context)
     expected: dict[str, set[str]] = {}
     for doc in docs:
         chunks = chunk_document_sync(built, doc.text, doc.content_type, None)
         expected[doc.id] = set(chunk_ids(doc.id, built.fingerprint, [c.text for c in chunks]))
     return expected
+
+
+# A poison record's own document id, in the JSON forms above (with or without a space).
+_OWN_ID = re.compile(rb'"id": ?"(?:t|u|big|s|q|m|a)"')
 
 
 def poison_records(copies: int, max_document_bytes: int, seed: int) -> list[Record]:
@@ -232,10 +240,16 @@ def poison_records(copies: int, max_document_bytes: int, seed: int) -> list[Reco
                 json_h,
             ),
             "bad-content-type": (b'{"id": "a", "text": "t"}', [("content-type", b"text/csv")]),
-            "empty": (None, []),
+            # Keyed by another id than its own: a changelog's key is the document.
+            "key-mismatch": (b'{"id": "other", "text": "t"}', json_h),
         }
         for kind, (value, headers) in kinds.items():
-            records.append((f"poison-{kind}-{n}".encode(), value, headers))
+            key = f"poison-{kind}-{n}"
+            if kind != "key-mismatch" and value is not None:
+                # The document's own id is its key (docs/lifecycle.md), so each record is
+                # refused for the fault it carries, not for a key that differs from its id.
+                value = _OWN_ID.sub(b'"id": "' + key.encode() + b'"', value)
+            records.append((key.encode(), value, headers))
     return records
 
 
@@ -405,7 +419,7 @@ class Harness:
         expected_dead: set[bytes],
         committed: bool,
     ) -> Row:
-        expected = expected_chunk_ids(docs, self.params)
+        expected = expected_chunk_ids(docs, self.settings())
         events = await helpers.chunk_events(self.bootstrap, self.names["output_topic"])
         letters: list[DeadLetterEvent] = await helpers.dead_letters(
             self.bootstrap, self.names["dlq_topic"]
@@ -638,7 +652,13 @@ async def scenario_output_too_large(
     document whose chunk events fit, and turns each document with a larger chunk event into an
     `output_record_too_large` dead letter (its offset is then committed: no retry can
     succeed)."""
-    h = Harness(broker, work, p, "output-too-large", params={"chunk_size": "200000"})
+    h = Harness(
+        broker,
+        work,
+        p,
+        "output-too-large",
+        params={"chunk_size": "200000", "tokenizer": "character"},
+    )
     # Generated documents only (≤ ~8 KB each: every chunk event fits), plus documents of one
     # ~100 KB "sentence": with chunk_size 200000, one ~100 KB chunk event the topic refuses.
     docs = make_docs(p.documents, seed=rng.randrange(1 << 30), prefix="o")

@@ -6,7 +6,8 @@ A Quix Streams application (librdkafka underneath) reads JSON documents (``{"id"
 ...}``, the worker's own DocumentEvent in JSON), splits each with LangChain's
 ``RecursiveCharacterTextSplitter(chunk_size=1000, add_start_index=True)`` (its other settings
 as shipped, so chunks overlap by up to 200 characters) and publishes one JSON record per chunk
-keyed by the document id: at least once (Quix's at-least-once guarantee: the producer is
+keyed by the document id, compressed as ``--compression`` says (librdkafka's default: none): at
+least once (Quix's at-least-once guarantee: the producer is
 flushed before offsets are committed), with an idempotent producer (Quix's default, stated
 again here). It stops after ``--documents`` documents and prints one JSON line: the seconds and
 this process's CPU seconds (every thread, librdkafka's included) from the first document
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -39,12 +41,25 @@ class PeerRun:
     cpu_s: float
 
 
-def run_peer(bootstrap: str, input_topic: str, output_topic: str, documents: int) -> PeerRun:
+def run_peer(
+    bootstrap: str,
+    input_topic: str,
+    output_topic: str,
+    documents: int,
+    *,
+    compression: str = "none",
+    cpus: str | None = None,
+) -> PeerRun:
     """Run the peer in a child process on ``input_topic`` (fresh consumer group) until it has
-    chunked ``documents`` documents; ``output_topic`` must exist."""
+    chunked ``documents`` documents; ``output_topic`` must exist. ``compression`` is its
+    producer's ``compression.type``; ``cpus`` pins it (``taskset -c``, every thread). The
+    interpreter is ``CHUNKSTREAM_PEER_PYTHON`` when set (a venv with the ``bench`` extra:
+    quixstreams pins its own confluent-kafka), else this one."""
+    pin = ["taskset", "-c", cpus] if cpus is not None else []
     out = subprocess.run(
         [
-            sys.executable,
+            *pin,
+            os.environ.get("CHUNKSTREAM_PEER_PYTHON", sys.executable),
             str(Path(__file__).resolve()),
             "--bootstrap",
             bootstrap,
@@ -54,6 +69,8 @@ def run_peer(bootstrap: str, input_topic: str, output_topic: str, documents: int
             output_topic,
             "--documents",
             str(documents),
+            "--compression",
+            compression,
         ],
         check=True,
         capture_output=True,
@@ -74,7 +91,7 @@ def main(args: argparse.Namespace) -> None:
         consumer_group=f"quix-peer-{args.output}",
         auto_offset_reset="earliest",
         processing_guarantee="at-least-once",
-        producer_extra_config={"enable.idempotence": True},
+        producer_extra_config={"enable.idempotence": True, "compression.type": args.compression},
         loglevel="WARNING",
     )
     documents = app.topic(args.input, value_deserializer="json")
@@ -124,4 +141,7 @@ if __name__ == "__main__":
     parser.add_argument("--input", required=True)
     parser.add_argument("--output", required=True)
     parser.add_argument("--documents", type=int, required=True)
+    parser.add_argument(
+        "--compression", default="none", help="the producer's compression.type (none, zstd, ...)"
+    )
     main(parser.parse_args())

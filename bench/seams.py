@@ -7,13 +7,25 @@ environment yields the same documents.
 
 Scores count a predicted boundary as correct when it lands within ``tolerance`` sentences of a
 true seam (each seam matched at most once), sentences as :func:`split_sentences` finds them.
+
+Two disjoint sets for work on the boundary rules (:func:`seam_split`): ``tune`` and ``heldout``.
+Their sources are the docstrings of the Python standard library (read with ``ast`` from the
+interpreter's own ``Lib``, nothing imported), one source per top-level module or package:
+unlike the installed packages, the same on every machine with the same Python, and large enough
+for hundreds of seams. The split is by a hash of the source's name, so no source's text is in
+both. Parameters are chosen on ``tune`` only; ``heldout`` is what gets reported. The standard
+library is in no model's training corpus here (docs/semantic.md, "Training corpus").
 """
 
 from __future__ import annotations
 
+import ast
+import hashlib
 import re
+import sysconfig
 from bisect import bisect_left
 from collections.abc import Sequence
+from pathlib import Path
 
 import msgspec
 
@@ -92,6 +104,96 @@ def seam_documents(
                 seams.append(len(text))
             text += "\n\n".join(paragraphs)
         documents.append(SeamDocument(text, seams, [name for name, _ in picked]))
+    return documents
+
+
+SPLITS = ("tune", "heldout")
+
+
+def split_of(source: str) -> str:
+    """The set a source package belongs to: two fifths ``tune``, three fifths ``heldout``."""
+    return "tune" if hashlib.sha256(source.encode()).digest()[0] % 5 < 2 else "heldout"
+
+
+def _blocks(paragraphs: list[str], max_chars: int) -> list[str]:
+    """Consecutive paragraphs of at most ``max_chars`` as blocks: two together when both fit
+    in ``max_chars``, else one."""
+    fitting = [p for p in paragraphs if len(p) <= max_chars]
+    blocks: list[str] = []
+    i = 0
+    while i < len(fitting):
+        pair = fitting[i : i + 2]
+        if len(pair) == 2 and len(pair[0]) + 2 + len(pair[1]) <= max_chars:
+            blocks.append("\n\n".join(pair))
+            i += 2
+        else:
+            blocks.append(fitting[i])
+            i += 1
+    return blocks
+
+
+# Standard-library parts that are tests, demos or tools rather than documented modules.
+_NOT_DOCUMENTATION = frozenset(
+    {"test", "tests", "idlelib", "site-packages", "lib2to3", "turtledemo"}
+)
+
+
+def stdlib_sources() -> dict[str, list[str]]:
+    """Prose paragraphs of the standard library's docstrings (modules, classes, functions), by
+    top-level module or package, in file order."""
+    root = Path(sysconfig.get_paths()["stdlib"])
+    sources: dict[str, list[str]] = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(root).parts
+        if _NOT_DOCUMENTATION & set(parts):
+            continue
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (SyntaxError, UnicodeDecodeError, OSError):
+            continue
+        docs = ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef
+        for node in ast.walk(tree):
+            docstring = ast.get_docstring(node) if isinstance(node, docs) else None
+            if docstring:
+                name = parts[0].removesuffix(".py")
+                sources.setdefault(name, []).extend(prose_paragraphs(docstring))
+    return {name: paragraphs for name, paragraphs in sources.items() if paragraphs}
+
+
+def seam_split(
+    split: str,
+    blocks_per_document: int = 6,
+    max_blocks_per_source: int = 12,
+    max_block_chars: int = 1000,
+) -> list[SeamDocument]:
+    """The documents of one set (``tune`` or ``heldout``, :func:`split_of`).
+
+    Every source of the set (:func:`stdlib_sources`) gives blocks of one or two consecutive
+    prose paragraphs (at most ``max_block_chars`` each, so that a block fits a 254-token chunk
+    and the size cap does not decide where a block is cut), at most ``max_blocks_per_source`` of
+    them. Each document takes one block from each of the ``blocks_per_document`` sources with
+    the most blocks left (ties by name), until fewer sources than that have any: many seams from
+    few sources, and no two blocks of one document from the same source.
+    """
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+    queues: dict[str, list[str]] = {}
+    for name, paragraphs in sorted(stdlib_sources().items()):
+        if split_of(name) == split:
+            blocks = _blocks(paragraphs, max_block_chars)
+            if blocks:
+                queues[name] = blocks[:max_blocks_per_source][::-1]  # pop() takes the first
+    documents: list[SeamDocument] = []
+    while sum(1 for q in queues.values() if q) >= blocks_per_document:
+        picked = sorted((n for n, q in queues.items() if q), key=lambda n: (-len(queues[n]), n))
+        picked = picked[:blocks_per_document]
+        text, seams = "", []
+        for i, name in enumerate(picked):
+            if i:
+                text += "\n\n"
+                seams.append(len(text))
+            text += queues[name].pop()
+        documents.append(SeamDocument(text, seams, picked))
     return documents
 
 

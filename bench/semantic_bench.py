@@ -5,8 +5,8 @@
 Two corpora, both gathered at run time (nothing committed):
   * throughput: the long descriptions of installed packages (bench/corpus.py), smallest first up
     to ``--max-kb`` of UTF-8;
-  * seam quality: bench/seams.py documents (paragraph blocks of different packages, known seams),
-    boundary precision/recall/F1 within ±1 sentence.
+  * seam quality: bench/seams.py's held-out set (paragraph blocks of different packages, known
+    seams), boundary precision/recall/F1 within ±1 sentence.
 
 Every row embeds with the same OnnxEmbedder (fp32). Ours: ``plan`` → ``embed_batch`` (the
 batcher's packing) → ``assemble``; the inference share is the embed step's part of the wall
@@ -31,7 +31,7 @@ from numpy.typing import NDArray
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.corpus import Document, gather
-from bench.seams import Scores, SeamDocument, score, seam_documents
+from bench.seams import Scores, SeamDocument, score, seam_split
 from worker.batcher import embed_batch
 from worker.chunking import registry
 from worker.models.onnx_embedder import OnnxEmbedder
@@ -59,7 +59,10 @@ Runner = Callable[[str], list[int]]  # document text → chunk start offsets
 
 
 def ours(name: str, model_dir: str, embed: Timed) -> Runner:
-    context = registry.BuildContext(boundary=describe(Path(model_dir), "boundary"))
+    # As the worker builds it: sizes in the retrieval transformer's tokens.
+    context = registry.BuildContext(
+        boundary=describe(Path(model_dir), "boundary"), retrieval=find("retrieval", None)
+    )
     built = registry.build(name, {}, context)
     assert built.needs_model
 
@@ -139,7 +142,7 @@ def main() -> int:
             break
         docs.append(doc)
         size += len(doc.text.encode())
-    seams = seam_documents()
+    seams = seam_split("heldout")
     print(
         f"throughput corpus: {len(docs)} package descriptions, {size / 1e6:.3f} MB; "
         f"seam corpus: {len(seams)} documents, {sum(len(d.seams) for d in seams)} seams"

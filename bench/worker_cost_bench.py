@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import math
 import pstats
 import subprocess
 import sys
@@ -53,6 +54,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from unittest import mock
 
+import msgspec
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
@@ -61,15 +64,25 @@ from aiokafka import AIOKafkaConsumer, TopicPartition  # noqa: E402
 from bench.corpus import Document, describe, gather  # noqa: E402
 from bench.e2e_bench import _produce, clock_from_assignment, repeated, start_broker  # noqa: E402
 from bench.quix_peer import PeerRun, run_peer  # noqa: E402
-from worker import service  # noqa: E402
+from worker import document, service  # noqa: E402
 from worker.codec import Headers  # noqa: E402
 from worker.config import Settings, load_settings  # noqa: E402
+from worker.event_bytes import ChunkEventWriter  # noqa: E402
 from worker.events import ChunkEvent  # noqa: E402
 from worker.kafka import create_topics, make_producer, worker_topics  # noqa: E402
 from worker.publisher import Publisher  # noqa: E402
+from worker.records import ReferenceEventWriter  # noqa: E402
 from worker.service import Worker  # noqa: E402
 
-STAGES = ("fetch/decode", "chunk", "event construction", "encoding", "send/ack", "offsets/commit")
+STAGES = (
+    "fetch/decode",
+    "chunk",
+    "event construction",
+    "encoding",
+    "send/ack",
+    "document state",
+    "offsets/commit",
+)
 OTHER = "event loop, metrics, other"
 # (substring of "file:function", stage), first match wins. Order matters: specific first.
 _RULES: tuple[tuple[str, str], ...] = (
@@ -79,6 +92,13 @@ _RULES: tuple[tuple[str, str], ...] = (
     ("worker/codec.py:sniff", "fetch/decode"),
     ("worker/codec.py:encode", "encoding"),
     ("worker/records.py", "event construction"),
+    # Builds and encodes in one: its encoding shows as construction.
+    ("worker/event_bytes.py", "event construction"),
+    ("worker/lifecycle.py", "document state"),
+    ("worker/state.py", "document state"),
+    ("worker/state_store.py", "document state"),
+    ("worker/changelog.py", "document state"),
+    ("worker/turns.py", "document state"),
     ("worker/tracecontext.py", "event construction"),
     ("worker/chunking/", "chunk"),
     ("worker/resolver.py", "chunk"),
@@ -183,22 +203,33 @@ class Round:
         return self.events / self.bare_cpu_s
 
 
+class _DocOf(msgspec.Struct):
+    doc_id: str
+
+
 class PerRecordPublisher(Publisher):
     """The publisher before record batches of our own (kept here as the same-run baseline):
     one ``producer.send`` per chunk event, then every ack awaited."""
 
     async def publish_chunks(
-        self, doc_id: str, events: Sequence[ChunkEvent], headers: Headers = ()
+        self,
+        doc_id: str,
+        events: Sequence[ChunkEvent],
+        headers: Headers = (),
+        retracted: Sequence[str] = (),
     ) -> int:
-        key = doc_id.encode()
         values = [self._encoder.encode(event) for event in events]
-        partition = await self._partition_for(key)
+        partition = await self.partition_for(self.output_topic, doc_id.encode())
         record_headers = [*self._headers, *headers] if headers else self._headers
         acks = [
             await self._producer.send(
-                self.output_topic, value=v, key=key, headers=record_headers, partition=partition
+                self.output_topic,
+                value=v,
+                key=e.chunk_id.encode(),
+                headers=record_headers,
+                partition=partition,
             )
-            for v in values
+            for e, v in zip(events, values, strict=True)
         ]
         await asyncio.gather(*acks)
         return sum(len(v) for v in values)
@@ -232,15 +263,23 @@ async def worker_run(
     docs: list[Document],
     profile: cProfile.Profile | None,
     publisher: type[Publisher] = Publisher,
+    events: str = "writer",
 ) -> tuple[WorkerRun, Settings]:
     """The real Worker, in a fresh consumer group, on the documents already in
-    ``input_topic``; its output goes to a fresh topic."""
+    ``input_topic``; its output goes to a fresh topic. ``events="reference"``: chunk events
+    built as ChunkEvent structs and encoded one by one (worker.records.ReferenceEventWriter,
+    the same bytes: the worker before worker.event_bytes)."""
     settings = settings_for(bootstrap, strategy, input_topic, "cost")
     topics, configs = worker_topics(settings, 3)
     del topics[settings.input_topic]  # shared by every pass, made once
     await create_topics(settings, topics, max_message_bytes=16 * 1024 * 1024, configs=configs)
     worker = Worker(settings)
-    with mock.patch.object(service, "Publisher", publisher), clock_from_assignment() as marks:
+    writer = ReferenceEventWriter if events == "reference" else ChunkEventWriter
+    with (
+        mock.patch.object(service, "Publisher", publisher),
+        mock.patch.object(document, "ChunkEventWriter", writer),
+        clock_from_assignment() as marks,
+    ):
         task = asyncio.create_task(worker.run())
         while not marks:
             if task.done():
@@ -296,9 +335,11 @@ async def bare_producer(
     """(CPU seconds, wall seconds) for the same records, sent per document like the worker."""
     topic = f"bare-{uuid.uuid4().hex[:8]}"
     await create_topics(settings, {topic: 3})
-    by_doc: dict[bytes, list[tuple[int, bytes, bytes, list[tuple[str, bytes]]]]] = defaultdict(list)
+    # Grouped by document as the worker sends them (keys are chunk ids: the document id is
+    # in the value).
+    by_doc: dict[str, list[tuple[int, bytes, bytes, list[tuple[str, bytes]]]]] = defaultdict(list)
     for record in records:
-        by_doc[record[1]].append(record)
+        by_doc[msgspec.msgpack.decode(record[2], type=_DocOf).doc_id].append(record)
     producer = make_producer(settings)
     await producer.start()
     try:
@@ -363,33 +404,39 @@ async def main(args: argparse.Namespace) -> None:
             )
             await _produce(bootstrap, input_topic, docs, encoding="json")
             for number in range(1, args.rounds + 1):
-                for strategy in args.strategies:
-                    run, settings = await worker_run(bootstrap, strategy, input_topic, docs, None)
+                for strategy, events in [(s, e) for s in args.strategies for e in args.events]:
+                    label = strategy if events == "writer" else f"{strategy} (reference events)"
+                    run, settings = await worker_run(
+                        bootstrap, strategy, input_topic, docs, None, events=events
+                    )
                     records = await output_records(bootstrap, settings.output_topic)
-                    bare_cpu, bare_wall = await bare_producer(bootstrap, settings, records)
-                    rounds[strategy].append(Round(number, run, len(records), bare_cpu, bare_wall))
-                    if strategy in args.per_record:
+                    if args.bare:
+                        bare_cpu, bare_wall = await bare_producer(bootstrap, settings, records)
+                    else:
+                        bare_cpu = bare_wall = float("nan")
+                    rounds[label].append(Round(number, run, len(records), bare_cpu, bare_wall))
+                    if strategy in args.per_record and events == args.events[0]:
                         old, _ = await worker_run(
                             bootstrap, strategy, input_topic, docs, None, PerRecordPublisher
                         )
                         per_record[strategy].append(old)
-                    if strategy not in profiles:
+                    if label not in profiles:
                         # CPU of this thread as the profiler's clock: time waiting for the GIL
                         # (held by a chunking thread) or for the network is not charged to
                         # whatever waited.
                         profile = cProfile.Profile(time.thread_time)
                         profiled, _ = await worker_run(
-                            bootstrap, strategy, input_topic, docs, profile
+                            bootstrap, strategy, input_topic, docs, profile, events=events
                         )
                         if args.top:
                             pstats.Stats(profile).sort_stats("tottime").print_stats(args.top)
                         cpu = profiled.cpu_s or 1.0
-                        profiles[strategy] = Profiled(
+                        profiles[label] = Profiled(
                             stage_shares(profile),
                             profiled.loop_cpu_s / cpu,
                             max(0.0, profiled.cpu_s - profiled.loop_cpu_s) / cpu,
                         )
-                    print(f"round {number} {strategy}: done", flush=True)
+                    print(f"round {number} {label}: done", flush=True)
                 if args.peer:
                     peer_topic = f"quix-out-{uuid.uuid4().hex[:8]}"
                     await create_topics(admin_settings, {peer_topic: 3})
@@ -470,6 +517,8 @@ def round_table(
                     f"| {old.chunks:,} | {old.chunks / old.cpu_s:,.0f} "
                     f"| {old.chunks / old.cpu_s / r.bare_rate:.2f} | {old_vs_peer} |"
                 )
+            if math.isnan(r.bare_cpu_s):
+                continue  # --no-bare
             lines.append(
                 f"| {r.number} | bare aiokafka producer, {strategy}'s events | "
                 f"{r.run.megabytes / r.bare_wall_s:.2f} | {r.bare_cpu_s / r.run.megabytes:.3f} "
@@ -498,6 +547,20 @@ if __name__ == "__main__":
         help="strategies also run with the per-record publisher (the before), same rounds",
     )
     parser.add_argument("--peer", action="store_true", help="run the Quix Streams peer per round")
+    parser.add_argument(
+        "--events",
+        nargs="+",
+        choices=["writer", "reference"],
+        default=["writer"],
+        help="chunk events by worker.event_bytes (writer, what the worker runs) and/or by "
+        "encoding ChunkEvent structs (reference: the worker before it); both alternate per round",
+    )
+    parser.add_argument(
+        "--no-bare",
+        dest="bare",
+        action="store_false",
+        help="skip the bare producer passes (their columns print nan)",
+    )
     parser.add_argument("--top", type=int, default=0, help="print the N costliest functions")
     parser.add_argument(
         "--set",

@@ -55,8 +55,24 @@ def test_chunk_command_output_shape_offsets_and_determinism(strategy: str) -> No
 
 
 def test_chunk_command_params_and_errors() -> None:
-    rows = chunk("sentence", "--param", "chunk_size=40", str(EXAMPLES[0]))
+    # In characters when asked for characters...
+    rows = chunk(
+        "sentence", "--param", "chunk_size=40", "--param", "tokenizer=character", str(EXAMPLES[0])
+    )
+    assert rows
     assert all(len(str(row["text"])) <= 40 for row in rows)
+    # ...and by default in the retrieval model's tokens, counted here by `tokenizers` itself.
+    from tokenizers import Tokenizer
+
+    vocabulary = Tokenizer.from_file(str(REPO / ".cache/models/all-MiniLM-L6-v2/tokenizer.json"))
+    vocabulary.no_truncation()
+    vocabulary.no_padding()
+    rows = chunk("sentence", "--param", "chunk_size=40", str(EXAMPLES[0]))
+    counted = [len(vocabulary.encode(str(r["text"]), add_special_tokens=False).ids) for r in rows]
+    assert rows
+    assert max(counted) <= 40
+    assert counted == [row["token_count"] for row in rows]
+    assert any(len(str(row["text"])) > 40 for row in rows), "tokens, not characters"
     bad = subprocess.run(
         [
             sys.executable,

@@ -194,6 +194,8 @@ RULES = [
             "worker.sink",  # the reference sink: a consumer at the edge
             "worker.state",  # the state changelog's writes (Kafka errors)
             "worker.changelog",  # the state changelog's reader
+            "worker.kafka_link",  # waiting for Kafka, watching it (Kafka errors)
+            "worker.producers",  # the producer replaced when it breaks (its errors)
         ),
         "Kafka stays at the edge",
     ),
@@ -211,7 +213,7 @@ RULES = [
 ]
 PURE = ("worker.offsets", "worker.batch_policy", "worker.backpressure", "worker.records",
         "worker.errors", "worker.events", "worker.pipeline", "worker.resolver", "worker.codec",
-        "worker.loop_lag")  # fmt: skip
+        "worker.loop_lag", "worker.connectivity", "worker.backlog")  # fmt: skip
 
 
 @pytest.mark.parametrize(("who", "forbidden", "exempt", "why"), RULES, ids=[r[3] for r in RULES])

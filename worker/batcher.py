@@ -10,6 +10,11 @@ Failure and cancellation are per request: a cancelled request's waiting texts ar
 of it already in a running batch are computed and discarded; the batch's other requests are
 unaffected), and an inference error fails exactly the requests with texts in that batch.
 
+A backend that says packing does not pay (``packing_pays = False``: a static model, whose cost
+is its real tokens whatever the batch) skips the queue: each request is embedded as it comes, on
+the event loop when small (:data:`DIRECT_INLINE_CHARS`), on the batcher's threads otherwise, in
+calls of at most ``max_batch_size`` texts.
+
 Backpressure: the queued token count drives a high/low watermark; the consumer reads
 ``over_high_watermark`` (or registers ``on_watermark``) to pause and resume its partitions.
 
@@ -56,6 +61,12 @@ DEFAULT_CONCURRENT_BATCHES = 2
 # document takes ~60 ms to tokenise, too long to hold the event loop. Smaller ones stay inline,
 # where a thread hop would cost more than the tokenising.
 MEASURE_IN_THREAD_OVER = 64
+# A backend whose cost is its real tokens, with nothing to pad and no per-call setup to share (a
+# static model: ``packing_pays = False``), gains nothing from queueing and packing, which cost
+# more than its work per text (bench/static_bench.py): its requests are embedded as they come,
+# on the event loop when they hold at most this many characters (~2-5 ms of a static model's
+# work), on the batcher's threads otherwise.
+DIRECT_INLINE_CHARS = 16 * 1024
 
 
 @dataclass
@@ -107,6 +118,7 @@ class Batcher:
         if concurrent_batches < 1:
             raise ValueError(f"concurrent_batches must be >= 1, got {concurrent_batches}")
         self._backend = backend
+        self._packing_pays: bool = getattr(backend, "packing_pays", True)
         self._concurrent_batches = concurrent_batches
         self._policy: BatchPolicy[_Key] = BatchPolicy(
             max_batch_tokens=max_batch_tokens,
@@ -188,6 +200,8 @@ class Batcher:
             raise RuntimeError("Batcher is not running (use `async with batcher:`)")
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
+        if not self._packing_pays:
+            return await self._direct(texts)
         if len(texts) > MEASURE_IN_THREAD_OVER:
             # Cancelled here, nothing is queued yet; the thread finishes and its answer is dropped.
             # A drain started meanwhile waits for this request (see _run).
@@ -225,6 +239,47 @@ class Batcher:
             self._stats.cancelled_texts += self._policy.remove(request.keys)
             self._queue_changed()
             raise
+
+    async def _direct(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """A request embedded at once, unqueued: inline when small, else on a batcher thread
+        (a drain waits for it). Calls to the backend hold at most ``max_batch_size`` texts."""
+        if sum(map(len, texts)) <= DIRECT_INLINE_CHARS:
+            vectors, lengths, seconds = self._embed_now(texts)
+        else:
+            assert self._executor is not None
+            self._measuring += 1
+            try:
+                loop = asyncio.get_running_loop()
+                vectors, lengths, seconds = await loop.run_in_executor(
+                    self._executor, self._embed_now, texts
+                )
+            finally:
+                self._measuring -= 1
+                self._wakeup.set()
+        # Counters change only on the event loop, as for packed batches.
+        stats = self._stats
+        stats.inference_seconds += seconds
+        stats.batches += -(-len(texts) // self._policy.max_batch_size)
+        stats.texts += len(texts)
+        tokens = sum(lengths)
+        stats.real_tokens += tokens
+        stats.padded_tokens += tokens  # nothing is padded
+        return vectors
+
+    def _embed_now(self, texts: Sequence[str]) -> tuple[NDArray[np.float32], list[int], float]:
+        started = time.perf_counter()
+        backend = self._backend
+        # Measured first: a metered backend keeps the lengths for its metrics, and a static
+        # model keeps the token ids, so embed() does not tokenise a second time.
+        lengths = backend.token_lengths(texts)
+        size = self._policy.max_batch_size
+        parts = [backend.embed(texts[i : i + size]) for i in range(0, len(texts), size)]
+        vectors = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        if vectors.shape != (len(texts), self.dimension):
+            raise RuntimeError(
+                f"backend returned shape {vectors.shape}, expected {(len(texts), self.dimension)}"
+            )
+        return vectors, lengths, time.perf_counter() - started
 
     # -- the loop ----------------------------------------------------------------------------
 

@@ -70,6 +70,9 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = None
     sasl_username: str | None = None
     sasl_password: str | None = None
+    # Read at start-up and again for every new client and connection (worker/kafka.py), so a
+    # rotated secret is used without a restart.
+    sasl_password_file: str | None = None
     ssl_cafile: str | None = None
     ssl_certfile: str | None = None
     ssl_keyfile: str | None = None
@@ -141,7 +144,9 @@ SETTING_HELP: dict[str, str] = {
     "security_protocol": "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL",
     "sasl_mechanism": "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512",
     "sasl_username": "SASL user",
-    "sasl_password": "SASL password (or `CHUNKSTREAM_SASL_PASSWORD_FILE`: a path); never logged",
+    "sasl_password": "SASL password (or `CHUNKSTREAM_SASL_PASSWORD_FILE`); never logged",
+    "sasl_password_file": "file holding the SASL password (a mounted Secret); read again for "
+    "new connections, so a rotated password needs no restart",
     "ssl_cafile": "CA bundle that signs the brokers' certificates",
     "ssl_certfile": "client certificate (mutual TLS)",
     "ssl_keyfile": "client private key (mutual TLS)",
@@ -227,16 +232,19 @@ def _raw_from_env(env: Mapping[str, str]) -> dict[str, Any]:
         value = env.get(env_name(field))
         if value is not None and value != "":
             raw[field] = value
-    secret_file = env.get(env_name("sasl_password") + "_FILE")
-    if secret_file and "sasl_password" not in raw:
-        try:
-            with open(secret_file, encoding="utf-8") as fh:
-                raw["sasl_password"] = fh.read().rstrip("\n")
-        except OSError as exc:
-            raise ConfigError(
-                f"invalid setting {env_name('sasl_password')}_FILE: cannot read it ({exc.strerror})"
-            ) from None
     return raw
+
+
+def read_password_file(path: str) -> str:
+    """The SASL password in ``path`` (a trailing newline is not part of it)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read().rstrip("\n")
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else "not UTF-8"
+        raise ConfigError(
+            f"invalid setting {_describe('sasl_password_file')}: cannot read {path} ({why})"
+        ) from None
 
 
 def _normalise(field: str, value: Any) -> Any:
@@ -279,6 +287,13 @@ def load_settings(
         if field in Settings.__struct_fields__ and value is not None:
             raw[field] = value
     raw = {field: _normalise(field, value) for field, value in raw.items()}
+    if raw.get("sasl_password_file"):
+        if raw.get("sasl_password") is not None:
+            raise ConfigError(
+                f"invalid setting {_describe('sasl_password')}: set either it or "
+                f"{env_name('sasl_password_file')}, not both"
+            )
+        raw["sasl_password"] = read_password_file(raw["sasl_password_file"])
     extra_params = (flags or {}).get("param")
     if extra_params:
         raw["strategy_params"] = {

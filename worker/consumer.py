@@ -13,9 +13,13 @@ Invariants:
 - A document whose processing raises something that is not the input's fault is a bug: the
   loop stops (``fatal``), rather than skip the offset or stall the partition.
 - With document state (worker.state): a newly assigned partition is paused until its state is
-  restored from the changelog; a partition let go cleanly (nothing abandoned at the drain
-  deadline) is checkpointed; delete markers expire after the commits that pass them, only for
-  partitions still owned.
+  restored from the changelog (a Kafka error retries the restore; only an unreadable changelog
+  stops the worker); a partition let go cleanly (nothing abandoned at the drain deadline) is
+  checkpointed; delete markers expire after the commits that pass them, only for partitions
+  still owned.
+- While Kafka is unreachable (``kafka_up`` false: worker.kafka_link) nothing is committed (a
+  commit would wait for the group coordinator, holding up the loop and a shutdown); the
+  offsets stay committable and go out with the first commit after. Every commit is bounded.
 
 The client is anything with aiokafka's consumer methods used here (tests pass a small fake).
 """
@@ -35,13 +39,16 @@ from aiokafka import ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import KafkaError
 from aiokafka.structs import ConsumerRecord, OffsetAndMetadata
 
+from worker.backlog import CommitAges, WorkRate
 from worker.backpressure import Backpressure, Verdict
 from worker.config import Settings
+from worker.kafka_link import retrying
 from worker.metrics import Metrics
 from worker.offsets import OffsetTracker
 from worker.records import InputRecord
 from worker.state import DocumentStates
 from worker.unreadable import StuckPartitions, locate
+from worker.waiting import unless_set, wait_while
 
 log = logging.getLogger("chunkstream.worker")
 
@@ -49,6 +56,9 @@ ProcessFn = Callable[[InputRecord], Awaitable[None]]
 # How long one fetch may wait: it bounds how long a stop request waits for the loop to notice.
 _FETCH_TIMEOUT_MS = 250
 _FETCH_MAX_RECORDS = 500
+# A commit that has not returned by then is given up (its offsets go out with the next one):
+# aiokafka retries it for as long as the group coordinator is unknown.
+_COMMIT_TIMEOUT_S = 10.0
 
 
 class ConsumerClient(Protocol):
@@ -96,6 +106,7 @@ class ConsumeLoop:
         stopping: asyncio.Event,
         queue_full: Callable[[], bool] = lambda: False,
         states: DocumentStates | None = None,
+        kafka_up: Callable[[], bool] = lambda: True,
     ) -> None:
         if settings.max_in_flight_bytes <= 0:
             # 0 means "derive from the container" (worker.resources.plan), done at start-up.
@@ -124,6 +135,19 @@ class ConsumeLoop:
         self.restoring: set[TopicPartition] = set()
         self._restores: dict[TopicPartition, asyncio.Task[None]] = {}
         self._expiring: asyncio.Task[None] | None = None
+        self._kafka_up = kafka_up
+        # Measurements for the backlog estimate and the per-partition commit age.
+        self.work_rate = WorkRate()
+        self.commit_ages: CommitAges[TopicPartition] = CommitAges()
+
+    @property
+    def owned(self) -> set[TopicPartition]:
+        return self._owned
+
+    def uncommitted(self, tp: TopicPartition) -> bool:
+        """Records of ``tp`` taken and not committed yet (in flight, or finished and waiting
+        for the next commit)."""
+        return self._tracker.in_flight(tp) > 0 or bool(self._tracker.committable({tp}))
 
     @property
     def paused(self) -> bool:
@@ -161,11 +185,16 @@ class ConsumeLoop:
             self._apply_backpressure()
             if self.paused:
                 await self._until_a_document_finishes()
-            if time.monotonic() - self._last_commit >= s.commit_interval_ms / 1000:
-                committed = await self.commit()
+            due = time.monotonic() - self._last_commit >= s.commit_interval_ms / 1000
+            if due and self._kafka_up():
+                # A stop request ends the wait: against a broker that just went away the
+                # commit waits out its whole timeout, which the grace period cannot spare.
+                committed = await unless_set(self.commit(), self._stopping) or {}
                 if committed and self._states is not None:
                     self._expiring = asyncio.create_task(self._expire(committed))
-                    await self._expiring
+                    # Not cancelled by a stop (the shutdown waits for it while Kafka is up),
+                    # only no longer waited for here.
+                    await unless_set(asyncio.shield(self._expiring), self._stopping)
 
     async def _until_a_document_finishes(self) -> None:
         """While paused: return when a document finishes (resuming may be due) or after one
@@ -227,9 +256,16 @@ class ConsumeLoop:
         checkpoint the state of the partitions let go cleanly."""
         for task in self._restores.values():
             task.cancel()
-        abandoned = await self.drain(self.settings.drain_timeout_s)
-        await self.commit()
-        await self._release(set(self._owned), abandoned)
+        # Kafka gone: nothing in flight can be acknowledged, and a commit or a checkpoint
+        # cannot happen; keep the wait short, leave the offsets to be replayed.
+        up = self._kafka_up()
+        abandoned = await self.drain(self.settings.drain_timeout_s if up else 1.0)
+        up = up and self._kafka_up()
+        if up:
+            await self.commit()
+            if self._expiring is not None:  # no marker tombstone may land after we let go
+                await wait_while({self._expiring}, _COMMIT_TIMEOUT_S, self._kafka_up)
+        await self._release(set(self._owned), abandoned if up else set(self._owned))
 
     def _start(self, tp: TopicPartition, record: ConsumerRecord[bytes, bytes]) -> None:
         self._tracker.add(tp, record.offset)
@@ -238,6 +274,7 @@ class ConsumeLoop:
         self._metrics.input_bytes.inc(size)
         self.in_flight.documents += 1
         self.in_flight.bytes += size
+        self.work_rate.taken(size, time.monotonic())
         task = asyncio.create_task(self._process(tp, record, size))
         tasks = self.in_flight.tasks.setdefault(tp, set())
         tasks.add(task)
@@ -276,8 +313,10 @@ class ConsumeLoop:
             headers=list(record.headers),
             timestamp_ms=record.timestamp,
         )
+        done = False
         try:
             await self._process_record(rec)
+            done = True
             if self._tracker.mark_done(tp, record.offset):
                 self._stats["documents"] += 1
         except asyncio.CancelledError:
@@ -294,6 +333,7 @@ class ConsumeLoop:
         finally:
             self.in_flight.documents -= 1
             self.in_flight.bytes -= size
+            self.work_rate.finished(size if done else 0, time.monotonic())
             self._finished.set()
 
     # -- commits, revocation, drain ----------------------------------------------------------
@@ -306,16 +346,22 @@ class ConsumeLoop:
             return {}
         started = time.perf_counter()
         try:
-            await self._consumer.commit({tp: OffsetAndMetadata(o, "") for tp, o in offsets.items()})
-        except KafkaError as exc:
-            # A commit can fail during a rebalance; the offsets stay committable and go out
-            # with the next commit, or the new owner replays them (at-least-once).
+            async with asyncio.timeout(_COMMIT_TIMEOUT_S):
+                await self._consumer.commit(
+                    {tp: OffsetAndMetadata(o, "") for tp, o in offsets.items()}
+                )
+        except (KafkaError, TimeoutError) as exc:
+            # A commit can fail during a rebalance or an outage; the offsets stay committable
+            # and go out with the next commit, or the new owner replays them (at-least-once).
             self._metrics.commit_failures.inc()
             log.warning("commit failed", extra={"error": repr(exc)})
             return {}
         self._metrics.commit_seconds.observe(time.perf_counter() - started)
         self._metrics.last_commit.set(time.time())
         self._tracker.committed(offsets)
+        now = time.monotonic()
+        for tp in offsets:
+            self.commit_ages.advanced(tp, now)
         return {tp.partition: offset for tp, offset in offsets.items()}
 
     async def _expire(self, committed: dict[int, int]) -> None:
@@ -338,11 +384,13 @@ class ConsumeLoop:
         }
         if not tasks:
             return set()
-        _, pending = await asyncio.wait(tasks, timeout=deadline_s)
+        # Kafka going away ends the wait: nothing in flight can be acknowledged then.
+        pending = await wait_while(set(tasks), deadline_s, self._kafka_up)
         for task in pending:
             task.cancel()
         if pending:
-            log.warning("drain deadline passed", extra={"abandoned": len(pending)})
+            reason = "drain deadline passed" if self._kafka_up() else "kafka unreachable: drain"
+            log.warning(reason, extra={"abandoned": len(pending)})
             await asyncio.wait(pending)
         return {tasks[task] for task in pending}
 
@@ -360,10 +408,13 @@ class ConsumeLoop:
         await self._release(revoked, abandoned)
         self._tracker.forget(revoked)
         self.stuck.forget(revoked)
+        m = self._metrics
         for tp in revoked:
             self.in_flight.tasks.pop(tp, None)
-            with contextlib.suppress(KeyError):  # no lag sample was taken for it
-                self._metrics.consumer_lag.remove(str(tp.partition))
+            self.commit_ages.forget(tp)
+            for family in (m.consumer_lag, m.partition_commit_age, m.backlog_seconds):
+                with contextlib.suppress(KeyError):  # no sample was taken for it
+                    family.remove(str(tp.partition))
 
     def on_assigned(self, assigned: set[TopicPartition]) -> None:
         self._stats["rebalances"] += 1
@@ -388,8 +439,9 @@ class ConsumeLoop:
     async def _restore(self, tp: TopicPartition) -> None:
         """Restore one partition's state, then let its records in."""
         assert self._states is not None
-        try:
-            restored = await self._states.restore(tp.partition)
+        states = self._states
+        try:  # Kafka away: the partition waits, paused, and the restore is tried again
+            restored = await retrying(lambda: states.restore(tp.partition), tp.partition)
         except asyncio.CancelledError:
             raise
         except Exception as exc:

@@ -258,6 +258,11 @@ class MeteredBackend:
     def dimension(self) -> int:
         return self._inner.dimension
 
+    @property
+    def packing_pays(self) -> bool:
+        """The wrapped model's answer (worker.batcher): metering changes nothing about it."""
+        return bool(getattr(self._inner, "packing_pays", True))
+
     def token_lengths(self, texts: Sequence[str]) -> list[int]:
         lengths = self._inner.token_lengths(texts)
         with self._lock:

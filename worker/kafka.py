@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import errno
+import socket
 import ssl
 from typing import Any
 
@@ -9,15 +12,34 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.conn import collect_hosts, create_conn
-from aiokafka.errors import KafkaError, SaslAuthenticationFailed, UnsupportedSaslMechanismError
+from aiokafka.errors import (
+    KafkaConnectionError,
+    KafkaError,
+    SaslAuthenticationFailed,
+    UnsupportedSaslMechanismError,
+)
 from aiokafka.helpers import create_ssl_context
 
-from worker.config import Settings, state_topic
+from worker.config import Settings, read_password_file, state_topic
+from worker.connectivity import Failure, Kind
+from worker.errors import ConfigError
 from worker.resources import fetch_max_bytes
 
 
+def sasl_password(settings: Settings) -> str | None:
+    """The SASL password as of now: the password file read again (a rotated Secret), else the
+    one read at start-up (also when the file cannot be read at this moment)."""
+    if settings.sasl_password_file:
+        try:
+            return read_password_file(settings.sasl_password_file)
+        except ConfigError:
+            pass
+    return settings.sasl_password
+
+
 def connection_options(settings: Settings) -> dict[str, Any]:
-    """Bootstrap, client id and security keywords shared by every client we create."""
+    """Bootstrap, client id and security keywords shared by every client we create; the SASL
+    password file is read again for each."""
     options: dict[str, Any] = {
         "bootstrap_servers": settings.bootstrap_servers,
         "client_id": settings.client_id,
@@ -32,8 +54,28 @@ def connection_options(settings: Settings) -> dict[str, Any]:
     if settings.security_protocol.startswith("SASL"):
         options["sasl_mechanism"] = settings.sasl_mechanism
         options["sasl_plain_username"] = settings.sasl_username
-        options["sasl_plain_password"] = settings.sasl_password
+        options["sasl_plain_password"] = sasl_password(settings)
     return options
+
+
+def renew_password(settings: Settings, *owners: Any) -> bool:
+    """Hand the password file's current content to running clients (consumers, producers,
+    :class:`~worker.producers.RenewingProducer`): every connection they open from now on
+    authenticates with it. True if it changed.
+
+    aiokafka reads ``sasl_plain_password`` from its client object for each new connection
+    and has no public setter; ``tests/security`` holds that attribute to its name."""
+    if not settings.sasl_password_file:
+        return False
+    password = sasl_password(settings)
+    changed = False
+    for owner in owners:
+        owner = getattr(owner, "current", owner)  # a RenewingProducer: its producer now
+        client = getattr(owner, "client", None) or getattr(owner, "_client", None)
+        if client is not None and client._sasl_plain_password != password:
+            client._sasl_plain_password = password
+            changed = True
+    return changed
 
 
 def make_consumer(settings: Settings) -> AIOKafkaConsumer:
@@ -155,58 +197,114 @@ async def diagnose_connection(settings: Settings) -> str:
     """Why the clients could not bootstrap, as one sentence naming the settings to fix.
 
     Called after a client's start-up failed: aiokafka only says "Unable to bootstrap", so
-    this connects once more, by hand, to each bootstrap server and classifies the error
-    (credentials, TLS trust, address). Secrets are never part of the message."""
-    options = connection_options(settings)
-    servers = settings.bootstrap_servers
+    this connects once more, by hand (:func:`classify_connection`). Secrets are never part of
+    the message."""
+    failure = await classify_connection(settings)
+    if failure is None:
+        return (
+            f"could not bootstrap from {settings.bootstrap_servers}, although a broker accepts a "
+            "connection now (a broker restarting?); check CHUNKSTREAM_BOOTSTRAP_SERVERS"
+        )
+    return failure.detail
+
+
+async def reachable(settings: Settings, timeout_s: float = 3.0) -> Failure | None:
+    """None if some bootstrap server accepts a TCP connection now, else why none does.
+
+    A cheap probe (no TLS, no SASL, no request) for waiting on a Kafka that is not there."""
     error: BaseException | None = None
-    for host, port, _family in collect_hosts(servers, randomize=False):
+    for host, port, _family in collect_hosts(settings.bootstrap_servers, randomize=False):
+        try:
+            async with asyncio.timeout(timeout_s):
+                _, writer = await asyncio.open_connection(host, port)
+        except (OSError, TimeoutError) as exc:
+            error = exc
+            continue
+        writer.close()
+        return None
+    return _failure(settings, error)
+
+
+async def classify_connection(settings: Settings, timeout_s: float = 15.0) -> Failure | None:
+    """Connect by hand to each bootstrap server with the settings' TLS and SASL (the password
+    file read again): None if one connects and authenticates, else what went wrong."""
+    options = connection_options(settings)
+    error: BaseException | None = None
+    for host, port, _family in collect_hosts(settings.bootstrap_servers, randomize=False):
         try:
             conn = await create_conn(
                 host,
                 port,
                 client_id=settings.client_id,
-                request_timeout_ms=15_000,
+                request_timeout_ms=int(timeout_s * 1000),
                 ssl_context=options.get("ssl_context"),
                 security_protocol=settings.security_protocol,
                 sasl_mechanism=options.get("sasl_mechanism", "PLAIN"),
                 sasl_plain_username=settings.sasl_username,
-                sasl_plain_password=settings.sasl_password,
+                sasl_plain_password=options.get("sasl_plain_password"),
             )
         except (OSError, KafkaError, TimeoutError) as exc:
             error = exc
             continue
         conn.close()
-        return (
-            f"could not bootstrap from {servers}, although {host}:{port} accepts a connection "
-            "now (a broker restarting?); check CHUNKSTREAM_BOOTSTRAP_SERVERS"
-        )
+        return None
+    return _failure(settings, error)
+
+
+def _failure(settings: Settings, error: BaseException | None) -> Failure:
+    """A connection error as a :class:`Failure`: its kind and a sentence naming the settings."""
+    servers = settings.bootstrap_servers
     if isinstance(error, SaslAuthenticationFailed):
-        return (
+        return Failure(
+            Kind.AUTHENTICATION,
             f"SASL authentication failed at {servers} for user {settings.sasl_username!r} "
             f"({settings.sasl_mechanism}): check CHUNKSTREAM_SASL_USERNAME and "
-            "CHUNKSTREAM_SASL_PASSWORD (or CHUNKSTREAM_SASL_PASSWORD_FILE)"
+            "CHUNKSTREAM_SASL_PASSWORD (or CHUNKSTREAM_SASL_PASSWORD_FILE)",
         )
     if isinstance(error, UnsupportedSaslMechanismError):
-        return (
+        return Failure(
+            Kind.MECHANISM,
             f"the brokers at {servers} do not offer SASL mechanism {settings.sasl_mechanism}: "
-            "check CHUNKSTREAM_SASL_MECHANISM"
+            "check CHUNKSTREAM_SASL_MECHANISM",
         )
     if isinstance(error, ssl.SSLCertVerificationError):
-        return (
-            f"TLS certificate verification failed at {servers} ({error.verify_message}): "
+        return Failure(
+            Kind.TLS_TRUST,
+            f"TLS certificate verification failed at {servers} "
+            f"({getattr(error, 'verify_message', error)}): "
             "check CHUNKSTREAM_SSL_CAFILE (the CA that signed the brokers' certificates) and "
-            "that CHUNKSTREAM_BOOTSTRAP_SERVERS names a host in those certificates"
+            "that CHUNKSTREAM_BOOTSTRAP_SERVERS names a host in those certificates",
         )
     if isinstance(error, ssl.SSLError):
-        return (
+        return Failure(
+            Kind.TLS,
             f"TLS handshake failed at {servers} ({error}): check CHUNKSTREAM_SECURITY_PROTOCOL "
-            "(is this a TLS listener?) and CHUNKSTREAM_SSL_CAFILE/SSL_CERTFILE/SSL_KEYFILE"
+            "(is this a TLS listener?) and CHUNKSTREAM_SSL_CAFILE/SSL_CERTFILE/SSL_KEYFILE",
         )
-    return (
+    kind = _kind_of(error)
+    return Failure(
+        kind,
         f"cannot connect to the Kafka brokers at {servers} ({error!r}): check "
-        "CHUNKSTREAM_BOOTSTRAP_SERVERS and CHUNKSTREAM_SECURITY_PROTOCOL"
+        "CHUNKSTREAM_BOOTSTRAP_SERVERS and CHUNKSTREAM_SECURITY_PROTOCOL",
     )
+
+
+def _kind_of(error: BaseException | None) -> Kind:
+    if isinstance(error, ConnectionRefusedError):
+        return Kind.REFUSED
+    if isinstance(error, OSError) and error.errno in (
+        errno.EHOSTUNREACH,
+        errno.ENETUNREACH,
+        errno.EADDRNOTAVAIL,
+    ):
+        return Kind.NETWORK
+    if isinstance(error, TimeoutError):
+        return Kind.TIMEOUT
+    if isinstance(error, socket.gaierror):
+        return Kind.NAME
+    if isinstance(error, ConnectionError | KafkaConnectionError):
+        return Kind.CLOSED
+    return Kind.OTHER
 
 
 # -- the command-line tools' clients ------------------------------------------------------------

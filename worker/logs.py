@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import sys
+import time
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -33,9 +35,46 @@ class JsonFormatter(logging.Formatter):
         return _encoder.encode(entry).decode("utf-8", errors="replace")
 
 
+# The worker's own lines that an outage repeats for every document in flight, every retry.
+_WORKER_REPEATS = frozenset(
+    {"publish failed; retrying", "commit failed", "state restore failed; retrying"}
+)
+
+
+class QuietRepeats(logging.Filter):
+    """Lets a line of the Kafka client through once per ``window_s`` per message pattern.
+
+    During an outage aiokafka logs each failed reconnect, metadata refresh and fetch — measured:
+    ~2,000 lines a second for a minute with the broker down — and each document in flight
+    logs each publish retry, while the worker says once what is wrong (worker.kafka_link). A
+    line that comes back after its window carries how many were left out (``repeated``)."""
+
+    def __init__(self, window_s: float = 60.0, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__()
+        self._window_s = window_s
+        self._clock = clock
+        self._last: dict[tuple[str, str], tuple[float, int]] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not record.name.startswith("aiokafka") and record.msg not in _WORKER_REPEATS:
+            return True
+        key = (record.name, str(record.msg))
+        now = self._clock()
+        seen = self._last.get(key)
+        if seen is not None and now - seen[0] < self._window_s:
+            self._last[key] = (seen[0], seen[1] + 1)
+            return False
+        if seen is not None and seen[1]:
+            record.repeated = seen[1]
+        self._last[key] = (now, 0)
+        return True
+
+
 def configure(level: str) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter())
+    if level != "DEBUG":  # asked for everything: everything
+        handler.addFilter(QuietRepeats())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)

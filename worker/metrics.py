@@ -174,20 +174,30 @@ class Metrics:
             "Unix time of the last successful commit",
             registry=r,
         )
-        # Per partition, so a stuck partition shows on a pod that still commits its others.
+        # Every stuck partition, and the work waiting (worker/backlog.py).
         self.partition_commit_age = Gauge(
             p + "partition_commit_age_seconds",
-            "Seconds since this partition's commit point last advanced while it had "
-            "uncommitted work (0 when idle)",
+            "Seconds since the partition's commit point last advanced while it had work "
+            "(records taken and not committed, or lag); 0 when idle",
             ["partition"],
             registry=r,
         )
-        # What KEDA scales on (docs/deploy.md, "Scaling with KEDA").
         self.backlog_seconds = Gauge(
             p + "backlog_seconds",
-            "Estimated seconds of work waiting in this partition for this worker: lag in "
-            "records x mean input bytes per record x measured processing seconds per byte",
+            "Estimated seconds of work waiting in the partition for this worker: lag × mean "
+            "input bytes per record × measured seconds per input byte",
             ["partition"],
+            registry=r,
+        )
+        self.seconds_per_input_byte = Gauge(
+            p + "processing_seconds_per_input_byte",
+            "Measured wall time per input byte while documents are in flight (recent, decaying)",
+            registry=r,
+        )
+        self.kafka_connection_failures = Counter(
+            p + "kafka_connection_failures_total",
+            "Failed attempts to reach Kafka (start-up and while running), by kind",
+            ["kind"],
             registry=r,
         )
         self.rebalances = Counter(

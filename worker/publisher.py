@@ -44,7 +44,7 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError, MessageSizeTooLargeError, RecordTooLargeError
 from aiokafka.partitioner import DefaultPartitioner
 
-from worker.codec import DOC_ID_HEADER, EventEncoder, Headers
+from worker.codec import DOC_ID_HEADER, Encoding, EventEncoder, Headers
 from worker.errors import OutputRecordTooLarge
 from worker.events import ChunkEvent, DeadLetterEvent
 
@@ -71,9 +71,10 @@ class _Batch:
 class _Lane:
     """One output partition's batches not yet handed to the client, oldest first."""
 
-    __slots__ = ("driver", "open", "sealed")
+    __slots__ = ("driver", "linger_s", "open", "sealed")
 
-    def __init__(self) -> None:
+    def __init__(self, linger_s: float) -> None:
+        self.linger_s = linger_s  # how long an open batch waits for more records
         self.open: _Batch | None = None  # still taking records
         self.sealed: deque[_Batch] = deque()  # full, waiting for their turn
         self.driver: asyncio.Task[None] | None = None  # hands batches over while any wait
@@ -104,6 +105,10 @@ class Publisher:
         """The content-type header every encoded event carries."""
         return self._headers
 
+    @property
+    def encoding(self) -> Encoding:
+        return self._encoder.encoding
+
     def encode(self, event: msgspec.Struct) -> bytes:
         return self._encoder.encode(event)
 
@@ -114,17 +119,32 @@ class Publisher:
         headers: Headers = (),
         retracted: Sequence[str] = (),
     ) -> int:
-        """Send a document's chunk events in index order, then the tombstones of its
-        ``retracted`` chunk ids, to the document's partition, and return once the broker
-        acknowledged all of them. ``headers`` (trace context, forwarded input headers) go on
-        every record (beside the content type on events; beside the document id on
-        tombstones). Returns the bytes published."""
-        if not events and not retracted:
-            return 0  # nothing to wait for (a document that chunked to nothing, as before)
+        """:meth:`publish_encoded` of ``events`` (keyed by their chunk ids)."""
         encode = self._encoder.encode
-        values = [encode(event) for event in events]
+        return await self.publish_encoded(
+            doc_id,
+            [event.chunk_id.encode() for event in events],
+            [encode(event) for event in events],
+            headers,
+            retracted,
+        )
+
+    async def publish_encoded(
+        self,
+        doc_id: str,
+        keys: Sequence[bytes],
+        values: Sequence[bytes],
+        headers: Headers = (),
+        retracted: Sequence[str] = (),
+    ) -> int:
+        """Send a document's encoded chunk events (``keys``: their chunk ids) in index order,
+        then the tombstones of its ``retracted`` chunk ids, to the document's partition, and
+        return once the broker acknowledged all of them. ``headers`` (trace context,
+        forwarded input headers) go on every record (beside the content type on events;
+        beside the document id on tombstones). Returns the bytes published."""
+        if not values and not retracted:
+            return 0  # nothing to wait for (a document that chunked to nothing, as before)
         sizes = list(map(len, values))
-        keys = [event.chunk_id.encode() for event in events]
         if sizes and max(sizes) + 32 > self.max_value_bytes:
             index = next(i for i, n in enumerate(sizes) if n + 32 > self.max_value_bytes)
             raise OutputRecordTooLarge(
@@ -147,11 +167,19 @@ class Publisher:
             raise OutputRecordTooLarge(f"the output topic refused a chunk event: {exc}") from None
         return sum(sizes)
 
-    async def publish(self, topic: str, partition: int, records: Sequence[Record]) -> None:
+    async def publish(
+        self, topic: str, partition: int, records: Sequence[Record], *, linger: bool = True
+    ) -> None:
         """Append ``records`` in order to the (topic, partition) lane and return once every
-        one is acknowledged; a refused batch raises (our own copy of its error)."""
+        one is acknowledged; a refused batch raises (our own copy of its error).
+
+        ``linger=False`` (fixed by a lane's first use): the lane's batches go as soon as the
+        lane's previous batch is queued, without waiting ``linger.ms`` for more records. For
+        records a document waits on after its chunk events are acknowledged (its state):
+        lingering there only adds ``linger.ms`` to every document, while records still gather
+        in the open batch whenever the one before it is on its way."""
         # No await between the first append and the last: the records sit together, in order.
-        acks = self._append(topic, partition, records)
+        acks = self._append(topic, partition, records, linger)
         try:
             for acked in acks:
                 await acked
@@ -168,13 +196,13 @@ class Publisher:
         return int(_PARTITIONER(key, partitions, partitions))
 
     def _append(
-        self, topic: str, partition: int, records: Sequence[Record]
+        self, topic: str, partition: int, records: Sequence[Record], linger: bool = True
     ) -> list[asyncio.Future[None]]:
         """Append the records to the lane's open batch (sealing full ones); the futures of
         the batches they went into, in order."""
         lane = self._lanes.get((topic, partition))
         if lane is None:
-            lane = self._lanes[(topic, partition)] = _Lane()
+            lane = self._lanes[(topic, partition)] = _Lane(self._linger_s if linger else 0.0)
         batch = lane.open or self._new_batch(lane)
         acks = [batch.acked]
         for key, value, headers in records:
@@ -206,7 +234,7 @@ class Publisher:
                     batch = lane.sealed.popleft()
                 else:
                     assert lane.open is not None
-                    wait = lane.open.created + self._linger_s - loop.time()
+                    wait = lane.open.created + lane.linger_s - loop.time()
                     if wait > 0:  # linger.ms: give it time to fill, then look again
                         await asyncio.sleep(wait)
                         continue

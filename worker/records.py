@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 
 from worker._version import __version__
 from worker.chunking.types import Chunk
-from worker.codec import Headers
+from worker.codec import Encoding, EventEncoder, Headers
 from worker.errors import DocumentError
 from worker.events import (
     ChunkEvent,
@@ -144,6 +144,44 @@ def chunk_events(
             )
         )
     return events
+
+
+class ReferenceEventWriter:
+    """:func:`chunk_events`, each event encoded: the definition that
+    :class:`worker.event_bytes.ChunkEventWriter` (what the worker runs) equals byte for byte.
+    ``bench/worker_cost_bench.py --events reference`` runs the worker with it."""
+
+    def __init__(self, encoding: Encoding) -> None:
+        self.encoding: Encoding = encoding
+        self._encoder = EventEncoder(encoding)
+
+    def values(
+        self,
+        doc: DocumentEvent,
+        source: SourceRecord,
+        strategy_name: str,
+        chunks: Sequence[Chunk],
+        now: dt.datetime,
+        *,
+        ids: Sequence[str],
+        indexes: Sequence[int] | None = None,
+        embeddings: NDArray[np.float32] | None = None,
+        embedding_model: str | None = None,
+    ) -> list[bytes]:
+        record = InputRecord(source.topic, source.partition, source.offset, None, None, [], 0)
+        events = chunk_events(
+            doc,
+            record,
+            strategy_name,
+            "",  # only used to compute ids, which are given
+            chunks,
+            now,
+            ids=ids,
+            indexes=indexes,
+            embeddings=embeddings,
+            embedding_model=embedding_model,
+        )
+        return [self._encoder.encode(event) for event in events]
 
 
 def dead_letter(

@@ -42,8 +42,10 @@ DEFAULT_IN_FLIGHT_BYTES = 256 * MiB
 # with tracemalloc on 1-4 MB documents (rule-based) and 33-130 KB documents (embedding, real
 # int8 model) on 2026-11-30: sentence 4.0, adaptive 7.8, lexical 15.9, semantic 145-154,
 # sdpm 153-155, context 99-101 (the per-sentence float32 vectors and their float64 copies).
+# sentence re-measured 2026-12-01 after issue 21 (structure units, sizes in model tokens):
+# 10.6-11.2 in tokens, 6.4-6.5 in characters.
 EXPANSION = {
-    "sentence": 8,
+    "sentence": 16,
     "adaptive": 12,
     "lexical": 20,
     "semantic": 160,
@@ -68,6 +70,10 @@ MODEL_RESERVE: dict[ModelKind, int] = {"static": 120 * MiB, "int8": 128 * MiB, "
 # and fp32 253 MiB — onnxruntime's arena keeps the largest activations a 4096-token batch
 # needed (attention scores, the layers' intermediates), it does not give them back.
 BATCH_RESERVE: dict[ModelKind, int] = {"static": 16 * MiB, "int8": 240 * MiB, "fp32": 272 * MiB}
+# Sizing chunks in the retrieval model's tokens (docs/chunking.md): its tokenizer loaded (+20 MiB
+# measured) and the bounded memories of token counts per piece (the Python one ≤ 65,536 pieces,
+# the compiled core's ≤ 262,144 slots and 4 Mi code points: ~6 + 16 MiB at most).
+SIZING_RESERVE = 48 * MiB
 # Allocator slack and whatever the terms above miss.
 HEADROOM = 32 * MiB
 # Fetched records wait undecoded in the consumer: one response (≤ fetch_max_bytes) per broker
@@ -167,15 +173,30 @@ def runnable_strategies(s: Settings) -> list[str]:
     return [s.strategy, *s.allowed_strategies]
 
 
+def sizes_in_tokens(strategies: list[str]) -> bool:
+    """Whether a strategy the worker may run counts its sizes in a model's tokens by default
+    (its ``tokenizer`` parameter unset: the retrieval model's tokenizer is then loaded)."""
+    from worker.chunking import registry
+
+    names = registry.names()
+    return any(
+        getattr(registry.get(n).params_type(), "tokenizer", "") is None
+        for n in strategies
+        if n in names
+    )
+
+
 def memory_bound(s: Settings, strategies: list[str], models: Sequence[ModelKind]) -> int:
     """The most resident memory the worker should reach with settings ``s`` (docs/worker.md):
 
-    reserve + headroom
+    reserve + headroom + sizing (the tokenizer chunks are counted in)
       + for each model loaded: its reserve + its running batches
       + expansion × (max_in_flight_bytes + max_document_bytes)   # the window may overshoot
       + FETCH_BROKERS × fetch_max_bytes                           # by one document
     """
     reserve = BASE_RESERVE + HEADROOM
+    if sizes_in_tokens(strategies):
+        reserve += SIZING_RESERVE
     for kind in models:
         reserve += MODEL_RESERVE[kind] + BATCH_RESERVE[kind] * s.concurrent_batches
     window = expansion(strategies) * (s.max_in_flight_bytes + s.max_document_bytes)

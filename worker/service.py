@@ -3,10 +3,12 @@
 Invariants:
 
 - Start-up fails fast with one message naming the setting (a strategy or parameter, a model
-  directory without a model, a broker refusing us, a missing topic, a record limit above the
-  topics'), before any record is consumed.
-- Ready (``/readyz``) means consuming for real: model loaded when one is needed, group joined,
-  producer up.
+  directory without a model, a broker refusing our credentials or TLS, a missing topic, a
+  record limit above the topics'), before any record is consumed.
+- A Kafka that is not there (yet) is not a configuration error: the worker waits for it, up
+  and unready, and rides out an outage later the same way (worker.kafka_link).
+- Ready (``/readyz``) means consuming for real: model loaded when one is needed, Kafka
+  reachable, group joined, producer up.
 - Shutdown (a signal or :meth:`Worker.request_stop`): stop fetching, drain in-flight documents
   within the deadline, commit, stop the producer (flush) and the consumer (leave the group).
   A second signal exits at once; nothing uncommitted is lost, only replayed.
@@ -14,7 +16,9 @@ Invariants:
 The pieces, each readable alone: :mod:`worker.consumer` (fetch, backpressure, commits,
 rebalance), :mod:`worker.document` (one record → chunk events or a dead letter),
 :mod:`worker.pipeline` (the chunking dispatch), :mod:`worker.inference` (the model and
-its batcher), :mod:`worker.kafka` (client construction), :mod:`worker.loop_lag`.
+its batcher), :mod:`worker.kafka` (client construction), :mod:`worker.kafka_link` (waiting
+for Kafka, watching it), :mod:`worker.producers` (a producer replaced when it breaks),
+:mod:`worker.sampling` (the gauges), :mod:`worker.loop_lag`.
 """
 
 from __future__ import annotations
@@ -29,8 +33,8 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from aiokafka.errors import KafkaConnectionError, KafkaError
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.errors import KafkaError
 
 from worker import cgroups, resources
 from worker.changelog import Changelog
@@ -43,24 +47,27 @@ from worker.errors import ConfigError, ModelNotBuilt
 from worker.health import HealthServer
 from worker.inference import ModelRefs, Models, boundary_ref, open_models, retrieval_ref
 from worker.kafka import (
-    diagnose_connection,
     make_changelog_reader,
     make_consumer,
-    make_producer,
     topic_configs,
     topic_record_limits,
 )
+from worker.kafka_link import KafkaLink
 from worker.loop_lag import watch_loop_lag
 from worker.metrics import Metrics
 from worker.models.backend import EmbeddingBackend
+from worker.producers import RenewingProducer
 from worker.publisher import Publisher
 from worker.resolver import PATH_PARAMS, StrategyResolver
+from worker.sampling import Sampler
 from worker.state import DocumentStates
 from worker.state_store import open_store
 
 log = logging.getLogger("chunkstream.worker")
 
-_SAMPLE_EVERY_S = 1.0
+# How long stopping one client may take at shutdown: during an outage a producer would wait
+# for batches that cannot leave, a consumer for a coordinator to leave the group at.
+_CLIENT_STOP_TIMEOUT_S = 5.0
 
 
 class State(enum.Enum):
@@ -72,11 +79,20 @@ class State(enum.Enum):
 
 
 @dataclass
+class _Session:
+    """The started Kafka clients, topics checked."""
+
+    producer: RenewingProducer
+    consumer: AIOKafkaConsumer
+    reader: AIOKafkaConsumer | None  # the state changelog's, with the document lifecycle
+
+
+@dataclass
 class _Running:
     """What exists only while :meth:`Worker.run` runs."""
 
     consumer: AIOKafkaConsumer
-    producer: AIOKafkaProducer
+    producer: RenewingProducer
     loop: ConsumeLoop
     models: Models | None
 
@@ -101,6 +117,8 @@ class Worker:
         self._running: _Running | None = None
         self._background: set[asyncio.Task[None]] = set()
         self._stopping = asyncio.Event()
+        self.kafka = KafkaLink(settings, self.metrics, self._stopping)
+        self._end_offsets: dict[TopicPartition, int] = {}  # read by the Kafka watch
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -126,11 +144,12 @@ class Worker:
         return None if self._health is None else self._health.port
 
     def readiness(self) -> tuple[bool, dict[str, object]]:
-        """Ready = consuming for real: model loaded (if needed), group joined, producer up, no
-        partition paused on a record batch it cannot read."""
+        """Ready = consuming for real: model loaded (if needed), Kafka reachable, group joined,
+        producer up, no partition paused on a record batch it cannot read."""
         running = self._running
         checks: dict[str, object] = {
             "state": self.state.value,
+            "kafka": self.kafka.readiness(),
             "model_loaded": not self._needs_model
             or (running is not None and running.models is not None),
             "group_joined": running is not None and running.loop.joined,
@@ -142,6 +161,7 @@ class Worker:
         }
         ready = (
             self.state is State.RUNNING
+            and self.kafka.up
             and all(checks[k] for k in ("model_loaded", "group_joined", "producer_connected"))
             and not (running is not None and (running.loop.stuck or running.loop.restoring))
         )
@@ -155,6 +175,7 @@ class Worker:
             resources.loaded_models(self.settings),  # reserves and threads for what loads
         )
         self.settings = s = budgets.settings
+        self.kafka.settings = s
         self.state = State.STARTING
         strategy = self._default_strategy()
         refs = self._resolve_models(strategy)
@@ -199,14 +220,20 @@ class Worker:
             self._spawn(watch_loop_lag(self.metrics))
             models = await self._start_models(stack, refs) if self._needs_model else None
 
-            consumer = make_consumer(s)
-            producer = make_producer(s)
-            clients: tuple[AIOKafkaProducer | AIOKafkaConsumer, ...] = (producer, consumer)
-            await self._start_client(producer, clients)
+            session = await self.kafka.connect(self._open_session)
+            if session is None:  # stopped while waiting for Kafka: nothing was consumed
+                self.state = State.STOPPED
+                log.info("stopped", extra=self.stats)
+                return 0
+            producer, consumer = session.producer, session.consumer
             stack.push_async_callback(producer.stop)  # flushes what is still buffered
-            await self._start_client(consumer, clients)
-            stack.push_async_callback(consumer.stop)  # leaves the group
-            await self._check_topics(consumer)
+            stack.push_async_callback(_stop_within, consumer)  # leaves the group
+            self._spawn(
+                self.kafka.watch(
+                    lambda: self._read_end_offsets(consumer),
+                    [c for c in (producer, consumer, session.reader) if c is not None],
+                )
+            )
             publisher = Publisher(
                 producer,
                 EventEncoder(s.encoding),
@@ -215,7 +242,11 @@ class Worker:
                 max_record_bytes=s.max_record_bytes,
                 linger_ms=s.linger_ms,
             )
-            states = await self._open_states(stack, publisher) if s.document_lifecycle else None
+            states = (
+                self._open_states(stack, publisher, session.reader)
+                if session.reader is not None
+                else None
+            )
             handler = DocumentHandler(
                 s,
                 resolver,
@@ -235,11 +266,21 @@ class Worker:
                 stopping=self._stopping,
                 queue_full=lambda: models is not None and models.over_high_watermark,
                 states=states,
+                kafka_up=lambda: self.kafka.up,
             )
             self._running = _Running(consumer, producer, loop, models)
             consumer.subscribe([s.input_topic], listener=loop.listener())
             self.state = State.RUNNING
-            self._spawn(self._sample(self._running))
+            sampler = Sampler(
+                self.metrics,
+                consumer,
+                loop,
+                ready=lambda: self.readiness()[0],
+                kafka_up=lambda: self.kafka.up,
+                end_offsets=self._end_offsets,
+                queue_tokens=None if models is None else lambda: models.queue_tokens,
+            )
+            self._spawn(sampler.run())
             await loop.run()
             self.state = State.DRAINING
             await loop.finish()
@@ -247,35 +288,42 @@ class Worker:
         log.info("stopped", extra=self.stats)
         return 1 if loop.fatal is not None else 0
 
-    async def _open_states(
-        self, stack: contextlib.AsyncExitStack, publisher: Publisher
+    def _open_states(
+        self, stack: contextlib.AsyncExitStack, publisher: Publisher, reader: AIOKafkaConsumer
     ) -> DocumentStates:
         """The document state: the local store (a cache) and the changelog reader."""
         s = self.settings
         store = open_store(s.state_dir, s.group_id)
         stack.callback(store.close)
-        reader = make_changelog_reader(s)
-        await self._start_client(reader, (reader,))
-        stack.push_async_callback(reader.stop)
+        stack.push_async_callback(_stop_within, reader)
         log.info("state store", extra={"path": str(store.path), "topic": state_topic(s)})
         return DocumentStates(
             store, publisher, Changelog(reader, state_topic(s), store), self.metrics
         )
 
-    async def _start_client(
-        self,
-        client: AIOKafkaProducer | AIOKafkaConsumer,
-        every: tuple[AIOKafkaProducer | AIOKafkaConsumer, ...],
-    ) -> None:
-        """A broker that refuses us at start-up (credentials, TLS trust, address) is a
-        configuration problem: exit with a message naming the setting, not a traceback."""
+    async def _open_session(self) -> _Session:
+        """One start-up attempt (worker.kafka_link retries it): start the clients and check
+        the topics; on any failure, stop what was made and raise."""
+        s = self.settings
+        producer = RenewingProducer(s)
+        consumer = make_consumer(s)
+        reader = make_changelog_reader(s) if s.document_lifecycle else None
+        clients = [c for c in (producer, consumer, reader) if c is not None]
         try:
-            await client.start()
-        except KafkaConnectionError:
-            for other in every:
-                with contextlib.suppress(Exception):
-                    await other.stop()
-            raise ConfigError(await diagnose_connection(self.settings)) from None
+            for client in clients:
+                await client.start()
+            await self._check_topics(consumer)
+        except BaseException:
+            for client in clients:
+                await _stop_within(client)
+            raise
+        return _Session(producer, consumer, reader)
+
+    async def _read_end_offsets(self, consumer: AIOKafkaConsumer) -> None:
+        """The Kafka watch's request: the end offsets of the partitions we own (or of the
+        input's first one), kept for the lag and backlog gauges."""
+        partitions = consumer.assignment() or {TopicPartition(self.settings.input_topic, 0)}
+        self._end_offsets.update(await consumer.end_offsets(list(partitions)))
 
     def _default_strategy(self) -> registry.Strategy[Any]:
         """The default strategy, its parameters checked: parameter errors come before any
@@ -331,28 +379,6 @@ class Worker:
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
-
-    async def _sample(self, running: _Running) -> None:
-        """Levels that change without an event of ours: lag, queue depth, in-flight."""
-        m = self.metrics
-        consumer = running.consumer
-        while True:
-            m.ready.set(1 if self.readiness()[0] else 0)
-            m.in_flight_documents.set(running.loop.in_flight.documents)
-            m.in_flight_bytes.set(running.loop.in_flight.bytes)
-            if running.models is not None:
-                m.batcher_queue_tokens.set(running.models.queue_tokens)
-            assigned = consumer.assignment()
-            m.assigned_partitions.set(len(assigned))
-            m.paused_partitions.set(len(consumer.paused()))
-            for tp in assigned:
-                highwater = consumer.highwater(tp)
-                if highwater is None:
-                    continue
-                with contextlib.suppress(Exception):  # position of a just-revoked partition
-                    position = await consumer.position(tp)
-                    m.consumer_lag.labels(str(tp.partition)).set(max(0, highwater - position))
-            await asyncio.sleep(_SAMPLE_EVERY_S)
 
     async def _check_topics(self, consumer: AIOKafkaConsumer) -> None:
         topics = await consumer.topics()
@@ -418,3 +444,20 @@ class Worker:
                 "the state changelog must be compacted (cleanup.policy=compact), or its old "
                 "states are deleted by retention and documents are forgotten"
             )
+
+
+async def _stop_within(client: Any) -> None:
+    """Stop a client, bounded: with Kafka gone, aiokafka's stop waits for what cannot happen.
+    Stopped right after it started (a signal during start-up), aiokafka's group coordinator
+    lets the cancellation of its own internal task escape ``stop``; that is not ours to
+    propagate unless this task itself is being cancelled."""
+    try:
+        async with asyncio.timeout(_CLIENT_STOP_TIMEOUT_S):
+            await client.stop()
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise
+        log.warning("a Kafka client's internal task was cancelled while it stopped")
+    except Exception:  # stopping: nothing left to do about it
+        pass

@@ -69,7 +69,8 @@ class DocumentStates:
         # the changelog and erase it; :meth:`expire_markers` checks this map synchronously.
         markers.pop(doc_id, None)
         record: Record = (doc_id.encode(), encode_state(state), [])
-        await self._publisher.publish(self.topic, partition, [record])
+        # Unlingered: the document is done only once this is acknowledged (docs/lifecycle.md).
+        await self._publisher.publish(self.topic, partition, [record], linger=False)
         self.store.put(partition, doc_id, state)
         if state.deleted:
             markers[doc_id] = state.offset
@@ -117,7 +118,7 @@ class DocumentStates:
                 continue
             records: list[Record] = [(doc_id.encode(), None, []) for doc_id, _ in due]
             try:
-                await self._publisher.publish(self.topic, partition, records)
+                await self._publisher.publish(self.topic, partition, records, linger=False)
             except KafkaError as exc:
                 log.warning("delete markers not expired yet", extra={"error": repr(exc)})
                 continue

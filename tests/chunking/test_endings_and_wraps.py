@@ -59,6 +59,9 @@ PROSE_WORDS = [
     "said:", "so;", "well...", "…", "really?!", "it's",
 ]  # fmt: skip
 MARKERS = re.compile(r"[#>|=<`~_*+-]|\d{1,9}[.)](?:\s|$)")
+# A line of three or more of one of these is a rule line (a thematic break or a setext or
+# reStructuredText underline: text/structure.py); a paragraph holding one is not prose.
+RULE_LINE = re.compile(r"[ \t]*([=\-~^*+#_])(?:[ \t]*\1){2,}[ \t\r]*$")
 
 paragraph_words = st.lists(st.sampled_from(PROSE_WORDS), min_size=1, max_size=120)
 long_paragraph_words = st.lists(st.sampled_from(PROSE_WORDS), min_size=250, max_size=450)
@@ -392,7 +395,8 @@ def _corpus_pairs() -> list[tuple[str, str, str, ContentType]]:
             body = text[block.start : block.end]
             lines = body.split("\n")
             if len(lines) < 2 or any(
-                not ln or ln[0].isspace() or MARKERS.match(ln) for ln in lines
+                not ln or ln[0].isspace() or MARKERS.match(ln) or RULE_LINE.match(ln)
+                for ln in lines
             ):
                 continue
             one_line = body.replace("\n", " ")
@@ -439,7 +443,10 @@ def test_corpus_endings_cut_alike_with_a_final_period() -> None:
         )
         assert_cut_alike(cuts(chunker.chunk(text)), cuts(chunker.chunk(text + ".")))
         sentence = sentence_cuts(1000)
-        assert_cut_alike(sentence(text, content_type), sentence(text + ".", content_type))
+        plain = sentence(text, content_type)
+        # A last chunk exactly at the cap cannot take the period: a margin, not a rule.
+        if plain[-1][1] - plain[-1][0] < 1000:
+            assert_cut_alike(plain, sentence(text + ".", content_type))
         if not at_a_lexical_threshold(text, content_type):
             lexical_cuts = [
                 cuts(LexicalChunker().chunk(t, content_type=content_type))

@@ -14,18 +14,19 @@ import sys
 import pytest
 
 from worker.chunking._native import PURE_PYTHON_ENV, REQUIRE_NATIVE_ENV
-from worker.chunking.rules import adaptive, lexical
+from worker.chunking.rules import adaptive, lexical, sentence
 
 
 @pytest.mark.skipif(os.environ.get(REQUIRE_NATIVE_ENV) != "1", reason="cores not required here")
 def test_cores_are_loaded() -> None:
     assert adaptive.NATIVE_CHUNK is not None, "worker/chunking/_native/_adaptive_core was not built"
     assert lexical.NATIVE_CHUNK is not None, "worker/chunking/_native/_lexical_core was not built"
+    assert sentence.NATIVE_CHUNK is not None, "worker/chunking/_native/_sentence_core was not built"
 
 
 def test_pure_python_switch_turns_the_cores_off() -> None:
     code = (
-        "from worker.chunking.rules import adaptive, lexical;"
+        "from worker.chunking.rules import adaptive, lexical, sentence;"
         "print(adaptive.NATIVE_CHUNK is None and lexical.NATIVE_CHUNK is None)"
     )
     env = {**os.environ, PURE_PYTHON_ENV: "1"}

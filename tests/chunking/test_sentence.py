@@ -25,7 +25,7 @@ def test_registry_builds_a_rule_chunker() -> None:
     assert {c.strategy for c in chunks} == {"sentence"}
 
 
-def test_sentences_are_packed_greedily() -> None:
+def test_whole_sentences_share_a_chunk_under_the_cap() -> None:
     chunks = SentenceChunker(SentenceParams(chunk_size=80)).chunk(TEXT)
     assert [c.text for c in chunks[:2]] == [
         "Chunking splits a document into pieces. Each piece should hold whole sentences.",
@@ -82,9 +82,11 @@ def test_bad_parameters_are_refused_with_their_name(
 
 
 def test_fingerprint_includes_defaults() -> None:
+    # The default size is "the unit's default" (None): the model's window in tokens, 1000
+    # characters; spelled out or left out, it is the same strategy.
     assert (
         registry.build("sentence").fingerprint
-        == registry.build("sentence", {"chunk_size": 1000}).fingerprint
+        == registry.build("sentence", {"chunk_size": None, "tokenizer": None}).fingerprint
     )
     assert (
         registry.build("sentence").fingerprint

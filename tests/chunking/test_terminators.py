@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from worker.chunking.semantic import units
 from worker.chunking.text import boundaries, density, segment, terminators
 
 HEADER = (
@@ -51,4 +50,3 @@ def test_every_terminator_is_a_sentence_end_candidate_in_python() -> None:
     # The density table and the sentence index read the same module.
     assert density.CJK_MARKS == terminators.CJK
     assert boundaries._LATIN_MARKS == terminators.LATIN
-    assert set(terminators.ALL) <= units._CLOSERS

@@ -84,6 +84,12 @@ def cap_of(name: str, built: registry.BuiltStrategy, params: dict[str, Any]) -> 
         return LEXICAL_MAX_CHARS
     if name == "adaptive":
         return int(built.chunker.params.max_size)  # type: ignore[union-attr]
+    if name == "sentence":  # its default cap depends on the unit (rules/sizing.py)
+        return int(built.chunker.sizes.cap)  # type: ignore[union-attr]
+    if name in ("semantic", "sdpm"):  # chunk_size unset: the default of the sizing unit
+        return int(built.chunker.bounds.cap)  # type: ignore[union-attr]
+    if name == "context":
+        return int(built.chunker.cap)  # type: ignore[union-attr]
     defaults = registry.get(name).params_type()
     return int(params.get("chunk_size", defaults.chunk_size))
 

@@ -16,7 +16,6 @@ from confluent_kafka import Producer
 from tests.interop.test_confluent_interop import read_topic
 from tests.kafka import helpers
 from tests.kafka.test_worker_kafka import run_worker_until
-from worker.chunking import registry
 from worker.pipeline import chunk_document_sync
 from worker.records import chunk_ids
 from worker.service import Worker
@@ -86,7 +85,7 @@ async def test_librdkafka_reads_the_tombstones_and_a_sink_ends_with_the_current_
         assert message.key() == event["chunk_id"].encode()  # the sink's point id
         sink[message.key()] = event["text"]
 
-    built = registry.build("sentence", PARAMS)
+    built = helpers.build_as_worker(settings)
     current = {doc: value for doc, value in versions() if value is not None}
     current.pop("gone")
     current["edit"] = versions()[3][1]  # version 2 stays: the re-sent version 1 is older

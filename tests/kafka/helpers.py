@@ -16,6 +16,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import CoordinatorLoadInProgressError, GroupCoordinatorNotAvailableError
 
+from worker.chunking.registry import BuiltStrategy
 from worker.codec import EventEncoder, decode_as
 from worker.config import Settings, load_settings
 from worker.events import ChunkEvent, DeadLetterEvent, DocumentEvent
@@ -33,6 +34,18 @@ def make_settings(bootstrap: str, names: Mapping[str, str], **overrides: Any) ->
         **{k: str(v) if not isinstance(v, (dict, list)) else v for k, v in overrides.items()},
     }
     return load_settings(flags, env={})
+
+
+def build_as_worker(settings: Settings) -> BuiltStrategy:
+    """The default strategy as a worker with ``settings`` builds it: the same model references
+    (worker.inference.resolve), so the same sizes, boundaries and chunk ids offline."""
+    from worker.chunking import registry
+    from worker.inference import resolve
+
+    needs = registry.get(settings.strategy).needs_model
+    refs = resolve(settings, boundary=needs, retrieval=False)
+    context = registry.BuildContext(boundary=refs.boundary, retrieval=refs.retrieval)
+    return registry.build(settings.strategy, settings.strategy_params, context)
 
 
 async def create(settings: Settings, partitions: int = 3) -> None:

@@ -20,8 +20,8 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from tests.kafka import helpers
-from worker.chunking import registry
 from worker.codec import EventEncoder
+from worker.config import Settings
 from worker.events import DocumentEvent
 from worker.pipeline import chunk_document_sync
 from worker.records import chunk_ids
@@ -156,9 +156,10 @@ def changelog(count: int, documents: int, seed: int) -> tuple[list[Record], Trut
     return records, truth
 
 
-def expected_chunks(truth: Truth) -> dict[str, str]:
-    """chunk id → text, by chunking each surviving document's last version offline."""
-    built = registry.build("sentence", PARAMS)
+def expected_chunks(truth: Truth, settings: Settings) -> dict[str, str]:
+    """chunk id → text, by chunking each surviving document's last version offline, with the
+    strategy built as the worker builds it."""
+    built = helpers.build_as_worker(settings)
     out: dict[str, str] = {}
     for doc_id, text in truth.texts.items():
         chunks = chunk_document_sync(built, text, "text/plain", None)
@@ -229,8 +230,12 @@ async def test_a_stock_sink_holds_exactly_the_current_documents_through_kill_and
         # Two new members: a rebalance, and every partition's state restored by someone.
         procs += [helpers.worker_process(settings, log) for log in logs[1:]]
         await produce(kafka_bootstrap, settings.input_topic, records[first:second])
-        await asyncio.sleep(4)
-        # One leaves cleanly mid-stream: another rebalance (its partitions checkpointed).
+        # Once it has partitions, one leaves cleanly mid-stream: another rebalance (its
+        # partitions checkpointed).
+        for _ in range(1200):
+            if helpers.log_events(logs[2], "partitions assigned"):
+                break
+            await asyncio.sleep(0.1)
         procs[2].send_signal(signal.SIGTERM)
         assert procs[2].wait(timeout=60) == 0
         await produce(kafka_bootstrap, settings.input_topic, records[second:third])
@@ -245,7 +250,7 @@ async def test_a_stock_sink_holds_exactly_the_current_documents_through_kill_and
             proc.wait(timeout=60)
 
     held = await sink_contents(kafka_bootstrap, settings.output_topic, tmp_path / "sink.db")
-    expected = expected_chunks(truth)
+    expected = expected_chunks(truth, settings)
     stale = set(held) - set(expected)
     missing = set(expected) - set(held)
     assert not stale, f"{len(stale)} stale chunks in the sink"

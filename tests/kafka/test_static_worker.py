@@ -77,10 +77,12 @@ async def test_static_boundaries_transformer_vectors(
     else:
         check_complete(docs, events)
 
-    # Boundaries: exactly those of the same chunker fed by the static model offline.
+    # Boundaries: exactly those of the same chunker fed by the static model offline, sized in
+    # the retrieval transformer's tokens as the worker sizes them.
     static_ref = describe(static_dir, "boundary")
     static = load_backend(static_ref)
-    chunker = registry.build(strategy, {}, registry.BuildContext(boundary=static_ref))
+    context = registry.BuildContext(boundary=static_ref, retrieval=describe(onnx_dir, "retrieval"))
+    chunker = registry.build(strategy, {}, context)
     assert isinstance(chunker.chunker, EmbeddingChunker)
     for doc in docs:
         plan = chunker.chunker.plan(doc.text)

@@ -93,7 +93,9 @@ async def run_worker_until(worker: Worker, condition: asyncio.Future[object]) ->
 async def test_happy_path_every_chunk_published_and_offsets_committed(
     kafka_bootstrap: str, topic_names: dict[str, str]
 ) -> None:
-    settings = helpers.make_settings(kafka_bootstrap, topic_names, strategy_params="chunk_size=300")
+    settings = helpers.make_settings(
+        kafka_bootstrap, topic_names, strategy_params="chunk_size=300,tokenizer=character"
+    )
     await helpers.create(settings)
     docs = make_docs(60)
     await helpers.produce_raw(kafka_bootstrap, settings.input_topic, helpers.encode_documents(docs))
@@ -197,7 +199,9 @@ async def test_malformed_records_go_to_the_dead_letter_topic_with_their_reason(
     override = DocumentEvent(
         id="override-ok",
         text="One. Two. Three. Four.",
-        strategy=StrategyOverride(name="sentence", params={"chunk_size": 5}),
+        strategy=StrategyOverride(
+            name="sentence", params={"chunk_size": 5, "tokenizer": "character"}
+        ),
     )
     mixed = [good_records[0], *poison[:5], good_records[1], *poison[5:], *good_records[2:]]
     mixed += helpers.encode_documents([override])

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from tests.semantic.fakes import (
@@ -23,8 +24,8 @@ def _doc(topics: list[str]) -> str:
 
 
 def test_context_is_judged_sentence_by_sentence() -> None:
-    # Each core holds two sentences; the one before a cooking core is about the sky and is
-    # dropped, the one before that is about cooking again and is kept: not contiguous.
+    # Cores of two sentences; before the second core (cooking) the sentence about the sky is
+    # dropped and the one before it, about cooking again, is kept: not contiguous.
     text = _doc(["cooking", "astronomy", "cooking", "cooking", "finance", "sailing"])
     chunker = with_embedder(
         ContextChunker,
@@ -42,10 +43,12 @@ def test_context_is_judged_sentence_by_sentence() -> None:
     kept = second.metadata["context"]
     assert [c["side"] for c in kept] == ["before"]
     assert kept[0]["similarity"] > 0.2
+    assert kept[0]["start"] == 0
     assert second.spans is not None
     assert len(second.spans) == 2
     assert second.text.count(SPAN_JOINER) == 1
     assert second.metadata["dropped"] == 3  # astronomy before, finance and sailing after
+    msgspec.json.encode(second)  # metadata is plain JSON
 
 
 def test_cap_counts_context_and_joiners() -> None:
@@ -60,7 +63,13 @@ def test_cap_counts_context_and_joiners() -> None:
 def test_overlap_carries_whole_sentences() -> None:
     text = _doc(["sailing"] * 6)
     chunker = with_embedder(
-        ContextChunker, embed, chunk_size=150, overlap=60, window_size=0, similarity_threshold=1.0
+        ContextChunker,
+        embed,
+        chunk_size=150,
+        overlap=60,
+        window_size=0,
+        similarity_threshold=1.0,
+        min_chunk_size=0,
     )
     chunks = chunker.chunk(text)
     assert_windows(text, chunks, COUNTER, 150)
@@ -69,15 +78,28 @@ def test_overlap_carries_whole_sentences() -> None:
     assert all(c.spans is None for c in chunks)
 
 
-def test_small_groups_merge_instead_of_vanishing() -> None:
-    text = "A tiny one. " + " ".join(topic_sentences("finance", 3))
-    chunker = with_embedder(
-        ContextChunker, embed, chunk_size=400, core_size=50, overlap=0, min_chunk_size=30
-    )
+def test_cores_keep_the_minimum_and_blocks_whole() -> None:
+    code = "```\n" + "\n".join(f"x{n} = compute({n})" for n in range(12)) + "\n```"
+    text = "A tiny one.\n\n" + " ".join(topic_sentences("finance", 3)) + f"\n\n{code}\n"
+    chunker = with_embedder(ContextChunker, embed, chunk_size=400, core_size=150)
     chunks = chunker.chunk(text)
     assert_windows(text, chunks, COUNTER, 400)
-    assert chunks[0].metadata["merged_small_group"]
-    assert chunks[0].metadata["core"][0] == 0
+    cores = [text[slice(*c.metadata["core"])] for c in chunks]
+    assert all(len(core) >= 400 // 8 for core in cores)
+    # The code block is over the core size but fits the chunk: it is one core, whole.
+    assert code in cores
+
+
+def test_a_heading_is_context_before_a_core_never_after() -> None:
+    text = "# Cooking\n\n" + " ".join(topic_sentences("cooking", 4)) + "\n\n# Cooking again\n\n"
+    text += " ".join(topic_sentences("cooking", 4, offset=4))
+    chunks = with_embedder(
+        ContextChunker, embed, chunk_size=300, core_size=150, similarity_threshold=-1.0
+    ).chunk(text)
+    assert_windows(text, chunks, COUNTER, 300)
+    for chunk in chunks:
+        after = [c for c in chunk.metadata["context"] if c["side"] == "after"]
+        assert not any(text[c["start"] : c["end"]].startswith("#") for c in after)
 
 
 def test_arabic_sentences_and_clauses() -> None:
@@ -88,6 +110,7 @@ def test_arabic_sentences_and_clauses() -> None:
         ContextChunker, embed, chunk_size=40, min_chunk_size=0, language="en"
     ).chunk(text)
     assert_windows(text, english, COUNTER, 40)
+    assert {c.metadata["language"] for c in chunks} == {"ar"}
 
 
 def test_each_sentence_embedded_once() -> None:

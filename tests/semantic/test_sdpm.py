@@ -5,23 +5,47 @@ import itertools
 import numpy as np
 import pytest
 
-from tests.semantic.fakes import RecordingEmbedder, embed, topic_document, with_embedder
+from tests.semantic.fakes import (
+    RecordingEmbedder,
+    embed,
+    topic_document,
+    topic_sentences,
+    with_embedder,
+)
 from tests.semantic.invariants import assert_contiguous
 from worker.chunking import registry
-from worker.chunking.semantic.sdpm import SDPMChunker, SDPMParams
+from worker.chunking.semantic.sdpm import LEVEL_REACH, SDPMChunker, cut_levels
 from worker.chunking.semantic.semantic import SemanticChunker
 from worker.chunking.text.tokens import CharacterCounter
 
 COUNTER = CharacterCounter()
+# A first pass that cuts at every paragraph break: no bar, paragraphs of one topic each.
+OVER_SPLIT = {"similarity_window": 1, "threshold": 0.0, "min_chunk_size": 0}
+
+
+def _paragraphs(topics: list[str], per_topic: int, paragraphs: int) -> tuple[str, list[int]]:
+    """``paragraphs`` paragraphs per topic: the seams are where a topic starts."""
+    parts: list[str] = []
+    seams: list[int] = []
+    position = 0
+    for n, topic in enumerate(topics):
+        for k in range(paragraphs):
+            text = " ".join(topic_sentences(topic, per_topic, offset=k * per_topic))
+            if n and not k:
+                seams.append(position)
+            parts.append(text)
+            position += len(text) + 2
+    return "\n\n".join(parts), seams
 
 
 def test_merges_an_over_split_first_pass_back_to_topics() -> None:
-    text, seams = topic_document(["cooking", "astronomy", "finance"], 6)
-    settings = {"similarity_window": 1, "threshold": 1.0}
-    first = with_embedder(SemanticChunker, embed, **settings).chunk(text)
+    text, seams = _paragraphs(["cooking", "astronomy", "finance"], 2, 3)
+    first = with_embedder(SemanticChunker, embed, **OVER_SPLIT).chunk(text)
     assert len(first) > 3, "the first pass alone over-splits"
-    chunks = with_embedder(SDPMChunker, embed, merge_threshold=0.3, **settings).chunk(text)
-    assert_contiguous(text, chunks, COUNTER, 2048)
+    chunks = with_embedder(
+        SDPMChunker, embed, merge_threshold=0.3, skip_window=1, **OVER_SPLIT
+    ).chunk(text)
+    assert_contiguous(text, chunks, COUNTER, 1000)
     assert [c.start_index for c in chunks] == [0, *seams]
     merges = [m for c in chunks for m in c.metadata["merges"]]
     assert merges
@@ -34,11 +58,11 @@ def test_merges_an_over_split_first_pass_back_to_topics() -> None:
 
 def test_skip_window_bridges_a_digression() -> None:
     text, seams = topic_document(["cooking", "astronomy", "cooking", "finance"], 5)
-    settings = {"similarity_window": 2, "threshold": 1.0, "merge_threshold": 0.5}
+    settings = {"similarity_window": 2, "threshold": 0.0, "merge_threshold": 0.5}
     adjacent = with_embedder(SDPMChunker, embed, skip_window=1, **settings).chunk(text)
     assert [c.start_index for c in adjacent] == [0, *seams]
     bridged = with_embedder(SDPMChunker, embed, skip_window=2, **settings).chunk(text)
-    assert_contiguous(text, bridged, COUNTER, 2048)
+    assert_contiguous(text, bridged, COUNTER, 1000)
     assert [c.start_index for c in bridged] == [0, seams[2]]
     merges = bridged[0].metadata["merges"]
     assert [m["bridged"] for m in merges].count(1) == 1, merges
@@ -48,39 +72,42 @@ def test_skip_window_bridges_a_digression() -> None:
 def test_merges_never_break_the_cap() -> None:
     text, _ = topic_document(["sailing"], 10)
     chunks = with_embedder(
-        SDPMChunker, embed, chunk_size=150, threshold=1.0, merge_threshold=-1.0
+        SDPMChunker, embed, chunk_size=150, min_chunk_size=10, merge_threshold=-1.0
     ).chunk(text)
     assert_contiguous(text, chunks, COUNTER, 150)
     assert len(chunks) > 1
 
 
-def test_merge_level_is_a_percentile_of_the_non_valley_gaps_by_default() -> None:
-    # Valleys at gaps 0 (0.1, an edge lower than its neighbour) and 3 (0.2): the level is
-    # read from the other gaps, 0.5 0.6 0.7 0.9, by linear interpolation as the first pass's
-    # cut: the 80th percentile is 0.78, the 50th 0.65.
-    curve = np.array([0.1, 0.5, 0.6, 0.2, 0.7, 0.9])
-    assert SDPMParams().merge_level(curve) == pytest.approx(0.78)
-    assert SDPMParams(threshold=0.5).merge_level(curve) == pytest.approx(0.65)
-    assert SDPMParams(threshold=0.6, merge_threshold=0.2).merge_level(curve) == 0.2
-    # No valley (a flat curve): every gap counts. No gap: no merge.
-    assert SDPMParams().merge_level(np.array([0.4, 0.4])) == pytest.approx(0.4)
-    assert SDPMParams().merge_level(np.array([])) == float("inf")
+def test_the_level_at_a_cut_is_read_around_it() -> None:
+    # Valleys at gaps 1 and 4 are left out; the rest within LEVEL_REACH of each cut count.
+    curve = np.array([0.5, 0.1, 0.6, 0.7, 0.2, 0.9, 0.8, 0.4, 0.3, 0.35])
+    assert LEVEL_REACH >= 2
+    levels = cut_levels(curve, np.array([1, 4]), 0.5)
+    valleys = {1, 4, 8}
+    for gap, level in zip([1, 4], levels, strict=True):
+        near = [
+            curve[g]
+            for g in range(max(0, gap - LEVEL_REACH), min(len(curve), gap + LEVEL_REACH + 1))
+            if g not in valleys
+        ]
+        assert level == pytest.approx(float(np.percentile(near, 50)))
+    # The curve farther away does not move it: an edit elsewhere leaves the level alone.
+    rng = np.random.default_rng(3)
+    long = rng.uniform(0, 1, 80)
+    edited = long.copy()
+    edited[: 40 - LEVEL_REACH - 1] = rng.uniform(0, 1, 40 - LEVEL_REACH - 1)
+    edited[40 + LEVEL_REACH + 2 :] = 0.05
+    assert cut_levels(edited, np.array([40]), 0.8) == cut_levels(long, np.array([40]), 0.8)
 
 
 def test_the_derived_level_merges_and_is_reported() -> None:
-    # Three topics over-split by the first pass: at defaults (no merge_threshold) the second
-    # pass merges back within topics, and every chunk says which level it merged at.
-    text, _ = topic_document(["cooking", "astronomy", "finance"], 6)
-    settings = {"similarity_window": 1, "threshold": 1.0}
-    first = with_embedder(SemanticChunker, embed, **settings).chunk(text)
-    chunks = with_embedder(SDPMChunker, embed, **settings).chunk(text)
+    text, _ = _paragraphs(["cooking", "astronomy", "finance"], 2, 3)
+    first = with_embedder(SemanticChunker, embed, **OVER_SPLIT).chunk(text)
+    chunks = with_embedder(SDPMChunker, embed, **OVER_SPLIT).chunk(text)
     assert len(chunks) < len(first)
-    assert {c.metadata["merge_level"] for c in chunks} == {chunks[0].metadata["merge_level"]}
-    assert all(
-        m["similarity"] > chunks[0].metadata["merge_level"]
-        for c in chunks
-        for m in c.metadata["merges"]
-    )
+    merges = [m for c in chunks for m in c.metadata["merges"]]
+    assert merges
+    assert all(m["similarity"] > m["level"] for m in merges)
 
 
 def test_one_embedding_call_with_distinct_texts() -> None:

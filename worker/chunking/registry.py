@@ -77,13 +77,27 @@ def build(
         chunker = strategy.factory(parsed, context)
     except (ValueError, TypeError) as exc:
         raise InvalidParameters(f"strategy {name!r}: {exc}") from exc
-    boundary = context.boundary if strategy.needs_model else None
     return BuiltStrategy(
         name=name,
         chunker=chunker,
         needs_model=strategy.needs_model,
-        fingerprint=fingerprint(name, parsed, None if boundary is None else boundary.identity),
+        fingerprint=fingerprint(name, parsed, _models_of(strategy, parsed, context)),
     )
+
+
+def _models_of(
+    strategy: Strategy[Any], params: msgspec.Struct, context: BuildContext
+) -> str | None:
+    """What of the models the chunks depend on: the boundary model that places an embedding
+    strategy's cuts, and the retrieval model's tokenizer and window when the strategy sizes
+    chunks in its tokens (its ``tokenizer`` parameter unset). None when neither."""
+    parts = []
+    if strategy.needs_model and context.boundary is not None:
+        parts.append(context.boundary.identity)
+    sized_by_retrieval = getattr(params, "tokenizer", "") is None
+    if sized_by_retrieval and context.retrieval is not None:
+        parts.append(f"tokens:{context.retrieval.sizing_identity}")
+    return "+".join(parts) or None
 
 
 def fingerprint(name: str, params: msgspec.Struct, model_id: str | None = None) -> str:

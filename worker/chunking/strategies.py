@@ -3,6 +3,7 @@ boundary model. The registry reads :data:`BUILTIN`; this module knows only the c
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from worker.chunking.contract import BuildContext, Strategy
@@ -12,6 +13,7 @@ from worker.chunking.rules.lexical import NAME as LEXICAL
 from worker.chunking.rules.lexical import LexicalChunker, LexicalParams
 from worker.chunking.rules.sentence import NAME as SENTENCE
 from worker.chunking.rules.sentence import SentenceChunker, SentenceParams
+from worker.chunking.rules.sizing import CHARACTERS, Sizing
 from worker.chunking.semantic.context import NAME as CONTEXT
 from worker.chunking.semantic.context import ContextChunker, ContextParams, check_embedding_model
 from worker.chunking.semantic.model_window import window_of
@@ -19,10 +21,35 @@ from worker.chunking.semantic.sdpm import NAME as SDPM
 from worker.chunking.semantic.sdpm import SDPMChunker, SDPMParams
 from worker.chunking.semantic.semantic import NAME as SEMANTIC
 from worker.chunking.semantic.semantic import SemanticChunker, SemanticParams
+from worker.chunking.semantic.sizing import resolve_sizing
+from worker.chunking.text.tokens import CHARACTER, piece_counter
 
 
-def _build_sentence(params: SentenceParams, _context: BuildContext) -> SentenceChunker:
-    return SentenceChunker(params)
+def sizing(tokenizer: str | None, context: BuildContext) -> Sizing:
+    """A rule strategy's unit from its ``tokenizer`` parameter: ``"character"``, a
+    ``tokenizer.json``, a model directory (its tokenizer, and its window as a cap), or unset:
+    the retrieval model's tokens and window when the context has one, else characters."""
+    if tokenizer is None:
+        retrieval = context.retrieval
+        if retrieval is None:
+            return CHARACTERS
+        return Sizing(piece_counter(str(retrieval.tokenizer)), retrieval.window)
+    if tokenizer == CHARACTER:
+        return CHARACTERS
+    if Path(tokenizer).is_dir():
+        from worker.models.manifest import ManifestError
+        from worker.models.reference import describe
+
+        try:
+            model = describe(Path(tokenizer), "retrieval")
+        except ManifestError as exc:
+            raise ValueError(f"tokenizer {tokenizer!r}: {exc}") from None
+        return Sizing(piece_counter(str(model.tokenizer)), model.window)
+    return Sizing(piece_counter(tokenizer))
+
+
+def _build_sentence(params: SentenceParams, context: BuildContext) -> SentenceChunker:
+    return SentenceChunker(params, sizing(params.tokenizer, context))
 
 
 def _build_lexical(_params: LexicalParams, _context: BuildContext) -> LexicalChunker:
@@ -34,16 +61,19 @@ def _build_adaptive(params: AdaptiveParams, _context: BuildContext) -> AdaptiveC
 
 
 def _build_semantic(params: SemanticParams, context: BuildContext) -> SemanticChunker:
-    return SemanticChunker(params, model_window=window_of(context.boundary))
+    sizing = resolve_sizing(params.tokenizer, context.retrieval)
+    return SemanticChunker(params, model_window=window_of(context.boundary), sizing=sizing)
 
 
 def _build_sdpm(params: SDPMParams, context: BuildContext) -> SDPMChunker:
-    return SDPMChunker(params, model_window=window_of(context.boundary))
+    sizing = resolve_sizing(params.tokenizer, context.retrieval)
+    return SDPMChunker(params, model_window=window_of(context.boundary), sizing=sizing)
 
 
 def _build_context(params: ContextParams, context: BuildContext) -> ContextChunker:
     check_embedding_model(params, context.boundary)
-    return ContextChunker(params, model_window=window_of(context.boundary))
+    sizing = resolve_sizing(params.tokenizer, context.retrieval)
+    return ContextChunker(params, model_window=window_of(context.boundary), sizing=sizing)
 
 
 BUILTIN: tuple[Strategy[Any], ...] = (
@@ -73,7 +103,7 @@ BUILTIN: tuple[Strategy[Any], ...] = (
         params_type=SemanticParams,
         factory=_build_semantic,
         needs_model=True,
-        summary="Boundaries at valleys of sentence-embedding similarity, packed under a hard cap.",
+        summary="Cuts where structure and sentence-embedding similarity agree, hard min and cap.",
     ),
     Strategy(
         name=SDPM,

@@ -22,6 +22,7 @@ Invariants:
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ from worker.models.manifest import (
     Manifest,
     ManifestError,
     read_any_manifest,
+    sha256_file,
 )
 from worker.models.static_layout import (
     MATRIX_FILE,
@@ -72,6 +74,15 @@ class ModelRef:
     # model2vec directory whose max_length is null).
     max_seq_length: int | None
     tokenizer: Path  # the model's tokenizer.json
+    # sha256 of tokenizer.json (from the manifest when it lists it): what sizes in this model's
+    # tokens depend on, with the window (a chunker sizing by it puts both into its fingerprint).
+    tokenizer_digest: str = ""
+
+    @property
+    def sizing_identity(self) -> str:
+        """What chunk sizes counted in this model's tokens depend on: tokenizer and window."""
+        digest = self.tokenizer_digest or _hashed_once(self.tokenizer.resolve())
+        return f"{digest[:16]}/{self.window}"
 
     @property
     def window(self) -> int | None:
@@ -114,6 +125,7 @@ def describe(directory: Path, role: Role, *, int8: bool = False) -> ModelRef:
                 dimension=manifest.dimension,
                 max_seq_length=manifest.max_seq_length,
                 tokenizer=directory / TOKENIZER_NAME,
+                tokenizer_digest=_tokenizer_digest(directory / TOKENIZER_NAME, manifest.files),
             )
         if manifest is not None:  # a static model made here
             return ModelRef(
@@ -125,6 +137,7 @@ def describe(directory: Path, role: Role, *, int8: bool = False) -> ModelRef:
                 dimension=manifest.dimension,
                 max_seq_length=manifest.max_seq_length,
                 tokenizer=directory / TOKENIZER_FILE,
+                tokenizer_digest=_tokenizer_digest(directory / TOKENIZER_FILE, manifest.files),
             )
     except IdentityError as exc:
         raise ManifestError(str(exc)) from None
@@ -158,7 +171,28 @@ def _foreign_static(directory: Path, role: Role) -> ModelRef:
         # A static model adds no special tokens: its window is max_length itself.
         max_seq_length=None if max_length is None else max_length + SPECIAL_TOKENS,
         tokenizer=directory / TOKENIZER_FILE,
+        tokenizer_digest=_tokenizer_digest(directory / TOKENIZER_FILE, {}),
     )
+
+
+@functools.lru_cache(maxsize=16)
+def _hashed_once(path: Path) -> str:
+    """A reference built by hand (not by :func:`describe`) carries no digest: hash the file."""
+    try:
+        return sha256_file(path)
+    except OSError as exc:
+        raise ManifestError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _tokenizer_digest(path: Path, files: dict[str, str]) -> str:
+    """The tokenizer's sha256: as the manifest lists it, else hashed (a foreign directory)."""
+    listed = files.get(path.name)
+    if listed:
+        return listed
+    try:
+        return sha256_file(path)
+    except OSError as exc:
+        raise ManifestError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 # Replaces the search path when set: directories separated by the OS path separator (":").

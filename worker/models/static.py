@@ -45,6 +45,7 @@ from worker.models.tensorfile import TensorFileError, read_tensors
 
 _NORM_EPS = 1e-32  # model2vec's: keeps an all-zero mean at zero instead of NaN
 _ID_CACHE_SIZE = 16384  # token ids measured by token_lengths and not yet embedded
+_TOKENIZE_SLICE = 1024  # texts tokenized per call of the tokenizer
 
 
 @dataclass(frozen=True)
@@ -134,6 +135,10 @@ class StaticEmbedder:
     ``embed`` is a table lookup and a mean: no session, no threads of its own; safe to call from
     several threads at once (the model is read-only; the id cache has a lock)."""
 
+    # Its cost is the real tokens' rows, whatever the batch: the batcher embeds its requests as
+    # they come instead of queueing and packing them (worker.batcher.DIRECT_INLINE_CHARS).
+    packing_pays = False
+
     def __init__(self, model: StaticModel) -> None:
         self.model = model
         self._measured: OrderedDict[str, NDArray[np.int64]] = OrderedDict()
@@ -167,19 +172,26 @@ class StaticEmbedder:
     def embed_ids(self, ids: Sequence[NDArray[np.int64]]) -> NDArray[np.float32]:
         """Vectors of already tokenised texts (ids as :meth:`tokenize` makes them)."""
         model = self.model
+        matrix, mapping, weights = model.matrix, model.mapping, model.weights
         # Summed in float64: over hundreds of tokens a float32 sum drifts by ~1e-6 (model2vec's
         # own float32 mean of 512 copies of one row is 1.4e-6 off the row; this is exact).
+        # Text by text: a text's rows (at most max_length of them) stay in the cache while they
+        # are summed. Gathering a whole batch's rows first and summing them in one reduceat
+        # walked [tokens, dim] float64 arrays through memory twice, and was 2-4x slower per MB
+        # for the same sums in the same order (bench/static_bench.py, docs/worker.md).
         out = np.zeros((len(ids), model.dimension), dtype=np.float64)
-        lengths = np.fromiter((len(row) for row in ids), dtype=np.int64, count=len(ids))
-        filled = np.flatnonzero(lengths)
-        if len(filled):
-            flat = np.concatenate([ids[int(i)] for i in filled])
-            rows = model.matrix[flat if model.mapping is None else model.mapping[flat]]
-            gathered = rows.astype(np.float64)
-            if model.weights is not None:
-                gathered *= model.weights[flat][:, None]
-            starts = np.concatenate(([0], np.cumsum(lengths[filled])[:-1]))
-            out[filled] = np.add.reduceat(gathered, starts, axis=0) / lengths[filled][:, None]
+        for i, row in enumerate(ids):
+            count = len(row)
+            if not count:
+                continue  # no tokens: the zero vector
+            rows = matrix[row if mapping is None else mapping[row]]
+            if weights is None:
+                np.add.reduce(rows, axis=0, dtype=np.float64, out=out[i])
+            else:
+                gathered = rows.astype(np.float64)
+                gathered *= weights[row][:, None]
+                np.add.reduce(gathered, axis=0, out=out[i])
+            out[i] /= count
         if model.normalize:
             out /= np.linalg.norm(out, axis=1, keepdims=True) + _NORM_EPS
         return out.astype(np.float32)
@@ -202,10 +214,21 @@ class StaticEmbedder:
     def _tokenize(self, texts: Sequence[str]) -> list[NDArray[np.int64]]:
         model = self.model
         cut = [t[: model.max_chars] for t in texts] if model.max_chars is not None else list(texts)
-        encodings = model.tokenizer.encode_batch_fast(cut, add_special_tokens=False)
-        ids = [np.asarray(e.ids, dtype=np.int64) for e in encodings]
-        if model.unk_id is not None:
-            ids = [row[row != model.unk_id] for row in ids]
+        unk = model.unk_id
+        ids = []
+        # A slice at a time: the tokenizer's encodings (tokens, offsets, masks: ~100 bytes a
+        # token, outside Python's heap) of a whole large document at once were most of the
+        # CLI's peak on a 21 MB file; the ids kept are 8 bytes a token.
+        for begin in range(0, len(cut), _TOKENIZE_SLICE):
+            encodings = model.tokenizer.encode_batch_fast(
+                cut[begin : begin + _TOKENIZE_SLICE], add_special_tokens=False
+            )
+            for encoding in encodings:
+                raw = encoding.ids
+                if unk is not None and unk in raw:  # rare: filter only the texts that have one
+                    raw = [token for token in raw if token != unk]
+                ids.append(np.array(raw, dtype=np.int64))
+            del encodings
         return ids
 
 

@@ -1,7 +1,7 @@
 """The compiled chunking cores and the one way they are loaded.
 
-The rule-based strategies ``adaptive`` and ``lexical`` have a compiled core (C, built by
-``setup.py`` as optional extensions living in this folder, with ``.pyi`` stubs) and a
+The rule-based strategies ``sentence``, ``adaptive`` and ``lexical`` have a compiled core (C,
+built by ``setup.py`` as optional extensions living in this folder, with ``.pyi`` stubs) and a
 pure-Python twin that defines their behaviour. Both give identical chunks: tests compare them.
 
 One convention for every core:

@@ -17,6 +17,7 @@
 #ifndef CHUNKSTREAM_SENTENCE_RULES_H
 #define CHUNKSTREAM_SENTENCE_RULES_H
 
+#include <stdint.h>
 #include <string.h>
 
 /* A str's code points: kind and data as PyUnicode_KIND/PyUnicode_DATA give them. The rules
@@ -83,13 +84,19 @@ typedef struct {
 typedef struct {
     Abbreviation *items;
     Py_ssize_t count;
+    Py_ssize_t longest;     /* the longest abbreviation's length: longer words are not looked up */
+    uint32_t first_letters; /* bit c - 'a' for each first letter a-z; bit 26 for any other */
 } Abbreviations;
+
+static inline uint32_t abbreviation_letter_bit(char c) { return c >= 'a' && c <= 'z' ? 1u << (c - 'a') : 1u << 26; }
 
 static inline void abbreviations_clear(Abbreviations *a)
 {
     PyMem_Free(a->items);
     a->items = NULL;
     a->count = 0;
+    a->longest = 0;
+    a->first_letters = 0;
 }
 
 /* Replaces *a with the words of an iterable of ASCII str (lower-cased here); -1 with an
@@ -126,6 +133,12 @@ static inline int abbreviations_read(Abbreviations *a, PyObject *words)
     abbreviations_clear(a);
     a->items = items;
     a->count = count;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        if (items[k].length > a->longest)
+            a->longest = items[k].length;
+        if (items[k].length > 0)
+            a->first_letters |= abbreviation_letter_bit(items[k].text[0]);
+    }
     return 0;
 fail:
     PyMem_Free(items);
@@ -136,6 +149,10 @@ fail:
 /* Whether the lower-case ASCII word[0:length] is one of the abbreviations. */
 static inline int abbreviations_contain(const Abbreviations *a, const char *word, Py_ssize_t length)
 {
+    /* Most words before a period are longer than any abbreviation or start with a letter
+     * none starts with: both filters are exact, so the scan below runs rarely. */
+    if (length > a->longest || !(a->first_letters & abbreviation_letter_bit(word[0])))
+        return 0;
     for (Py_ssize_t k = 0; k < a->count; k++) {
         const Abbreviation *known = &a->items[k];
         if (known->length == length && known->text[0] == word[0] && memcmp(known->text, word, (size_t)length) == 0)

@@ -1,54 +1,124 @@
-"""The ``sentence`` strategy: whole sentences packed greedily up to a hard size cap.
+"""The ``sentence`` strategy: whole sentences and blocks, cut where the text's structure and
+content say, under a hard size cap.
 
-The baseline every other strategy is measured against. Chunks are contiguous slices of the
-document (``text == doc[start_index:end_index]``), in order, and together cover every
-non-whitespace character. A sentence longer than the cap is cut at words, then characters.
+Chunks are contiguous slices of the document (``text == doc[start_index:end_index]``), in
+order, and together cover every non-whitespace character. The document is read into units
+(:mod:`..text.units`: a paragraph's sentences, whole code blocks, tables, list items, quotes,
+headings) and packed by content-defined boundaries (:mod:`..text.packing`): section breaks
+first, then paragraph breaks, list items, sentences; a heading and a line ending in ``:`` stay
+with what follows; no chunk under an eighth of the cap unless the document is that small; an
+edit moves only the boundaries near it.
+
+:meth:`SentenceChunker.chunk_reference` is the definition; the compiled core
+(``_native/_sentence_core.c``) gives the same chunks, and :meth:`SentenceChunker.chunk` runs it
+when it is built.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+import threading
+from collections.abc import Callable
+from types import ModuleType
+from typing import Annotated, cast
+from weakref import WeakKeyDictionary
 
 import msgspec
 
-from worker.chunking.text.segment import cap_spans, pack_spans, split_sentences
-from worker.chunking.text.tokens import CHARACTER, CharacterCounter, TokenCounter, make_counter
+from worker.chunking import _native as native
+from worker.chunking.rules.sizing import Sizing, own_sizing
+from worker.chunking.text.packing import Sizes, pack
+from worker.chunking.text.segment import ABBREVIATIONS
+from worker.chunking.text.tokens import PieceCounter
+from worker.chunking.text.units import Measure, read_units
 from worker.chunking.types import Chunk, ContentType
 
 NAME = "sentence"
 
 
 class SentenceParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    chunk_size: Annotated[int, msgspec.Meta(ge=1)] = 1000
-    """Hard cap per chunk, in the unit of ``tokenizer``."""
-    tokenizer: Annotated[str, msgspec.Meta(min_length=1)] = CHARACTER
-    """``"character"`` or the path of a Hugging Face ``tokenizer.json``."""
+    chunk_size: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    """Hard cap per chunk in the unit of ``tokenizer``; unset: the model's window in tokens,
+    1000 in characters (rules/sizing.py)."""
+    tokenizer: Annotated[str, msgspec.Meta(min_length=1)] | None = None
+    """``"character"``, a ``tokenizer.json``, or a model directory; unset: the retrieval
+    model's tokens when the worker has one, else characters."""
+
+
+def _configure(core: ModuleType) -> None:
+    core.configure(sorted(ABBREVIATIONS), Chunk, NAME)
+
+
+# text, cap, the core's memory of piece counts for the tokenizer and the PieceCounter's
+# count_pieces (None, None: characters) -> chunks, or None when the document needs the twin
+# (a token piece over the cap).
+_NativeChunk = Callable[
+    [str, int, object | None, Callable[[list[str]], list[int]] | None], list[Chunk] | None
+]
+
+
+def _load_core() -> tuple[_NativeChunk, Callable[[], object]] | None:
+    core = native.load("_sentence_core", _configure)
+    if core is None:
+        return None
+    return cast(_NativeChunk, core.chunk), cast(Callable[[], object], core.new_cache)
+
+
+_CORE = _load_core()
+NATIVE_CHUNK = None if _CORE is None else _CORE[0]
+"""The compiled core's entry point, or None when it is not built (or not allowed)."""
+# The core's memory of piece counts, one per tokenizer (per PieceCounter, which every chunker
+# of one tokenizer shares), dropped with it.
+_MEMORIES: WeakKeyDictionary[PieceCounter, object] = WeakKeyDictionary()
+_MEMORIES_LOCK = threading.Lock()
+
+
+def _memory(counter: PieceCounter) -> object:
+    with _MEMORIES_LOCK:
+        memory = _MEMORIES.get(counter)
+        if memory is None:
+            assert _CORE is not None
+            memory = _MEMORIES[counter] = _CORE[1]()
+        return memory
 
 
 class SentenceChunker:
-    """Packs sentences into chunks of at most ``chunk_size`` units."""
+    """Packs units into chunks of at most the cap (see the module docstring)."""
 
-    def __init__(self, params: SentenceParams | None = None) -> None:
+    def __init__(self, params: SentenceParams | None = None, sizing: Sizing | None = None) -> None:
         self.params = params or SentenceParams()
-        self._counter: TokenCounter = make_counter(self.params.tokenizer)
+        self.sizing = own_sizing(self.params.tokenizer) if sizing is None else sizing
+        self.sizes = Sizes(self.sizing.cap(self.params.chunk_size))
 
     def chunk(self, text: str, *, content_type: ContentType = "text/plain") -> list[Chunk]:
-        # Markdown is chunked as text here: lists, headings, tables, quotes and fenced code
-        # keep their line breaks as sentence ends, while hard-wrapped prose is read as if it
-        # were unwrapped; structure-aware chunking is what the `lexical` strategy is for.
-        cap = self.params.chunk_size
-        counter = self._counter
-        pieces = cap_spans(text, split_sentences(text, soft_wraps=True), counter, cap)
+        """Chunks of ``text``: the compiled core when it is built, else
+        :meth:`chunk_reference`; both return the same chunks."""
+        if NATIVE_CHUNK is not None:
+            counter = self.sizing.counter
+            if counter is None:
+                chunks = NATIVE_CHUNK(text, self.sizes.cap, None, None)
+            else:
+                memory = _memory(counter)
+                chunks = NATIVE_CHUNK(text, self.sizes.cap, memory, counter.count_pieces)
+            if chunks is not None:
+                return chunks
+        return self.chunk_reference(text, content_type=content_type)
+
+    def chunk_reference(
+        self, text: str, *, content_type: ContentType = "text/plain"
+    ) -> list[Chunk]:
+        """The pure-Python definition of :meth:`chunk` (the compiled core's twin)."""
+        sizes = self.sizes
+        measure = Measure(text, self.sizing.counter)
+        units = read_units(text, measure, sizes.limit, sizes.cap)
         chunks: list[Chunk] = []
-        for index, group in enumerate(pack_spans(text, pieces, counter, cap)):
-            body = text[group.start : group.end]
-            size = len(body) if isinstance(counter, CharacterCounter) else counter.count(body)
+        for index, (first, last) in enumerate(pack(units, sizes)):
+            start, end = units.starts[first], units.ends[last]
             chunks.append(
                 Chunk(
-                    text=body,
-                    start_index=group.start,
-                    end_index=group.end,
-                    token_count=size,
+                    text=text[start:end],
+                    start_index=start,
+                    end_index=end,
+                    token_count=units.before_end[last] - units.before_start[first],
                     strategy=NAME,
                     metadata={"chunk_index": index},
                 )

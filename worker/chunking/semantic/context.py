@@ -1,20 +1,20 @@
-"""The ``context`` strategy: sentence groups plus the neighbouring sentences that share their topic.
+"""The ``context`` strategy: cores cut as ``semantic`` cuts, plus the neighbouring units that
+share their topic.
 
-1. sentences (Arabic marks end sentences; with ``language`` ``auto``/``ar`` an over-long sentence
-   is cut at Arabic commas before words), each embedded once;
-2. primary groups: whole sentences packed up to ``core_size`` (default ``chunk_size``); the
-   next group starts with the trailing whole sentences of at most ``overlap`` characters of the
-   one before (dropped when they leave no room for a new sentence). A group smaller than
-   ``min_chunk_size`` merges with its next neighbour (the previous one for the last group) when
-   the union fits ``chunk_size``, else it stays as it is: never dropped;
-3. each group's centroid is the size-weighted mean of its sentence vectors. Up to
-   ``window_size`` sentences before and after the group are candidates, judged one by one,
-   nearest first: a candidate is kept when its cosine similarity to the centroid is *above*
+1. units and cores: the layout and first pass of ``semantic`` (:mod:`.first_pass`), with the
+   core cap ``core_size`` (default three quarters of ``chunk_size``) and the hard minimum, so
+   cores keep blocks whole and start where the structure and the curve say — an edit moves the
+   cores near it only. With ``language`` ``auto``/``ar`` Arabic commas end sentences too;
+2. overlap: a core starts with the previous core's trailing whole units of at most ``overlap``
+   (in the sizing unit) when they leave the core within ``core_size``;
+3. each core's centroid is the size-weighted mean of its unit vectors. Up to ``window_size``
+   units before and after the core are candidates, judged one by one, nearest first: a
+   candidate is kept when its cosine similarity to the centroid is *above*
    ``similarity_threshold`` and the chunk still fits ``chunk_size``. Kept context therefore need
-   not touch the group;
+   not touch the core;
 4. the chunk text is the kept pieces in document order joined by
    :data:`~worker.chunking.types.SPAN_JOINER`, listed in ``spans`` (``None`` when the chunk is one
-   contiguous slice). Metadata records the core span, each kept sentence with its similarity,
+   contiguous slice). Metadata records the core span, each kept unit with its similarity,
    how many candidates were dropped (and how many only for size), and ``chunk_type="window"``.
 
 Cores come in document order and together cover every non-whitespace character; the whole
@@ -30,20 +30,15 @@ import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
+from worker.chunking.semantic.first_pass import Bounds, first_pass, plan_document
+from worker.chunking.semantic.layout import HEADING, Layout
 from worker.chunking.semantic.model_window import ModelWindow, character_window
-from worker.chunking.semantic.semantic import expect_plan, unit_size
+from worker.chunking.semantic.semantic import atom_range, bounds_of, expect_plan
 from worker.chunking.semantic.similarity import cosine
-from worker.chunking.semantic.units import (
-    SentencePlan,
-    merge_params,
-    plan_units,
-    sentence_units,
-    unit_vectors,
-)
+from worker.chunking.semantic.sizing import Sizing, resolve_sizing
+from worker.chunking.semantic.units import SentencePlan, UnitVectors, merge_params
 from worker.chunking.text.density import detect_language
-from worker.chunking.text.tokens import CHARACTER, CharacterCounter, TokenCounter, make_counter
 from worker.chunking.types import (
-    SPAN_JOINER,
     Chunk,
     ContentType,
     EmbeddingPlan,
@@ -57,50 +52,44 @@ if TYPE_CHECKING:
 
 NAME = "context"
 LANGUAGES = ("auto", "ar", "en")
+CORE_THRESHOLD = 1.5
+"""The first pass's ``threshold`` for cores (``semantic``'s default)."""
+SIMILARITY_WINDOW = 3
 
 
 class ContextParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    chunk_size: Annotated[int, msgspec.Meta(ge=1)] = 512
-    """Hard cap on the whole chunk text, context included, in the unit of ``tokenizer``."""
-    overlap: Annotated[int, msgspec.Meta(ge=0)] = 128
-    """Most characters of trailing whole sentences carried into the next primary group."""
+    chunk_size: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    """Hard cap on the whole chunk text, context included, in the unit of ``tokenizer``; unset
+    as ``semantic``'s (the retrieval model's window, or 1,000 characters)."""
+    overlap: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    """Most of the previous core's trailing whole units carried into a core; unset: an eighth
+    of ``chunk_size``."""
     window_size: Annotated[int, msgspec.Meta(ge=0)] = 2
-    """Candidate context sentences on each side of a group."""
-    min_chunk_size: Annotated[int, msgspec.Meta(ge=0)] = 50
-    """A group smaller than this (in the unit of ``tokenizer``) merges with a neighbour."""
+    """Candidate context units on each side of a core."""
+    min_chunk_size: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    """Hard minimum of a core; unset: an eighth of ``chunk_size``."""
     language: str = "auto"
     embedding_model: str | None = None
     """Model directory; ``None`` means the caller's boundary model. Documents are embedded with
     one shared model, so a different directory is refused rather than ignored."""
     similarity_threshold: Annotated[float, msgspec.Meta(ge=-1.0, le=1.0)] = 0.75
-    tokenizer: Annotated[str, msgspec.Meta(min_length=1)] = CHARACTER
+    tokenizer: Annotated[str, msgspec.Meta(min_length=1)] | None = None
     core_size: Annotated[int, msgspec.Meta(ge=1)] | None = None
-    """Primary groups are packed up to this size; unset means three quarters of ``chunk_size``
-    (384 of 512). Context only joins a chunk within the hard cap, so a core filled to the cap
-    would leave no room for any: a quarter of the budget is kept for it by default."""
+    """Cores are cut to at most this size; unset means three quarters of ``chunk_size``
+    (190 of 254 tokens). Context only joins a chunk within the hard cap, so a core filled to the
+    cap would leave no room for any: a quarter of the budget is kept for it by default."""
 
     def __post_init__(self) -> None:
         if self.language not in LANGUAGES:
             raise ValueError(f"language must be one of {', '.join(LANGUAGES)}")
-        if self.core_size is not None and self.core_size > self.chunk_size:
+        if (
+            self.core_size is not None
+            and self.chunk_size is not None
+            and self.core_size > self.chunk_size
+        ):
             raise ValueError(
                 f"core_size ({self.core_size}) must not exceed chunk_size ({self.chunk_size})"
             )
-
-    @property
-    def core_cap(self) -> int:
-        return max(1, self.chunk_size * 3 // 4) if self.core_size is None else self.core_size
-
-
-def _runs(indices: list[int]) -> list[tuple[int, int]]:
-    """Sorted unit indices as maximal runs ``[first, stop)`` of consecutive indices."""
-    runs: list[tuple[int, int]] = []
-    for index in indices:
-        if runs and runs[-1][1] == index:
-            runs[-1] = (runs[-1][0], index + 1)
-        else:
-            runs.append((index, index + 1))
-    return runs
 
 
 class ContextChunker:
@@ -112,129 +101,145 @@ class ContextChunker:
         params: ContextParams | None = None,
         *,
         model_window: ModelWindow | None = None,
+        sizing: Sizing | None = None,
         **overrides: Any,
     ) -> None:
-        self.params = merge_params(ContextParams, params, overrides)
+        self.params = p = merge_params(ContextParams, params, overrides)
         self.window = model_window or character_window()
-        self.counter: TokenCounter = make_counter(self.params.tokenizer)
+        self.sizing = sizing or resolve_sizing(p.tokenizer, None)
+        self.counter = self.sizing.counter
+        whole = bounds_of(p.chunk_size, p.min_chunk_size, self.sizing)
+        core_cap = min(whole.cap, p.core_size or max(1, whole.cap * 3 // 4))
+        self.cap = whole.cap
+        # A core is cut to leave room for context, but an atom that fits the whole chunk stays
+        # whole (then it leaves none).
+        self.core = Bounds(core_cap, min(whole.minimum, core_cap // 4), atom_cap=whole.cap)
+        self.overlap = whole.cap // 8 if p.overlap is None else p.overlap
+
+    @property
+    def bounds(self) -> Bounds:
+        return self.core
 
     def plan(self, text: str, *, content_type: ContentType = "text/plain") -> SentencePlan:
-        p = self.params
-        units = sentence_units(text, self.counter, p.core_cap, clauses=p.language != "en")
-        return plan_units(text, units, self.counter, self.window, content_type)
+        return plan_document(
+            text,
+            content_type,
+            self.sizing,
+            self.core,
+            self.window,
+            clauses=self.params.language != "en",
+        )
 
     def assemble(self, plan: EmbeddingPlan, embeddings: NDArray[np.float32]) -> list[Chunk]:
         sentence_plan = expect_plan(plan)
-        vectors = unit_vectors(sentence_plan, embeddings)
-        if not sentence_plan.units:
+        vectors = UnitVectors(sentence_plan, embeddings)
+        if not sentence_plan.count:
             return []
-        cumulative = np.zeros((len(vectors) + 1, vectors.shape[1]), dtype=np.float64)
-        np.cumsum(vectors * sentence_plan.sizes[:, None], axis=0, out=cumulative[1:])
-        groups, merged = self._groups(sentence_plan)
+        passed = first_pass(
+            sentence_plan,
+            vectors,
+            self.sizing,
+            self.core,
+            threshold=CORE_THRESHOLD,
+            similarity_window=SIMILARITY_WINDOW,
+        )
         language = self.params.language
         if language == "auto":
             language = detect_language(sentence_plan.document)
         chunks: list[Chunk] = []
-        previous_stop = 0
-        for index, (first, stop) in enumerate(groups):
-            centroid = cumulative[stop] - cumulative[first]
-            chunk = self._window_chunk(sentence_plan, vectors, centroid, first, stop, index)
-            chunk.metadata["carried_units"] = max(0, previous_stop - first)
-            chunk.metadata["merged_small_group"] = (first, stop) in merged
+        previous: tuple[Span, int, int] | None = None  # core span and its whole units
+        for index, core in enumerate(passed.spans):
+            first, stop = atom_range(sentence_plan, passed, index)
+            # Whole units only: a core that starts or ends inside a unit has no context there.
+            whole_first = first + int(core.start > sentence_plan.layout.starts[first])
+            whole_stop = stop - int(core.end < sentence_plan.layout.ends[stop - 1])
+            core, carried = self._carry(sentence_plan, core, whole_first, previous)
+            chunk = self._window_chunk(
+                sentence_plan, vectors, core, whole_first - carried, whole_stop, index
+            )
+            chunk.metadata["carried_units"] = carried
             # The design's outputs: the language the rules ran for and the chunk's characters
-            # (token_count is in the tokenizer's unit; joiners of spans count as characters).
+            # (token_count is in the sizing unit; joiners of spans count as characters).
             chunk.metadata["language"] = language
             chunk.metadata["char_count"] = len(chunk.text)
-            previous_stop = stop
+            previous = (passed.spans[index], whole_first, whole_stop)
             chunks.append(chunk)
         return chunks
 
-    def _size(self, text: str, first: Span, last: Span) -> int:
-        return unit_size(text, Span(first.start, last.end), self.counter)
-
-    def _groups(self, plan: SentencePlan) -> tuple[list[tuple[int, int]], set[tuple[int, int]]]:
-        """Primary groups ``[first, stop)`` with overlap, then small groups merged away."""
-        p = self.params
-        text, units = plan.document, plan.units
-        count = len(units)
-        groups: list[tuple[int, int]] = []
-        first = 0
-        while first < count:
-            stop = first + 1
-            while stop < count and self._size(text, units[first], units[stop]) <= p.core_cap:
-                stop += 1
-            groups.append((first, stop))
-            if stop >= count:
+    def _carry(
+        self,
+        plan: SentencePlan,
+        core: Span,
+        whole_first: int,
+        previous: tuple[Span, int, int] | None,
+    ) -> tuple[Span, int]:
+        """The core with the previous core's trailing whole units of at most ``overlap``
+        prepended, when the core stays within the core cap; and how many were carried."""
+        if previous is None or self.overlap <= 0:
+            return core, 0
+        prior, prior_first, prior_stop = previous
+        layout = plan.layout
+        if prior_stop != whole_first or prior.end != layout.ends[prior_stop - 1]:
+            return core, 0
+        carried = 0
+        while carried < prior_stop - prior_first - 1:
+            unit = prior_stop - carried - 1
+            start = int(layout.starts[unit])
+            if plan.size([Span(start, int(layout.ends[prior_stop - 1]))]) > self.overlap:
                 break
-            carried = stop
-            while (
-                carried - 1 > first and units[stop - 1].end - units[carried - 1].start <= p.overlap
-            ):
-                carried -= 1
-            # The carried sentences must leave room for at least the next new one.
-            if carried < stop and self._size(text, units[carried], units[stop]) > p.core_cap:
-                carried = stop
-            first = carried
-        merged: set[tuple[int, int]] = set()
-        i = 0
-        while i < len(groups) and len(groups) > 1:
-            a, b = groups[i]
-            if self._size(text, units[a], units[b - 1]) >= p.min_chunk_size:
-                i += 1
-                continue
-            for partner in (i + 1, i - 1):
-                if not 0 <= partner < len(groups):
-                    continue
-                low, high = min(i, partner), max(i, partner)
-                union = (groups[low][0], groups[high][1])
-                # Against the hard cap, not the packing target: greedy packing already showed
-                # that a neighbour plus one more unit passes the target.
-                if self._size(text, units[union[0]], units[union[1] - 1]) <= p.chunk_size:
-                    groups[low : high + 1] = [union]
-                    merged.add(union)
-                    i = low
-                    break
-            else:
-                i += 1
-        return groups, merged
+            if plan.size([Span(start, core.end)]) > self.core.cap:
+                break
+            carried += 1
+        if not carried:
+            return core, 0
+        return Span(int(layout.starts[prior_stop - carried]), core.end), carried
 
     def _window_chunk(
         self,
         plan: SentencePlan,
-        vectors: NDArray[np.float64],
-        centroid: NDArray[np.float64],
+        vectors: UnitVectors,
+        core: Span,
         first: int,
         stop: int,
         index: int,
     ) -> Chunk:
         p = self.params
-        text, units = plan.document, plan.units
+        text, layout = plan.document, plan.layout
+        count = plan.count
+        weights = plan.weights
+        low = max(0, min(first, stop))
+        high = max(low, stop)
+        centroid = vectors.weighted_sum(low, high, weights) if high > low else None
         candidates: list[tuple[int, str]] = []
         for distance in range(1, p.window_size + 1):
             if first - distance >= 0:
                 candidates.append((first - distance, "before"))
-            if stop - 1 + distance < len(units):
-                candidates.append((stop - 1 + distance, "after"))
+            # A heading after the core opens the next part: never its context.
+            after = stop - 1 + distance
+            if after < count and layout.kinds[after] != HEADING:
+                candidates.append((after, "after"))
         kept: dict[int, float] = {}
         dropped = dropped_for_size = 0
         for unit, _side in candidates:
-            similarity = cosine(vectors[unit], centroid)
+            if centroid is None:
+                dropped += 1
+                continue
+            similarity = cosine(vectors.rows(unit, unit + 1)[0], centroid)
             if similarity <= p.similarity_threshold:
                 dropped += 1
                 continue
-            trial = self._spans(units, first, stop, [*kept, unit])
-            if self._text_size(text, trial) > p.chunk_size:
+            trial = self._spans(text, layout, core, [*kept, unit])
+            if plan.size(trial) > self.cap:
                 dropped += 1
                 dropped_for_size += 1
                 continue
             kept[unit] = similarity
-        spans = self._spans(units, first, stop, list(kept))
+        spans = self._spans(text, layout, core, list(kept))
         body = join_spans(text, spans)
-        core = Span(units[first].start, units[stop - 1].end)
         context = [
             {
-                "start": units[u].start,
-                "end": units[u].end,
+                "start": int(layout.starts[u]),
+                "end": int(layout.ends[u]),
                 "side": "before" if u < first else "after",
                 "similarity": round(kept[u], 6),
             }
@@ -254,22 +259,26 @@ class ContextChunker:
             text=body,
             start_index=spans[0].start,
             end_index=spans[-1].end,
-            token_count=self._text_size(text, spans),
+            token_count=plan.size(spans),
             strategy=NAME,
             metadata=meta,
             spans=tuple(spans) if len(spans) > 1 else None,
         )
 
     @staticmethod
-    def _spans(units: tuple[Span, ...], first: int, stop: int, extra: list[int]) -> list[Span]:
-        indices = sorted({*range(first, stop), *extra})
-        return [Span(units[a].start, units[b - 1].end) for a, b in _runs(indices)]
-
-    def _text_size(self, text: str, spans: list[Span]) -> int:
-        if isinstance(self.counter, CharacterCounter):
-            joiners = len(SPAN_JOINER) * (len(spans) - 1)
-            return sum(s.end - s.start for s in spans) + joiners
-        return self.counter.count(join_spans(text, spans))
+    def _spans(text: str, layout: Layout, core: Span, extra: list[int]) -> list[Span]:
+        """The core and the kept units in document order, one span where only whitespace
+        separates them."""
+        pieces = sorted(
+            [(core.start, core.end), *((int(layout.starts[u]), int(layout.ends[u])) for u in extra)]
+        )
+        merged: list[list[int]] = []
+        for start, end in pieces:
+            if merged and not text[merged[-1][1] : start].strip():
+                merged[-1][1] = max(merged[-1][1], end)
+            else:
+                merged.append([start, end])
+        return [Span(a, b) for a, b in merged]
 
 
 def check_embedding_model(params: ContextParams, boundary: ModelRef | None) -> None:

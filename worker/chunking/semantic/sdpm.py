@@ -1,27 +1,24 @@
 """The ``sdpm`` strategy (semantic double-pass merging): ``semantic``, then merge similar chunks.
 
-1. first pass: the ``semantic`` groups (boundaries at similarity valleys, cap packing);
-2. each group's vector is the size-weighted mean of its unit vectors — nothing is re-embedded;
-3. each group is compared with the groups up to ``skip_window`` positions ahead;
-4. the most similar one whose cosine similarity is *above* ``merge_threshold`` and whose merged
-   span fits ``chunk_size`` is merged together with everything between them, so the output stays
-   contiguous (``skip_window=1`` merges neighbours, 2 may bridge one group, and so on);
+1. first pass: the ``semantic`` chunks (structure, evidence, hard minimum and cap);
+2. each chunk's vector is the size-weighted mean of its unit vectors — nothing is re-embedded;
+3. each chunk is compared with the chunks up to ``skip_window`` positions ahead;
+4. the most similar one whose cosine similarity is *above* the merge level and whose merged span
+   fits the cap is merged together with everything between them, so the output stays
+   contiguous (``skip_window=1`` merges neighbours, 2 may bridge one chunk, and so on);
 5. passes repeat until one makes no merge.
 
-``threshold`` keeps its ``semantic`` meaning (a percentile of valley similarities for the first
-pass). The merge level is derived from the same document the same way, from the other part
-of its similarity curve: unset ``merge_threshold``, it is the ``threshold`` percentile of the
-gaps that are *not* valleys — the places where the first pass saw no possible topic change —
-so two groups merge when they are more alike than that share of the document's within-topic
-neighbouring windows. The level follows the model and the document, as the first pass's cut
-does. A document with no gap (one unit) merges nothing. ``merge_threshold`` set is a fixed
-cosine similarity instead (the seed's reading).
-``skip_window`` defaults to 2, so a merge may bridge one group: a topic resumed after a short
-digression is rejoined (measured in docs/semantic.md).
+The merge level is read from the document around each cut, not from all of it: unset
+``merge_threshold``, the level at a first-pass cut is the :data:`MERGE_PERCENTILE` percentile
+of the similarity curve at the gaps within :data:`LEVEL_REACH` of it that are not valleys — the
+places where the text goes on with its topic — and a merge must pass the level of every cut it
+removes: two chunks merge when they are more alike than most neighbouring windows there. The
+level follows the model and the part of the document, and an edit elsewhere does not move it.
+``merge_threshold`` set is a fixed cosine similarity instead.
 
 Metadata: the first pass's reason for the chunk's start, ``first_pass`` (the range of
-first-pass groups it covers) and ``merges``: each merge's partner (a first-pass index), its
-similarity and how many groups it bridged.
+first-pass chunks it covers) and ``merges``: each merge's partner (a first-pass index), its
+similarity, the level it passed and how many chunks it bridged.
 """
 
 from __future__ import annotations
@@ -33,46 +30,45 @@ import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
+from worker.chunking.semantic.first_pass import FirstPass
 from worker.chunking.semantic.model_window import ModelWindow
 from worker.chunking.semantic.semantic import (
-    FirstPass,
     SemanticChunker,
     SemanticParams,
+    atom_range,
     expect_plan,
     make_chunk,
     start_metadata,
-    unit_size,
 )
-from worker.chunking.semantic.similarity import (
-    cosine,
-    gap_similarities,
-    local_minima,
-    percentile_cut,
-)
-from worker.chunking.semantic.units import SentencePlan, merge_params, unit_vectors
-from worker.chunking.text.tokens import CHARACTER
+from worker.chunking.semantic.similarity import cosine, gap_similarities, local_minima
+from worker.chunking.semantic.sizing import Sizing
+from worker.chunking.semantic.units import SentencePlan, UnitVectors, merge_params
 from worker.chunking.types import Chunk, ContentType, EmbeddingPlan, Metadata, Span
 
 NAME = "sdpm"
+MERGE_PERCENTILE = 0.8
+LEVEL_REACH = 12
 
 
 class SDPMParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    chunk_size: Annotated[int, msgspec.Meta(ge=1)] = 2048
-    threshold: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] = 0.8
-    """First pass: percentile (as a fraction) of the valley similarities that cut."""
+    chunk_size: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    min_chunk_size: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    threshold: Annotated[float, msgspec.Meta(ge=0.0)] = 1.5
+    """First pass: as ``semantic``'s."""
     merge_threshold: Annotated[float, msgspec.Meta(ge=-1.0, le=1.0)] | None = None
-    """Second pass: cosine similarity a merge must exceed; unset, the ``threshold``
-    percentile of this document's non-valley gap similarities."""
+    """Second pass: cosine similarity a merge must exceed; unset, read from the curve around
+    the two chunks (module docstring)."""
     skip_window: Annotated[int, msgspec.Meta(ge=1)] = 2
-    """How many groups ahead a group is compared with (2: a merge may bridge one group)."""
+    """How many chunks ahead a chunk is compared with (2: a merge may bridge one chunk)."""
     similarity_window: Annotated[int, msgspec.Meta(ge=1)] = 3
     min_sentences_per_chunk: Annotated[int, msgspec.Meta(ge=1)] = 1
     min_characters_per_sentence: Annotated[int, msgspec.Meta(ge=0)] = 24
-    tokenizer: Annotated[str, msgspec.Meta(min_length=1)] = CHARACTER
+    tokenizer: Annotated[str, msgspec.Meta(min_length=1)] | None = None
 
     def semantic(self) -> SemanticParams:
         return SemanticParams(
             chunk_size=self.chunk_size,
+            min_chunk_size=self.min_chunk_size,
             threshold=self.threshold,
             similarity_window=self.similarity_window,
             min_sentences_per_chunk=self.min_sentences_per_chunk,
@@ -80,26 +76,37 @@ class SDPMParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             tokenizer=self.tokenizer,
         )
 
-    def merge_level(self, curve: NDArray[np.float64]) -> float:
-        """The similarity a merge must exceed in a document with this similarity ``curve``:
-        ``merge_threshold`` when set, else the ``threshold`` percentile of the gaps that are
-        not valleys (all gaps when every one is). Empty curve (one unit): no merge."""
-        if self.merge_threshold is not None:
-            return self.merge_threshold
-        if not len(curve):
-            return float("inf")
-        valleys = set(local_minima(curve))
-        rest = [float(value) for gap, value in enumerate(curve) if gap not in valleys]
-        return percentile_cut(rest or curve.tolist(), self.threshold)
+
+def cut_levels(
+    curve: NDArray[np.float64], gaps: NDArray[np.int64], percentile: float
+) -> NDArray[np.float64]:
+    """The merge level at each of ``gaps`` (atom gaps where the first pass cut): the
+    ``percentile`` of the curve at the gaps within :data:`LEVEL_REACH` of it that are not
+    valleys (all of them when every one is)."""
+    count = len(curve)
+    if not count or not len(gaps):
+        return np.full(len(gaps), np.inf)
+    plain = np.ones(count, dtype=bool)
+    plain[local_minima(curve)] = False
+    offsets = np.arange(-LEVEL_REACH, LEVEL_REACH + 1)
+    at = gaps[:, None] + offsets[None, :]
+    inside = (at >= 0) & (at < count)
+    values = np.where(inside, curve[np.clip(at, 0, count - 1)], np.nan)
+    chosen = np.where(inside & plain[np.clip(at, 0, count - 1)], values, np.nan)
+    none_plain = np.isnan(chosen).all(axis=1)
+    chosen[none_plain] = values[none_plain]
+    levels: NDArray[np.float64] = np.nanpercentile(chosen, percentile * 100.0, axis=1)
+    return levels
 
 
 @dataclass
-class _Merged:
-    """A run of first-pass groups ``[first, stop)`` and the sum of its weighted unit vectors."""
+class _Run:
+    """A run of first-pass chunks ``[first, stop)`` and the sum of its weighted unit vectors
+    (float32: a cosine needs no more, and a large document has tens of thousands of runs)."""
 
     first: int
     stop: int
-    vector: NDArray[np.float64]
+    vector: NDArray[np.float32]
     merges: list[Metadata] = field(default_factory=list)
 
 
@@ -112,11 +119,16 @@ class SDPMChunker:
         params: SDPMParams | None = None,
         *,
         model_window: ModelWindow | None = None,
+        sizing: Sizing | None = None,
         **overrides: Any,
     ) -> None:
         self.params = merge_params(SDPMParams, params, overrides)
-        self._semantic = SemanticChunker(self.params.semantic(), model_window=model_window)
+        self._semantic = SemanticChunker(
+            self.params.semantic(), model_window=model_window, sizing=sizing
+        )
         self.window = self._semantic.window
+        self.sizing = self._semantic.sizing
+        self.bounds = self._semantic.bounds
 
     def plan(self, text: str, *, content_type: ContentType = "text/plain") -> SentencePlan:
         return self._semantic.plan(text, content_type=content_type)
@@ -124,72 +136,78 @@ class SDPMChunker:
     def assemble(self, plan: EmbeddingPlan, embeddings: NDArray[np.float32]) -> list[Chunk]:
         sentence_plan = expect_plan(plan)
         p = self.params
-        vectors = unit_vectors(sentence_plan, embeddings)
+        vectors = UnitVectors(sentence_plan, embeddings)
         passed = self._semantic.first_pass(sentence_plan, vectors)
-        level = p.merge_level(gap_similarities(vectors, sentence_plan.sizes, p.similarity_window))
-        merged = self._merge(sentence_plan, vectors, passed, level)
-        text, units = sentence_plan.document, sentence_plan.units
-        counter = self._semantic.counter
+        merged = self._merge(sentence_plan, vectors, passed)
         chunks: list[Chunk] = []
         for index, run in enumerate(merged):
-            head, tail = passed.groups[run.first], passed.groups[run.stop - 1]
-            meta: Metadata = {"chunk_index": index, "units": [head.first, tail.stop]}
-            meta.update(start_metadata(head, passed, p.threshold, p.chunk_size))
-            meta["first_pass"] = [run.first, run.stop]
-            if level != float("inf"):
-                meta["merge_level"] = round(level, 6)
-            meta["merges"] = run.merges
-            span = Span(units[head.first].start, units[tail.stop - 1].end)
-            chunks.append(make_chunk(text, span, counter, NAME, meta))
+            head, tail = passed.spans[run.first], passed.spans[run.stop - 1]
+            first_units = atom_range(sentence_plan, passed, run.first)
+            last_units = atom_range(sentence_plan, passed, run.stop - 1)
+            meta: Metadata = {
+                "chunk_index": index,
+                "units": [first_units[0], last_units[1]],
+                **start_metadata(sentence_plan, passed, run.first, p.threshold),
+                "first_pass": [run.first, run.stop],
+                "merges": run.merges,
+            }
+            span = Span(head.start, tail.end)
+            chunks.append(make_chunk(sentence_plan, span, NAME, meta))
         return chunks
 
-    def _merge(
-        self, plan: SentencePlan, vectors: NDArray[np.float64], passed: FirstPass, limit: float
-    ) -> list[_Merged]:
+    def _merge(self, plan: SentencePlan, vectors: UnitVectors, passed: FirstPass) -> list[_Run]:
         p = self.params
-        groups = passed.groups
-        if not groups:
+        spans = passed.spans
+        if not spans:
             return []
-        # Prefix sums of size-weighted unit vectors: any run's mean direction in one subtraction.
-        cumulative = np.zeros((len(vectors) + 1, vectors.shape[1]), dtype=np.float64)
-        np.cumsum(vectors * plan.sizes[:, None], axis=0, out=cumulative[1:])
+        weights = plan.weights
+        ranges = [atom_range(plan, passed, i) for i in range(len(spans))]
         runs = [
-            _Merged(i, i + 1, cumulative[g.stop] - cumulative[g.first])
-            for i, g in enumerate(groups)
+            _Run(i, i + 1, vectors.weighted_sum(first, stop, weights).astype(np.float32))
+            for i, (first, stop) in enumerate(ranges)
         ]
-        text, units = plan.document, plan.units
-        counter = self._semantic.counter
+        # The level at the cut before each first-pass chunk. A cut inside an atom is the cap's,
+        # no topic change: never merged across (below the cap the first pass would not cut).
+        firsts = [cut.first for cut in passed.cuts]
+        gaps = passed.grain_gap[firsts]
+        gaps[1:][np.diff(firsts) == 0] = -1  # pieces cut to fit the cap by exact counts
+        at_cut = np.full(len(runs), np.inf)
+        between = gaps >= 0
+        if p.merge_threshold is not None:
+            at_cut[between] = p.merge_threshold
+        elif between.any():
+            curve = gap_similarities(vectors.rows, plan.count, weights, p.similarity_window)
+            at_cut[between] = cut_levels(curve, gaps[between], MERGE_PERCENTILE)
+        cap = self.bounds.cap
         changed = True
         while changed:
             changed = False
             i = 0
             while i < len(runs) - 1:
-                best: tuple[float, int] | None = None
+                best: tuple[float, int, float] | None = None
                 for j in range(i + 1, min(len(runs), i + 1 + p.skip_window)):
                     similarity = cosine(runs[i].vector, runs[j].vector)
-                    if similarity <= limit or (best is not None and similarity <= best[0]):
+                    # A merge must pass the level at every cut it removes.
+                    level = float(at_cut[runs[i].stop : runs[j].first + 1].max())
+                    if similarity <= level or (best is not None and similarity <= best[0]):
                         continue
-                    span = Span(
-                        units[groups[runs[i].first].first].start,
-                        units[groups[runs[j].stop - 1].stop - 1].end,
-                    )
-                    if unit_size(text, span, counter) <= p.chunk_size:
-                        best = (similarity, j)
+                    span = Span(spans[runs[i].first].start, spans[runs[j].stop - 1].end)
+                    if plan.size([span]) <= cap:
+                        best = (similarity, j, level)
                 if best is None:
                     i += 1
                     continue
-                similarity, j = best
-                first_unit = groups[runs[i].first].first
-                stop_unit = groups[runs[j].stop - 1].stop
-                runs[i] = _Merged(
+                similarity, j, level = best
+                runs[i] = _Run(
                     runs[i].first,
                     runs[j].stop,
-                    cumulative[stop_unit] - cumulative[first_unit],
+                    sum((r.vector for r in runs[i + 1 : j + 1]), runs[i].vector),
                     [
                         *runs[i].merges,
                         {
                             "partner": runs[j].first,
                             "similarity": round(similarity, 6),
+                            "level": round(level, 6),
                             "bridged": j - i - 1,
                         },
                         *(m for run in runs[i + 1 : j + 1] for m in run.merges),

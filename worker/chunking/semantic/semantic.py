@@ -1,171 +1,128 @@
-"""The ``semantic`` strategy: cut where the similarity between neighbouring sentences dips.
+"""The ``semantic`` strategy: cut where the text's structure and its meaning both say a new part
+begins, within a hard minimum and maximum size.
 
-``plan``: sentence units (:func:`.units.sentence_units`; sentences shorter than
-``min_characters_per_sentence`` join their neighbour) and the texts to embed, each once.
-``assemble``:
+``plan``: the layout (:mod:`.layout`: sentences, headings, code blocks, list items…, and the
+level of each gap) and the texts to embed, each once. ``assemble``:
 
 1. one vector per unit; across every gap, the cosine similarity of the size-weighted means of
-   up to ``similarity_window`` units on each side (``similarity.gap_similarities``);
-2. the valleys of that curve (:func:`.similarity.local_minima`, no smoothing);
-3. ``threshold`` is read as a percentile: the cut is the ``threshold × 100``-th percentile of the
-   valley similarities, and every valley at or below it is a candidate boundary (0.8 → the 80 %
-   least similar valleys are candidates; a lower threshold cuts less often);
-4. candidates are placed deepest first, keeping ``min_sentences_per_chunk`` units per chunk;
-5. a segment over ``chunk_size`` (in the unit of ``tokenizer``) is packed greedily into pieces
-   that fit: those extra starts are *cap* splits.
+   up to ``similarity_window`` units on each side (:func:`.similarity.gap_similarities`);
+2. each gap's evidence: how deep it lies below the curve's peaks around it, in units of the
+   document's median depth (:func:`.first_pass.evidence_of`);
+3. a gap is worth a cut when its evidence passes its level's bar: ``threshold`` at a paragraph
+   break, twice that inside a paragraph, none before a heading;
+4. cuts are placed best first, each leaving at least ``min_chunk_size`` on both sides; a piece
+   over ``chunk_size`` is cut at its best gap whatever the evidence, inside a block only when no
+   gap between blocks will do (:mod:`.cuts`).
+
+Sizes are in the unit of ``tokenizer`` (:mod:`.sizing`): unset, the retrieval model's tokens,
+and ``chunk_size`` is lowered to its window.
 
 Chunks are contiguous slices of the document. Each chunk's metadata says why it starts where it
-does: ``start`` is ``"document"``, ``"boundary"`` (with ``boundary_similarity`` and the
-document's ``percentile_cut``) or ``"cap"``.
+does: ``start`` is ``"document"``, ``"boundary"`` (a gap worth a cut: ``cut_level`` and
+``evidence``) or ``"cap"`` (the size cap forced it).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from itertools import pairwise
 from typing import Annotated, Any
 
 import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
+from worker.chunking.semantic.first_pass import (
+    Bounds,
+    FirstPass,
+    first_pass,
+    level_name,
+    plan_document,
+)
 from worker.chunking.semantic.model_window import ModelWindow, character_window
-from worker.chunking.semantic.similarity import (
-    gap_similarities,
-    local_minima,
-    percentile_cut,
-    spaced_boundaries,
-)
-from worker.chunking.semantic.units import (
-    SentencePlan,
-    merge_params,
-    plan_units,
-    sentence_units,
-    unit_vectors,
-)
-from worker.chunking.text.segment import pack_spans
-from worker.chunking.text.tokens import CHARACTER, CharacterCounter, TokenCounter, make_counter
+from worker.chunking.semantic.sizing import Sizing, resolve_sizing
+from worker.chunking.semantic.units import SentencePlan, UnitVectors, merge_params
+from worker.chunking.text.tokens import TokenCounter
 from worker.chunking.types import Chunk, ContentType, EmbeddingPlan, Metadata, Span
 
 NAME = "semantic"
+DEFAULT_TOKENS = 256
+"""``chunk_size`` when unset and sizes are tokens (then lowered to the model's window: 254)."""
+DEFAULT_CHARACTERS = 1000
+"""``chunk_size`` when unset and sizes are characters (about 254 tokens of English prose)."""
+MIN_FRACTION = 8
+"""``min_chunk_size`` when unset: the cap over this."""
 
 
 class SemanticParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    chunk_size: Annotated[int, msgspec.Meta(ge=1)] = 2048
-    """Hard cap per chunk, in the unit of ``tokenizer``."""
-    threshold: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] = 0.8
-    """Percentile (as a fraction) of the valley similarities at or below which a valley cuts."""
+    chunk_size: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    """Hard cap per chunk, in the unit of ``tokenizer``; unset: 256 tokens (254 with MiniLM,
+    its window) or 1,000 characters. Lowered to the retrieval model's window."""
+    min_chunk_size: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    """Hard minimum per chunk (a smaller chunk only when the whole document is smaller);
+    unset: ``chunk_size // 8``. At most a quarter of ``chunk_size``."""
+    threshold: Annotated[float, msgspec.Meta(ge=0.0)] = 1.5
+    """Evidence a paragraph break needs to be cut (depth in median depths); twice that inside a
+    paragraph."""
     similarity_window: Annotated[int, msgspec.Meta(ge=1)] = 3
     """Units averaged on each side of a gap when measuring its similarity."""
     min_sentences_per_chunk: Annotated[int, msgspec.Meta(ge=1)] = 1
-    """Fewest units between two semantic boundaries (cap splits may still cut closer)."""
+    """Fewest units on each side of a cut the evidence placed (cap cuts may cut closer)."""
     min_characters_per_sentence: Annotated[int, msgspec.Meta(ge=0)] = 24
-    """Sentences shorter than this many characters join their neighbour."""
-    tokenizer: Annotated[str, msgspec.Meta(min_length=1)] = CHARACTER
-    """``"character"`` or the path of a ``tokenizer.json`` (counted without special tokens)."""
+    """Sentences shorter than this many characters join the next one of their paragraph."""
+    tokenizer: Annotated[str, msgspec.Meta(min_length=1)] | None = None
+    """``"character"``, a ``tokenizer.json``, a model directory, or unset: the retrieval model's
+    tokens (characters without one)."""
 
 
-@dataclass(frozen=True)
-class Group:
-    """A run of units ``[first, stop)`` that becomes one chunk, and why it starts there."""
-
-    first: int
-    stop: int
-    start: str  # "document" | "boundary" | "cap"
-    similarity: float | None = None
-
-
-@dataclass(frozen=True)
-class FirstPass:
-    """The groups of one document, with the curve values that placed their boundaries."""
-
-    groups: list[Group]
-    percentile_cut: float | None
-    valleys: int
+def bounds_of(chunk_size: int | None, min_chunk_size: int | None, sizing: Sizing) -> Bounds:
+    """The hard cap and minimum in ``sizing``'s unit; ``ValueError`` names a minimum that
+    leaves no room (over a quarter of the cap)."""
+    size = chunk_size or (DEFAULT_CHARACTERS if sizing.characters else DEFAULT_TOKENS)
+    cap = sizing.cap(size)
+    minimum = cap // MIN_FRACTION if min_chunk_size is None else min_chunk_size
+    if minimum > cap // 4:
+        raise ValueError(
+            f"min_chunk_size ({minimum}) must be at most a quarter of the cap ({cap}): "
+            "pieces of a block too large for one chunk must keep it too"
+        )
+    return Bounds(cap, minimum)
 
 
-def unit_size(text: str, span: Span, counter: TokenCounter) -> int:
-    if isinstance(counter, CharacterCounter):
-        return span.end - span.start
-    return counter.count(text[span.start : span.end])
-
-
-def first_pass(
-    plan: SentencePlan,
-    vectors: NDArray[np.float64],
-    counter: TokenCounter,
-    *,
-    cap: int,
-    threshold: float,
-    window: int,
-    min_units: int,
-) -> FirstPass:
-    """Semantic boundaries, then cap packing: the groups every embedding strategy starts from."""
-    text, units = plan.document, plan.units
-    count = len(units)
-    if count == 0:
-        return FirstPass([], None, 0)
-    curve = gap_similarities(vectors, plan.sizes, window)
-    valleys = local_minima(curve)
-    cut: float | None = None
-    cuts: list[int] = []
-    if valleys:
-        cut = percentile_cut([float(curve[g]) for g in valleys], threshold)
-        candidates = [g for g in valleys if curve[g] <= cut]
-        cuts = [g + 1 for g in spaced_boundaries(candidates, curve, count, min_units)]
-    groups: list[Group] = []
-    edges = [0, *cuts, count]
-    for a, b in pairwise(edges):
-        start = "document" if a == 0 else "boundary"
-        similarity = float(curve[a - 1]) if a > 0 else None
-        if unit_size(text, Span(units[a].start, units[b - 1].end), counter) <= cap:
-            groups.append(Group(a, b, start, similarity))
-            continue
-        index_of = {units[i].start: i for i in range(a, b)}
-        packed = pack_spans(text, units[a:b], counter, cap)
-        for n, span in enumerate(packed):
-            first = index_of[span.start]
-            stop = index_of[packed[n + 1].start] if n + 1 < len(packed) else b
-            if n == 0:
-                groups.append(Group(first, stop, start, similarity))
-            else:
-                groups.append(Group(first, stop, "cap"))
-    return FirstPass(groups, cut, len(valleys))
-
-
-def start_metadata(group: Group, passed: FirstPass, threshold: float, cap: int) -> Metadata:
-    """Why a chunk starts where it does, JSON-shaped."""
-    meta: Metadata = {"start": group.start}
-    if group.start == "boundary":
-        assert group.similarity is not None
-        assert passed.percentile_cut is not None
-        meta["boundary_similarity"] = round(group.similarity, 6)
-        meta["percentile_cut"] = round(passed.percentile_cut, 6)
-        meta["threshold"] = threshold
-    elif group.start == "cap":
-        meta["cap"] = cap
-    return meta
-
-
-def make_chunk(
-    text: str, span: Span, counter: TokenCounter, strategy: str, metadata: Metadata
-) -> Chunk:
-    body = text[span.start : span.end]
-    size = len(body) if isinstance(counter, CharacterCounter) else counter.count(body)
+def make_chunk(plan: SentencePlan, span: Span, strategy: str, metadata: Metadata) -> Chunk:
     return Chunk(
-        text=body,
+        text=plan.document[span.start : span.end],
         start_index=span.start,
         end_index=span.end,
-        token_count=size,
+        token_count=plan.size([span]),
         strategy=strategy,
         metadata=metadata,
     )
+
+
+def start_metadata(plan: SentencePlan, passed: FirstPass, index: int, threshold: float) -> Metadata:
+    """Why chunk ``index`` of the first pass starts where it does, JSON-shaped."""
+    cut = passed.cuts[index]
+    meta: Metadata = {"start": cut.start}
+    if cut.first > 0:
+        meta["cut_level"] = level_name(plan.layout, cut.first)
+        gap = int(passed.grain_gap[cut.first])
+        if gap >= 0:
+            meta["evidence"] = round(float(passed.evidence[gap]), 6)
+    if cut.start == "boundary":
+        meta["threshold"] = threshold
+    return meta
 
 
 def expect_plan(plan: EmbeddingPlan) -> SentencePlan:
     if not isinstance(plan, SentencePlan):
         raise TypeError(f"expected a SentencePlan, got {type(plan).__name__}")
     return plan
+
+
+def atom_range(plan: SentencePlan, passed: FirstPass, index: int) -> list[int]:
+    """The units (atoms) chunk ``index`` touches, ``[first, stop)``."""
+    cut = passed.cuts[index]
+    atoms = plan.layout.grain_atoms
+    return [int(atoms[cut.first]), int(atoms[cut.stop - 1]) + 1]
 
 
 class SemanticChunker:
@@ -177,40 +134,42 @@ class SemanticChunker:
         params: SemanticParams | None = None,
         *,
         model_window: ModelWindow | None = None,
+        sizing: Sizing | None = None,
         **overrides: Any,
     ) -> None:
         self.params = merge_params(SemanticParams, params, overrides)
         self.window = model_window or character_window()
-        self.counter: TokenCounter = make_counter(self.params.tokenizer)
+        self.sizing = sizing or resolve_sizing(self.params.tokenizer, None)
+        self.counter: TokenCounter = self.sizing.counter
+        self.bounds = bounds_of(self.params.chunk_size, self.params.min_chunk_size, self.sizing)
 
     def plan(self, text: str, *, content_type: ContentType = "text/plain") -> SentencePlan:
         p = self.params
-        units = sentence_units(
-            text, self.counter, p.chunk_size, min_characters=p.min_characters_per_sentence
+        return plan_document(
+            text, content_type, self.sizing, self.bounds, self.window, p.min_characters_per_sentence
         )
-        return plan_units(text, units, self.counter, self.window, content_type)
 
     def assemble(self, plan: EmbeddingPlan, embeddings: NDArray[np.float32]) -> list[Chunk]:
         sentence_plan = expect_plan(plan)
-        p = self.params
-        passed = self.first_pass(sentence_plan, unit_vectors(sentence_plan, embeddings))
-        text, units = sentence_plan.document, sentence_plan.units
+        passed = self.first_pass(sentence_plan, UnitVectors(sentence_plan, embeddings))
         chunks: list[Chunk] = []
-        for index, group in enumerate(passed.groups):
-            meta: Metadata = {"chunk_index": index, "units": [group.first, group.stop]}
-            meta.update(start_metadata(group, passed, p.threshold, p.chunk_size))
-            span = Span(units[group.first].start, units[group.stop - 1].end)
-            chunks.append(make_chunk(text, span, self.counter, NAME, meta))
+        for index, span in enumerate(passed.spans):
+            meta: Metadata = {
+                "chunk_index": index,
+                "units": atom_range(sentence_plan, passed, index),
+                **start_metadata(sentence_plan, passed, index, self.params.threshold),
+            }
+            chunks.append(make_chunk(sentence_plan, span, NAME, meta))
         return chunks
 
-    def first_pass(self, plan: SentencePlan, vectors: NDArray[np.float64]) -> FirstPass:
+    def first_pass(self, plan: SentencePlan, vectors: UnitVectors) -> FirstPass:
         p = self.params
         return first_pass(
             plan,
             vectors,
-            self.counter,
-            cap=p.chunk_size,
+            self.sizing,
+            self.bounds,
             threshold=p.threshold,
-            window=p.similarity_window,
+            similarity_window=p.similarity_window,
             min_units=p.min_sentences_per_chunk,
         )

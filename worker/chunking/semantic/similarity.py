@@ -1,42 +1,70 @@
-"""The similarity curve between consecutive units and where its valleys are.
+"""The similarity curve between consecutive units, and how deep a dip in it is.
 
 Pure numpy on unit vectors that are already L2-normalised. Gap ``g`` is the place between unit
-``g`` and unit ``g + 1``; a boundary at gap ``g`` starts a new chunk with unit ``g + 1``.
+``g`` and unit ``g + 1``.
+
+Memory: a document of a few hundred thousand units has a vector matrix of hundreds of MB, so
+nothing here makes a copy of it. The curve is computed block by block (:data:`BLOCK` gaps at a
+time), each block's window sums in float64 (exact enough for differences of sums), and only the
+curve itself — one float per gap — is kept.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
 
+# Gaps per block of the curve: the block's vectors in float64 take BLOCK × dimension × 8 bytes.
+BLOCK = 512
+
+Rows = Callable[[int, int], NDArray[np.float32]]
+"""Unit vectors ``[first, stop)`` as rows, L2-normalised (a zero row: no direction)."""
+
 
 def gap_similarities(
-    vectors: NDArray[np.float64], weights: NDArray[np.float64], window: int
+    rows: Rows, count: int, weights: NDArray[np.float64], window: int
 ) -> NDArray[np.float64]:
-    """Cosine similarity across every gap, ``[units - 1]``.
+    """Cosine similarity across every gap, ``[count - 1]``.
 
     Each side of gap ``g`` is the size-weighted mean of up to ``window`` unit vectors: units
     ``g - window + 1 .. g`` on the left, ``g + 1 .. g + window`` on the right (fewer at the
     document's edges). No text is embedded again: the windows are means of vectors already there.
     """
-    count = len(vectors)
-    if count < 2:
+    curve = np.zeros(max(0, count - 1), dtype=np.float64)
+    for first_gap in range(0, count - 1, BLOCK):
+        stop_gap = min(first_gap + BLOCK, count - 1)
+        # Units the block reads: window units left of its first gap to window right of its last.
+        low = max(0, first_gap - window + 1)
+        high = min(count, stop_gap + window)
+        block = rows(low, high).astype(np.float64) * weights[low:high, None]
+        cumulative = np.zeros((high - low + 1, block.shape[1]), dtype=np.float64)
+        np.cumsum(block, axis=0, out=cumulative[1:])
+        cut = np.arange(first_gap + 1, stop_gap + 1)  # first unit on the right of each gap
+        left = cumulative[cut - low] - cumulative[np.maximum(cut - window, 0) - low]
+        right = cumulative[np.minimum(cut + window, count) - low] - cumulative[cut - low]
+        dots = np.einsum("ij,ij->i", left, right)
+        norms = np.linalg.norm(left, axis=1) * np.linalg.norm(right, axis=1)
+        np.divide(dots, norms, out=curve[first_gap:stop_gap], where=norms > 0)
+    return curve
+
+
+def depths(curve: NDArray[np.float64], reach: int) -> NDArray[np.float64]:
+    """How deep each gap lies below the peaks around it: ``(left peak − c) + (right peak − c)``,
+    the peaks being the highest values within ``reach`` gaps on each side (the gap itself
+    included, so a depth is never negative). A depth reads ``2·reach + 1`` curve values: an edit
+    changes the depths near it only."""
+    count = len(curve)
+    if count == 0:
         return np.zeros(0, dtype=np.float64)
-    weighted = vectors * weights[:, None]
-    cumulative = np.zeros((count + 1, vectors.shape[1]), dtype=np.float64)
-    np.cumsum(weighted, axis=0, out=cumulative[1:])
-    cut = np.arange(1, count)  # index of the first unit on the right of each gap
-    left = cumulative[cut] - cumulative[np.maximum(cut - window, 0)]
-    right = cumulative[np.minimum(cut + window, count)] - cumulative[cut]
-    dots = np.einsum("ij,ij->i", left, right)
-    norms = np.linalg.norm(left, axis=1) * np.linalg.norm(right, axis=1)
-    similarities: NDArray[np.float64] = np.divide(
-        dots, norms, out=np.zeros_like(dots), where=norms > 0
-    )
-    return similarities
+    padded = np.full(count + 2 * reach, -np.inf)
+    padded[reach : reach + count] = curve
+    windows = np.lib.stride_tricks.sliding_window_view(padded, reach + 1)
+    left_peak = windows[:count].max(axis=1)
+    right_peak = windows[reach : reach + count].max(axis=1)
+    result: NDArray[np.float64] = (left_peak - curve) + (right_peak - curve)
+    return result
 
 
 def local_minima(curve: Sequence[float] | NDArray[np.float64]) -> list[int]:
@@ -44,9 +72,7 @@ def local_minima(curve: Sequence[float] | NDArray[np.float64]) -> list[int]:
 
     A run at either end of the curve needs only its one neighbour to be higher; a curve that is
     flat (or has a single gap) has no valley. A valley several gaps wide counts once, at its
-    first gap, so equal values never yield two boundaries side by side. No smoothing: the
-    windowed means of :func:`gap_similarities` already damp single-sentence noise, and a
-    smoothing filter would move valleys away from the gap where the topic actually changes.
+    first gap, so equal values never yield two boundaries side by side.
     """
     values = [float(v) for v in curve]
     minima: list[int] = []
@@ -67,32 +93,7 @@ def local_minima(curve: Sequence[float] | NDArray[np.float64]) -> list[int]:
     return minima
 
 
-def percentile_cut(values: Sequence[float], threshold: float) -> float:
-    """The ``threshold × 100``-th percentile of ``values`` (linear interpolation)."""
-    return float(np.percentile(np.asarray(values, dtype=np.float64), threshold * 100.0))
-
-
-def spaced_boundaries(
-    candidates: Sequence[int], curve: NDArray[np.float64], units: int, min_units: int
-) -> list[int]:
-    """Candidate gaps kept so that every chunk has at least ``min_units`` units.
-
-    The deepest valleys are placed first (ties: the earlier gap); a candidate is skipped when it
-    would leave fewer than ``min_units`` units to the nearest kept boundary or document edge.
-    Returns kept gaps in document order.
-    """
-    kept: list[int] = []  # cut positions (first unit of the new chunk), sorted
-    for gap in sorted(candidates, key=lambda g: (float(curve[g]), g)):
-        cut = gap + 1
-        at = bisect_left(kept, cut)
-        left = kept[at - 1] if at > 0 else 0
-        right = kept[at] if at < len(kept) else units
-        if cut - left >= min_units and right - cut >= min_units:
-            kept.insert(at, cut)
-    return [cut - 1 for cut in kept]
-
-
-def cosine(left: NDArray[np.float64], right: NDArray[np.float64]) -> float:
+def cosine(left: NDArray[np.floating], right: NDArray[np.floating]) -> float:
     """Cosine similarity of two vectors of any length (0 when either is zero)."""
     norm = float(np.linalg.norm(left) * np.linalg.norm(right))
     return float(np.dot(left, right)) / norm if norm > 0 else 0.0

@@ -1,16 +1,20 @@
-"""Sentence units and the texts they need embedded: the shared ``plan`` half of the three
-embedding strategies, and turning the embeddings back into one vector per unit.
+"""The ``plan`` half shared by the three embedding strategies — the layout and the texts it needs
+embedded — and turning the embeddings back into one vector per unit.
 
-A *unit* is a sentence (or a run of very short sentences joined together, or a piece of a
-sentence longer than the chunk cap): a stripped span of the document that fits the cap. Every
-unit is embedded exactly once. A unit longer than the model's window is cut into windows
-(:class:`.model_window.ModelWindow`) and its vector is the mean of the window
+A *unit* is an atom of the layout (:mod:`.layout`): a sentence, a heading, a code block, a list
+item… Every unit is embedded exactly once. A unit longer than the boundary model's window is cut
+into windows (:class:`.model_window.ModelWindow`) and its vector is the mean of the window
 vectors weighted by window length. Identical texts (repeated code lines, separators) are listed
 once: the plan maps each window to a row of :attr:`SentencePlan.texts`.
+
+Memory: the vectors of a large document are most of what chunking it holds (a float32 row per
+distinct text), so :class:`UnitVectors` normalises the embeddings in place and serves unit rows
+from them block by block, without a second matrix, when no unit needed windows.
 """
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -19,11 +23,10 @@ import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
+from worker.chunking.semantic.layout import Layout
 from worker.chunking.semantic.model_window import ModelWindow
-from worker.chunking.text import terminators
-from worker.chunking.text.segment import cap_spans, split_sentences
 from worker.chunking.text.tokens import CharacterCounter, TokenCounter
-from worker.chunking.types import ContentType, Span
+from worker.chunking.types import SPAN_JOINER, ContentType, Span, join_spans
 
 
 @dataclass(frozen=True, eq=False)
@@ -32,118 +35,99 @@ class SentencePlan:
 
     document: str
     content_type: ContentType
-    units: tuple[Span, ...]
-    sizes: NDArray[np.float64]
-    """Each unit's size in the strategy's unit (characters or tokens): the mean weights."""
+    layout: Layout
     texts: tuple[str, ...]
     """Distinct texts to embed, in first-use order."""
-    piece_rows: NDArray[np.intp]
+    piece_rows: NDArray[np.int64]
     """For each window, in unit order: its row in ``texts``."""
-    piece_starts: NDArray[np.intp]
+    piece_starts: NDArray[np.int64]
     """For each unit: the index of its first window (windows of a unit are consecutive)."""
-    piece_weights: NDArray[np.float64]
+    piece_weights: NDArray[np.float32]
     """For each window: its length in characters."""
+    counter: TokenCounter
+    """The sizing unit."""
+    adds_up: bool
+    """Token counts add up over this document's whitespace (:meth:`.sizing.Sizing.adds_up`):
+    the size of any span of whole grains is then a difference of prefix sums, never a count."""
 
+    @property
+    def count(self) -> int:
+        return self.layout.atom_count
 
-def sentence_units(
-    text: str, counter: TokenCounter, cap: int, *, min_characters: int = 0, clauses: bool = False
-) -> list[Span]:
-    """Sentences within ``cap``; those under ``min_characters`` join their neighbour.
+    @property
+    def units(self) -> tuple[Span, ...]:
+        return self.layout.atom_spans()
 
-    A sentence over the cap is cut at Arabic clause marks first when ``clauses`` is set, then at
-    words, then characters. A short sentence joins the next unit (the last one joins the one
-    before) unless the joined span would pass the cap; then it stays alone, never dropped.
-    """
-    pieces: list[Span] = []
-    for sentence in join_soft_wraps(text, split_sentences(text)):
-        if clauses and _size(text, sentence, counter) > cap:
-            offset = sentence.start
-            parts = split_sentences(text[sentence.start : sentence.end], clauses=True)
-            shifted = [Span(p.start + offset, p.end + offset) for p in parts]
-            pieces.extend(cap_spans(text, shifted, counter, cap))
-        else:
-            pieces.extend(cap_spans(text, [sentence], counter, cap))
-    if min_characters <= 0:
-        return pieces
-    units: list[Span] = []
-    pending: Span | None = None
-    for piece in pieces:
-        if pending is not None:
-            joined = Span(pending.start, piece.end)
-            if _size(text, joined, counter) <= cap:
-                piece = joined
+    def size(self, spans: Sequence[Span]) -> int:
+        """The size of ``spans`` joined by :data:`~worker.chunking.types.SPAN_JOINER`, in the
+        sizing unit. Spans of whole grains are added up when the counts allow it."""
+        if isinstance(self.counter, CharacterCounter):
+            return sum(s.end - s.start for s in spans) + len(SPAN_JOINER) * (len(spans) - 1)
+        if self.adds_up:
+            starts, ends, sums, glued = self._grain_index()
+            total = 0
+            for span in spans:
+                first = int(starts.searchsorted(span.start))
+                last = int(ends.searchsorted(span.end))
+                if (
+                    first == len(starts)
+                    or last == len(ends)
+                    or starts[first] != span.start
+                    or ends[last] != span.end
+                    or glued[last + 1] != glued[first + 1]
+                ):
+                    break  # not whole grains, or a word cut inside: count it
+                total += int(sums[last + 1] - sums[first])
             else:
-                units.append(pending)
-            pending = None
-        if piece.end - piece.start < min_characters:
-            pending = piece
-        else:
-            units.append(piece)
-    if pending is not None:
-        if units and _size(text, Span(units[-1].start, pending.end), counter) <= cap:
-            units[-1] = Span(units[-1].start, pending.end)
-        else:
-            units.append(pending)
-    return units
+                return total  # the joiner is whitespace: no tokens
+        return self.counter.count(join_spans(self.document, spans))
+
+    def _grain_index(self) -> tuple[NDArray[np.int64], ...]:
+        """Grain starts, ends, prefix sums of sizes, and prefix counts of the gaps inside a
+        word (where counts do not add up)."""
+        index = self.__dict__.get("_index")
+        if index is None:
+            layout = self.layout
+            sums = np.zeros(len(layout.grain_sizes) + 1, dtype=np.int64)
+            np.cumsum(layout.grain_sizes, out=sums[1:])
+            glued = np.zeros(len(layout.grain_sizes) + 1, dtype=np.int64)
+            np.cumsum(glued_gaps(layout), out=glued[1:])
+            index = (layout.grain_starts, layout.grain_ends, sums, glued)
+            object.__setattr__(self, "_index", index)
+        return index
+
+    @property
+    def weights(self) -> NDArray[np.float64]:
+        """Each unit's size in the strategy's unit (at least 1): the weight of its vector in
+        every mean."""
+        return np.maximum(self.layout.sizes, 1).astype(np.float64)
 
 
-# A line that ends on one of these closes its sentence; a wrap after anything else may not.
-_CLOSERS = frozenset(terminators.ALL + ":;")
-
-
-def join_soft_wraps(text: str, sentences: list[Span]) -> list[Span]:
-    """Rejoin sentences that a hard-wrapped line break cut in two.
-
-    The segmenter ends a sentence at every line break, which is right for lists, headings and
-    code, but hard-wrapped prose ("... instead of\nadding new ones.") then yields fragments, and
-    an embedding of half a sentence makes a poor boundary signal. A break is taken back when it
-    is a single line break (no blank line), the text before it does not close a sentence, and
-    the next line goes on in lower case.
-    """
-    joined: list[Span] = []
-    for span in sentences:
-        if joined:
-            previous = joined[-1]
-            gap = text[previous.end : span.start]
-            if (
-                gap.count("\n") == 1
-                and not gap.strip()
-                and text[previous.end - 1] not in _CLOSERS
-                and text[span.start].islower()
-            ):
-                joined[-1] = Span(previous.start, span.end)
-                continue
-        joined.append(span)
-    return joined
-
-
-def _size(text: str, span: Span, counter: TokenCounter) -> int:
-    if isinstance(counter, CharacterCounter):
-        return span.end - span.start
-    return counter.count(text[span.start : span.end])
+def glued_gaps(layout: Layout) -> NDArray[np.bool_]:
+    """Per grain: whether the gap before it is inside a word (no whitespace between)."""
+    glued = np.zeros(len(layout.grain_starts), dtype=bool)
+    glued[1:] = layout.grain_starts[1:] == layout.grain_ends[:-1]
+    return glued
 
 
 def plan_units(
     text: str,
-    units: Sequence[Span],
-    counter: TokenCounter,
+    layout: Layout,
     window: ModelWindow,
     content_type: ContentType = "text/plain",
+    *,
+    counter: TokenCounter | None = None,
+    adds_up: bool = False,
 ) -> SentencePlan:
-    """The plan for ``units``: sizes, distinct window texts and the window → row map."""
+    """The plan for ``layout``'s atoms: distinct window texts and the window → row map."""
     rows: dict[str, int] = {}
     texts: list[str] = []
-    piece_rows: list[int] = []
-    piece_starts: list[int] = []
-    piece_weights: list[int] = []
-    sizes: list[int] = []
-    characters = isinstance(counter, CharacterCounter)
-    for unit in units:
-        sizes.append(
-            unit.end - unit.start if characters else counter.count(text[unit.start : unit.end])
-        )
+    piece_rows = array("q")
+    piece_starts = array("q")
+    piece_weights = array("f")
+    for start, end in zip(layout.starts.tolist(), layout.ends.tolist(), strict=True):
         piece_starts.append(len(piece_rows))
-        for piece in window.pieces(text, unit):
+        for piece in window.pieces(text, Span(start, end)):
             piece_text = text[piece.start : piece.end]
             row = rows.get(piece_text)
             if row is None:
@@ -154,40 +138,76 @@ def plan_units(
     return SentencePlan(
         document=text,
         content_type=content_type,
-        units=tuple(units),
-        sizes=np.asarray(sizes, dtype=np.float64),
+        layout=layout,
         texts=tuple(texts),
-        piece_rows=np.asarray(piece_rows, dtype=np.intp),
-        piece_starts=np.asarray(piece_starts, dtype=np.intp),
-        piece_weights=np.asarray(piece_weights, dtype=np.float64),
+        piece_rows=np.frombuffer(piece_rows, dtype=np.int64).copy(),
+        piece_starts=np.frombuffer(piece_starts, dtype=np.int64).copy(),
+        piece_weights=np.frombuffer(piece_weights, dtype=np.float32).copy(),
+        counter=counter or CharacterCounter(),
+        adds_up=adds_up,
     )
 
 
-def unit_vectors(plan: SentencePlan, embeddings: NDArray[np.float32]) -> NDArray[np.float64]:
-    """One L2-normalised vector per unit (a zero row stays zero), ``[units, dim]`` float64."""
-    if not plan.units:
-        return np.zeros((0, 0), dtype=np.float64)
-    matrix = np.asarray(embeddings, dtype=np.float64)
-    if matrix.ndim != 2 or matrix.shape[0] != len(plan.texts):
-        raise ValueError(
-            f"expected {len(plan.texts)} embeddings (one per plan text), got shape {matrix.shape}"
+def normalise_rows(matrix: NDArray[np.float32]) -> None:
+    """Rows scaled to unit length in place (block by block); all-zero rows stay zero."""
+    for at in range(0, len(matrix), 8192):
+        block = matrix[at : at + 8192]
+        norms = np.linalg.norm(block, axis=1, keepdims=True)
+        np.divide(block, norms, out=block, where=norms > 0)
+
+
+class UnitVectors:
+    """One L2-normalised float32 vector per unit, served as row blocks.
+
+    ``embeddings`` (one row per plan text) is normalised *in place* when it is a writable
+    float32 array — it is the pipeline's fresh result, used by nothing else — and copied first
+    otherwise."""
+
+    def __init__(self, plan: SentencePlan, embeddings: NDArray[Any]) -> None:
+        matrix = np.asarray(embeddings)
+        if matrix.ndim != 2 or matrix.shape[0] != len(plan.texts):
+            raise ValueError(
+                f"expected {len(plan.texts)} embeddings (one per plan text), "
+                f"got shape {matrix.shape}"
+            )
+        if (
+            matrix.dtype != np.float32
+            or not matrix.flags.writeable
+            or not matrix.flags.c_contiguous
+        ):
+            matrix = np.array(matrix, dtype=np.float32, order="C")
+        normalise_rows(matrix)
+        self.matrix = matrix
+        self.plan = plan
+        self.count = plan.count
+        self.dimension = matrix.shape[1]
+        pieces = len(plan.piece_rows)
+        self._one_piece_each = pieces == self.count
+        self._identity = self._one_piece_each and bool(
+            np.array_equal(plan.piece_rows, np.arange(pieces))
         )
-    # Normalise each row first, so a window's weight is its length, not its vector's norm.
-    matrix = normalise(matrix)
-    pieces = matrix[plan.piece_rows]
-    if len(pieces) == len(plan.units):  # no unit was cut into windows: one row per unit
-        return pieces
-    summed = np.add.reduceat(pieces * plan.piece_weights[:, None], plan.piece_starts, axis=0)
-    return normalise(summed)
 
+    def rows(self, first: int, stop: int) -> NDArray[np.float32]:
+        """Unit vectors ``[first, stop)``."""
+        plan = self.plan
+        if self._identity:
+            return self.matrix[first:stop]
+        if self._one_piece_each:
+            return self.matrix[plan.piece_rows[first:stop]]
+        low = int(plan.piece_starts[first]) if first < self.count else len(plan.piece_rows)
+        high = int(plan.piece_starts[stop]) if stop < self.count else len(plan.piece_rows)
+        pieces = self.matrix[plan.piece_rows[low:high]] * plan.piece_weights[low:high, None]
+        summed = np.add.reduceat(pieces, plan.piece_starts[first:stop] - low, axis=0)
+        normalise_rows(summed)
+        return summed
 
-def normalise(matrix: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Rows scaled to unit length; all-zero rows are left as they are."""
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    scaled: NDArray[np.float64] = np.divide(
-        matrix, norms, out=np.zeros_like(matrix), where=norms > 0
-    )
-    return scaled
+    def weighted_sum(
+        self, first: int, stop: int, weights: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
+        """Σ weight × vector over units ``[first, stop)``, in float64."""
+        block = self.rows(first, stop).astype(np.float64)
+        summed: NDArray[np.float64] = weights[first:stop] @ block
+        return summed
 
 
 P = TypeVar("P", bound=msgspec.Struct)
@@ -200,4 +220,4 @@ def merge_params(params_type: type[P], params: P | None, overrides: dict[str, An
     try:
         return msgspec.convert({**base, **overrides}, params_type)
     except msgspec.ValidationError as exc:
-        raise ValueError(str(exc)) from exc
+        raise ValueError(str(exc)) from None

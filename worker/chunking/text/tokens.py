@@ -91,3 +91,90 @@ def make_counter(unit: str = CHARACTER) -> TokenCounter:
     if not unit:
         raise ValueError("token unit must be 'character' or the path of a tokenizer.json")
     return TokenizerCounter(unit, _load_tokenizer(unit))
+
+
+NOT_SEPARATORS = "\x0b\x0c\x1c\x1d\x1e\x1f\x85"
+"""Whitespace to ``str.isspace`` that a BERT normalizer drops as a control character, so that
+the text on both sides of it reads as one word: never a place where token counts add up."""
+
+_ADDITIVE_PRE_TOKENIZERS = ("BertPreTokenizer",)
+_PER_CHARACTER_NORMALIZERS = (None, "BertNormalizer")
+PIECE_CACHE_LIMIT = 1 << 16
+"""Pieces whose counts a :class:`PieceCounter` remembers; past it the memory starts afresh."""
+
+
+class PieceCounter:
+    """Token counts of whitespace-free pieces of text, remembered across documents.
+
+    Only for tokenizers whose count of a text is the sum of the counts of its pieces: a BERT
+    pre-tokenizer (splits at whitespace, isolates every punctuation character) after a
+    per-character normalizer. So a document's pieces are counted once each (words repeat: most
+    are found in the memory), and a chunk's count is a sum, never a new tokenization.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._tokenizer = _load_tokenizer(path)
+        _check_additive(path)
+        self._known: dict[str, int] = {}
+
+    @property
+    def unit(self) -> str:
+        return self.path
+
+    @property
+    def known(self) -> dict[str, int]:
+        """The memory: piece -> count (the compiled core reads it directly)."""
+        return self._known
+
+    def count_exact(self, text: str) -> int:
+        if not text:
+            return 0
+        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+
+    def count(self, text: str) -> int:
+        """:class:`TokenCounter`'s ``count``: the text tokenized whole."""
+        return self.count_exact(text)
+
+    def count_pieces(self, pieces: list[str]) -> list[int]:
+        known = self._known
+        missing = list({piece for piece in pieces if piece not in known})
+        if missing:
+            if len(known) + len(missing) > PIECE_CACHE_LIMIT:
+                known.clear()
+            encodings = self._tokenizer.encode_batch(missing, add_special_tokens=False)
+            known.update(zip(missing, (len(e.ids) for e in encodings), strict=True))
+        return [known[piece] for piece in pieces]
+
+
+def _check_additive(path: str) -> None:
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as file:
+            spec = json.load(file)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"cannot read tokenizer {path!r}: {exc}") from exc
+    pre = (spec.get("pre_tokenizer") or {}).get("type")
+    normalizer = (spec.get("normalizer") or {}).get("type")
+    if pre not in _ADDITIVE_PRE_TOKENIZERS or normalizer not in _PER_CHARACTER_NORMALIZERS:
+        raise ValueError(
+            f"tokenizer {path!r} (pre-tokenizer {pre}, normalizer {normalizer}): sizes in tokens "
+            "need a BERT-style tokenizer (BertPreTokenizer, BertNormalizer), whose counts add up "
+            "over whitespace-separated pieces"
+        )
+
+
+_PIECE_COUNTERS: dict[str, PieceCounter] = {}
+
+
+def piece_counter(path: str) -> PieceCounter:
+    """The shared :class:`PieceCounter` of a ``tokenizer.json`` (one memory per tokenizer)."""
+    key = str(Path(path).resolve())
+    with _TOKENIZERS_LOCK:
+        counter = _PIECE_COUNTERS.get(key)
+    if counter is None:
+        counter = PieceCounter(path)
+        with _TOKENIZERS_LOCK:
+            counter = _PIECE_COUNTERS.setdefault(key, counter)
+    return counter

@@ -1,0 +1,13 @@
+from collections.abc import Callable, Iterable
+
+from worker.chunking.types import Chunk
+
+def configure(abbreviations: Iterable[str], chunk_type: type[Chunk], name: str, /) -> None: ...
+def new_cache() -> object: ...
+def chunk(
+    text: str,
+    cap: int,
+    memory: object | None,
+    count_pieces: Callable[[list[str]], list[int]] | None,
+    /,
+) -> list[Chunk] | None: ...

@@ -1,0 +1,220 @@
+"""What the embedding strategies count chunk sizes in, and counting many texts at once.
+
+The ``tokenizer`` parameter of ``semantic``, ``sdpm`` and ``context`` names the unit:
+
+- unset (``None``): the tokens of the *retrieval* model, the model that embeds the chunks
+  downstream (``BuildContext.retrieval``; the worker and the CLI resolve it by default), and
+  no chunk may pass its window; without a retrieval model, characters;
+- ``"character"``: characters (Python ``str`` length);
+- the path of a ``tokenizer.json``: its tokens (no window known);
+- the path of a model directory: that model's tokens and window.
+
+Tokens are counted without special tokens (``[CLS]``/``[SEP]`` are the model's, not the text's),
+so a chunk of ``window`` tokens fills the model's input exactly. When the unit came from the
+build context rather than from the parameters, the registry puts the retrieval model's sizing
+identity into the strategy's fingerprint: another sizing tokenizer moves boundaries, so it
+mints other chunk ids.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
+
+from worker.chunking.text.tokens import CHARACTER, CharacterCounter, TokenCounter
+from worker.models.manifest import ManifestError
+from worker.models.reference import describe
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
+
+    from worker.models.reference import ModelRef
+
+# Texts per call into the tokenizer: its encodings hold offsets and masks besides the ids, so a
+# whole large document at once would hold several times the document's size.
+_COUNT_BATCH = 2048
+
+
+# Pre-tokenizers that cut at every whitespace: no token spans one, so the tokens of two texts
+# joined by whitespace are the tokens of each (``TokenizerUnit.glue``: the exceptions).
+_WHITESPACE_SPLITTING = frozenset({"BertPreTokenizer", "Whitespace", "WhitespaceSplit"})
+_SPLIT_ONLY = frozenset({*_WHITESPACE_SPLITTING, "Punctuation", "Digits"})
+# Word pairs that become fewer tokens when glued together ("aa", "unable", "playing").
+_PROBES = (("a", "a"), ("un", "able"), ("play", "ing"))
+
+
+def _splits_at_whitespace(pre_tokenizer: object) -> bool:
+    if not isinstance(pre_tokenizer, dict):
+        return False
+    kind = pre_tokenizer.get("type")
+    if kind == "Sequence":
+        parts = pre_tokenizer.get("pretokenizers") or []
+        types = {part.get("type") for part in parts if isinstance(part, dict)}
+        return (
+            len(types) == len(parts)
+            and types <= _SPLIT_ONLY
+            and bool(types & _WHITESPACE_SPLITTING)
+        )
+    return kind in _WHITESPACE_SPLITTING
+
+
+class TokenizerUnit:
+    """A :class:`~worker.chunking.text.tokens.TokenCounter` over a ``tokenizer.json`` that
+    also counts many texts in one call, and knows when counts add up.
+
+    ``additive``: the pre-tokenizer cuts at whitespace, so a text's count is the sum of the
+    counts of its whitespace-separated parts — except where a character Python calls whitespace
+    is dropped by the tokenizer's normaliser instead (BERT drops the controls ``\x0b``, ``\x0c``,
+    ``\x1c``–``\x1f``, ``\x85``): :attr:`glue` lists those, found by probing."""
+
+    def __init__(self, path: str, tokenizer: Tokenizer) -> None:
+        self._path = path
+        self._tokenizer = tokenizer
+        config = json.loads(tokenizer.to_str())
+        self.additive = _splits_at_whitespace(config.get("pre_tokenizer"))
+        self.glue = frozenset(
+            ch
+            for ch in map(chr, range(0x3000 + 1))
+            if ch.isspace()
+            and any(self.count(a + ch + b) != self.count(a) + self.count(b) for a, b in _PROBES)
+        )
+
+    def adds_up(self, text: str) -> bool:
+        """Whether counts add up over the whitespace of ``text``."""
+        return self.additive and not any(ch in text for ch in self.glue)
+
+    @property
+    def unit(self) -> str:
+        return self._path
+
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+
+    def count_many(self, texts: Sequence[str]) -> NDArray[np.int64]:
+        counts = np.zeros(len(texts), dtype=np.int64)
+        for at in range(0, len(texts), _COUNT_BATCH):
+            part = list(texts[at : at + _COUNT_BATCH])
+            encodings = self._tokenizer.encode_batch_fast(part, add_special_tokens=False)
+            counts[at : at + len(part)] = [len(e.ids) for e in encodings]
+        return counts
+
+
+_TOKENIZERS: dict[str, Tokenizer] = {}
+_LOCK = threading.Lock()
+
+
+def load_unit(path: str) -> TokenizerUnit:
+    """The unit of the ``tokenizer.json`` at ``path`` (loaded once per process); a
+    ``ValueError`` names the file when it cannot be read."""
+    from tokenizers import Tokenizer
+
+    key = str(Path(path).resolve())
+    with _LOCK:
+        tokenizer = _TOKENIZERS.get(key)
+        if tokenizer is None:
+            if not Path(key).is_file():
+                raise ValueError(f"tokenizer file not found: {path!r}")
+            try:
+                tokenizer = Tokenizer.from_file(key)
+            except Exception as exc:  # the library raises plain Exception on a bad file
+                raise ValueError(f"cannot load tokenizer {path!r}: {exc}") from exc
+            # Counting must see the whole text: a truncating tokenizer would call every long
+            # text short.
+            tokenizer.no_truncation()
+            tokenizer.no_padding()
+            _TOKENIZERS[key] = tokenizer
+    return TokenizerUnit(path, tokenizer)
+
+
+def count_many(counter: TokenCounter, texts: Sequence[str]) -> NDArray[np.int64]:
+    """Each text's size in ``counter``'s unit."""
+    if isinstance(counter, TokenizerUnit):
+        return counter.count_many(texts)
+    if isinstance(counter, CharacterCounter):
+        return np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
+    return np.fromiter((counter.count(t) for t in texts), dtype=np.int64, count=len(texts))
+
+
+@dataclass(frozen=True)
+class Sizing:
+    """The unit sizes are counted in, the window no chunk may pass, and who chose them."""
+
+    counter: TokenCounter
+    window: int | None
+    """Most tokens of text the embedding model reads (``None``: not known or characters)."""
+    identity: str | None
+    """When the unit is the retrieval model's tokens by default: a digest of its tokenizer and
+    its window (what moves boundaries; the model's weights do not)."""
+
+    @property
+    def characters(self) -> bool:
+        return isinstance(self.counter, CharacterCounter)
+
+    def adds_up(self, text: str) -> bool:
+        """Whether a span's size in ``text`` is the sum of the sizes of its whitespace-separated
+        parts (characters: never, the whitespace counts too)."""
+        return isinstance(self.counter, TokenizerUnit) and self.counter.adds_up(text)
+
+    def cap(self, chunk_size: int) -> int:
+        """``chunk_size`` lowered to the window: the rest of a longer chunk would never reach
+        its vector."""
+        return chunk_size if self.window is None else min(chunk_size, self.window)
+
+
+CHARACTERS = Sizing(CharacterCounter(), None, None)
+
+
+def _of_model(model: ModelRef, identity: str | None) -> Sizing:
+    return Sizing(load_unit(str(model.tokenizer)), model.window, identity)
+
+
+_DIGESTS: dict[Path, str] = {}
+
+
+def unit_identity(model: ModelRef) -> str:
+    """``tokens:<sha256 of tokenizer.json, 16 hex>:<window>``: the sizing unit of ``model``."""
+    path = model.tokenizer.resolve()
+    with _LOCK:
+        digest = _DIGESTS.get(path)
+        if digest is None:
+            try:
+                digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+            except OSError as exc:
+                raise ValueError(f"cannot read tokenizer {str(path)!r}: {exc}") from None
+            _DIGESTS[path] = digest
+    return f"tokens:{digest}:{model.window}"
+
+
+def resolve_sizing(tokenizer: str | None, retrieval: ModelRef | None) -> Sizing:
+    """The unit a strategy with this ``tokenizer`` parameter counts in (module docstring)."""
+    if tokenizer is None:
+        if retrieval is None:
+            return CHARACTERS
+        return _of_model(retrieval, unit_identity(retrieval))
+    if tokenizer == CHARACTER:
+        return CHARACTERS
+    if Path(tokenizer).is_dir():
+        try:
+            model = describe(Path(tokenizer), "retrieval")
+        except ManifestError as exc:
+            raise ValueError(f"tokenizer {tokenizer!r}: {exc}") from None
+        return _of_model(model, None)
+    return Sizing(load_unit(tokenizer), None, None)
+
+
+def sizing_identity(tokenizer: str | None, retrieval: ModelRef | None) -> str | None:
+    """What the fingerprint must add for this unit: the retrieval model's sizing identity when
+    the unit is its tokens by default, else nothing (an explicit unit is in the parameters)."""
+    if tokenizer is None and retrieval is not None:
+        return unit_identity(retrieval)
+    return None
