@@ -2,6 +2,7 @@
 
     PYTHONPATH=. .venv/bin/python bench/seam_bench.py [--split tune|report] [--static DIR ...]
         [--transformer DIR] [--strategies semantic sdpm] [--rounds 3] [--min-seconds 2]
+        [--cache DIR]
 
 Seams: bench/seam_sets.py (``tune`` by default; ``report`` is the held-out set, measured for a
 final choice only). Each strategy runs at its defaults, built as the worker builds it
@@ -34,6 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.seam_blocks import DEFAULT_CACHE
 from bench.seam_scores import Summary, paired_difference, summarise
 from bench.seam_sets import GENRES, SPLITS, seam_set
 from bench.seams import Scores, SeamDocument, score
@@ -96,9 +98,12 @@ def main() -> int:
     parser.add_argument("--strategies", nargs="+", default=["semantic", "sdpm"])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--min-seconds", type=float, default=2.0)
+    parser.add_argument(
+        "--cache", type=Path, default=DEFAULT_CACHE, help="where the pinned source files are kept"
+    )
     args = parser.parse_args()
 
-    docs = seam_set(args.split, tuple(args.genres))
+    docs = seam_set(args.split, tuple(args.genres), args.cache)
     size = sum(len(d.text.encode()) for d in docs) / 1e6
     print(
         f"run {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, seam set {args.split!r} "
