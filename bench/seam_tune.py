@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.seam_blocks import DEFAULT_CACHE
 from bench.seam_scores import paired_difference, summarise
 from bench.seam_sets import seam_set
-from bench.seams import Scores, score
+from bench.seams import Scores, score, seam_split
 from worker.batcher import embed_batch
 from worker.chunking import registry
 from worker.models.loading import load_backend
@@ -128,9 +128,12 @@ def main() -> int:
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     parser.add_argument("--vectors", type=Path, default=Path("/tmp/seam_tune_vectors"))
     parser.add_argument("--grid", nargs="+", default=["threshold"])
+    parser.add_argument(
+        "--stdlib", action="store_true", help="bench/seams.py's tune split instead (a second check)"
+    )
     args = parser.parse_args()
 
-    docs = seam_set("tune", cache=args.cache)
+    docs: Sequence[Any] = seam_split("tune") if args.stdlib else seam_set("tune", cache=args.cache)
     transformer = find("retrieval", None)
     static_ref = find("boundary", None)
     fp32_ref = describe(transformer.directory, "boundary")
@@ -141,19 +144,23 @@ def main() -> int:
     static_fill = cached(static_backend.embed, stores["static"], static_backend.dimension)
 
     baseline: dict[str, list[Scores]] = {}
+    shipped: dict[str, list[Scores]] = {}  # the static model at the defaults
     for strategy in ("semantic", "sdpm"):
         baseline[strategy] = scores_of(strategy, {}, fp32_ref, transformer, fp32_embed, docs)
-        # fill the static store with the same plans' texts
-        scores_of(strategy, {}, static_ref, transformer, static_fill, docs)
+        # fills the static store with the same plans' texts
+        shipped[strategy] = scores_of(strategy, {}, static_ref, transformer, static_fill, docs)
     for name, store in stores.items():
         save_store(args.vectors / f"{name}.pkl", store)
     seams = sum(len(d.seams) for d in docs)
     print(f"tune set: {len(docs)} documents, {seams} seams")
-    print("| variant | semantic P/R/F1 | − fp32 (95 % CI) | sdpm P/R/F1 | − fp32 (95 % CI) |")
-    print("|---|---|---|---|---|")
+    print(
+        "| variant | semantic P/R/F1 | − fp32 (95 % CI) | − static default | "
+        "sdpm P/R/F1 | − fp32 (95 % CI) | − static default |"
+    )
+    print("|---|---|---|---|---|---|---|")
     for strategy in ("semantic", "sdpm"):
         s = summarise(baseline[strategy])
-        print(f"| fp32 {strategy} | {s.precision:.3f}/{s.recall:.3f}/**{s.f1:.3f}** | | | |")
+        print(f"| fp32 {strategy} | {s.precision:.3f}/{s.recall:.3f}/**{s.f1:.3f}** |||||")
 
     rows = token_rows(static_ref)
     grids: dict[str, list[tuple[str, Transform, dict[str, Any]]]] = {
@@ -168,16 +175,65 @@ def main() -> int:
             ("− mean, − 1 axis (centred)", minus_axes(rows, 1, centred=True), {}),
             ("− mean, − 2 axes (centred)", minus_axes(rows, 2, centred=True), {}),
         ],
+        "combined": [
+            (f"threshold={t}{label}", transform, {"threshold": t})
+            for label, transform in (
+                ("", identity),
+                (", − 1 axis (uncentred)", minus_axes(rows, 1, centred=False)),
+            )
+            for t in (1.75, 2.0, 2.25)
+        ],
+        # The transformer at other thresholds: is a static optimum the model's own or anyone's?
+        "fp32": [
+            (f"fp32 threshold={t}", identity, {"threshold": t}) for t in (1.25, 2.0, 2.5, 3.0, 3.5)
+        ],
+        "window": [
+            (
+                f"threshold={t}, similarity_window={w}",
+                identity,
+                {"threshold": t, "similarity_window": w},
+            )
+            for t in (2.0, 2.5)
+            for w in (2, 4, 5)
+        ],
+        "axis": [
+            (
+                f"threshold={t}, − 1 axis (uncentred)",
+                minus_axes(rows, 1, centred=False),
+                {"threshold": t},
+            )
+            for t in (1.25, 1.5)
+        ],
+        "axes": [
+            (
+                f"threshold=2.0, − {k} axes (uncentred)",
+                minus_axes(rows, k, centred=False),
+                {"threshold": 2.0},
+            )
+            for k in (2, 3)
+        ],
+        "high": [
+            (f"threshold={t}{label}", transform, {"threshold": t})
+            for label, transform in (
+                ("", identity),
+                (", − 1 axis (uncentred)", minus_axes(rows, 1, centred=False)),
+            )
+            for t in (2.5, 3.0)
+        ],
     }
     for grid in args.grid:
         for label, transform, params in grids[grid]:
-            embed = transformed(stores["static"], transform)
+            model = "fp32" if grid == "fp32" else "static"
+            embed = transformed(stores[model], transform)
+            ref = fp32_ref if model == "fp32" else static_ref
             cells = []
             for strategy in ("semantic", "sdpm"):
-                found = scores_of(strategy, params, static_ref, transformer, embed, docs)
+                found = scores_of(strategy, params, ref, transformer, embed, docs)
                 s = summarise(found)
                 d, low, high = paired_difference(found, baseline[strategy])
                 cells.append(f"{s.precision:.3f}/{s.recall:.3f}/**{s.f1:.3f}**")
+                cells.append(f"{d:+.3f} ({low:+.3f}…{high:+.3f})")
+                d, low, high = paired_difference(found, shipped[strategy])
                 cells.append(f"{d:+.3f} ({low:+.3f}…{high:+.3f})")
             print(f"| {label} | {' | '.join(cells)} |", flush=True)
     return 0
