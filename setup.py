@@ -14,13 +14,13 @@ _CHUNKING = "worker/chunking/_native"
 # are shared by the three cores; the _lexical_*.h files are the parts of _lexical_core.c's one
 # translation unit (its opening comment says why and what each holds).
 _SENTENCE_RULES = [f"{_CHUNKING}/_sentence_rules.h"]
-# The parts of _sentence_core.c's translation unit: text/structure.py, units.py, packing.py.
+# text/structure.py, units.py, packing.py in C: parts of the sentence and adaptive cores' (and
+# lexical's) translation units.
 _SENTENCE_PARTS = [f"{_CHUNKING}/_{part}.h" for part in ("structure", "piece_cache", "units", "packing")]
 _LEXICAL_PARTS = [
     f"{_CHUNKING}/_lexical_{part}.h"
     for part in (
-        "config", "text", "spans", "segment", "lines", "markdown", "keywords", "reading",
-        "assembly", "ladder", "configure",
+        "config", "text", "spans", "keywords", "reading", "ladder", "assembly", "configure",
     )
 ]  # fmt: skip
 
@@ -29,7 +29,7 @@ setup(
         Extension(
             "worker.chunking._native._adaptive_core",
             [f"{_CHUNKING}/_adaptive_core.c"],
-            depends=_SENTENCE_RULES,
+            depends=_SENTENCE_RULES + _SENTENCE_PARTS,
             extra_compile_args=_FLAGS,
             optional=True,
         ),
@@ -43,7 +43,7 @@ setup(
         Extension(
             "worker.chunking._native._lexical_core",
             [f"{_CHUNKING}/_lexical_core.c"],
-            depends=_SENTENCE_RULES + _LEXICAL_PARTS,
+            depends=_SENTENCE_RULES + _SENTENCE_PARTS + _LEXICAL_PARTS,
             extra_compile_args=_FLAGS,
             optional=True,
         ),

@@ -2,9 +2,10 @@
 
 Each installed distribution's long description (the body of its METADATA: usually the
 project README, markdown with code blocks and tables, sometimes reStructuredText or plain
-prose) is one document. Nothing is downloaded and nothing is committed: the corpus is
-whatever this environment holds, listed in a stable order, so two runs on one machine read
-the same bytes. Third-party text stays in site-packages.
+prose) is one document. Nothing is downloaded and nothing is committed: the corpus is the
+project's installed dependency closure (what the bootstrap installs; ``everything=True``:
+every installed distribution), listed in a stable order, so two runs read the same bytes
+wherever the same pins are installed. Third-party text stays in site-packages.
 """
 
 from __future__ import annotations
@@ -23,13 +24,53 @@ class Document(msgspec.Struct, frozen=True):
     content_type: str  # "text/markdown" or "text/plain"
 
 
-def gather(min_chars: int = 500) -> list[Document]:
-    """One document per installed distribution whose description has ``min_chars`` or more."""
+# What a checkout installs (scripts/bootstrap: ``.[dev,model,deploy]``): the corpus is the
+# descriptions of those distributions and their dependencies, whatever else is installed, so
+# that tests over it judge the same documents on every machine that ran the bootstrap.
+PROJECT = "chunkstream"
+EXTRAS = ("dev", "model", "deploy")
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def installed_closure(root: str = PROJECT, extras: tuple[str, ...] = EXTRAS) -> set[str]:
+    """Normalised names of ``root`` with ``extras`` and everything it requires, transitively,
+    among the installed distributions (requirements whose markers do not apply are skipped)."""
+    from packaging.requirements import Requirement
+
+    installed = {_key(d.metadata.get("Name") or ""): d for d in importlib.metadata.distributions()}
+    found: set[str] = set()
+    todo: list[tuple[str, frozenset[str]]] = [(_key(root), frozenset(extras))]
+    while todo:
+        name, wanted = todo.pop()
+        dist = installed.get(name)
+        if dist is None or (name in found and not wanted):
+            continue
+        found.add(name)
+        for line in dist.requires or []:
+            requirement = Requirement(line)
+            marker = requirement.marker
+            applies = marker is None or any(
+                marker.evaluate({"extra": extra}) for extra in (*wanted, "")
+            )
+            if applies and _key(requirement.name) not in found:
+                todo.append((_key(requirement.name), frozenset(requirement.extras)))
+    return found
+
+
+def gather(min_chars: int = 500, *, everything: bool = False) -> list[Document]:
+    """One document per distribution whose description has ``min_chars`` or more: of the
+    project's dependency closure (:func:`installed_closure`), or of every installed one."""
     seen: dict[str, Document] = {}
+    closure = None if everything else installed_closure()
     for dist in importlib.metadata.distributions():
         meta = dist.metadata
         name = (meta.get("Name") or "").lower()
         if not name or name in seen:
+            continue
+        if closure is not None and _key(name) not in closure:
             continue
         body = meta.get_payload() or meta.get("Description") or ""
         if not isinstance(body, str) or len(body) < min_chars:

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from worker.cli.inputs import content_type_for
+
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((REPO / "examples").iterdir())
 KEYS = {
@@ -167,25 +169,35 @@ def test_stdout_closed_before_the_first_write_ends_quietly() -> None:
 
 
 def test_dash_reads_stdin_as_plain_text_unless_told(tmp_path: Path) -> None:
+    # No suffix to go by: plain text, unless --content-type says so; a suffix decides
+    # otherwise, and the flag overrides it either way.
+    assert content_type_for("-") == "text/plain"
+    assert content_type_for("-", "text/markdown") == "text/markdown"
+    assert content_type_for("notes.md") == "text/markdown"
+    assert content_type_for("notes.MARKDOWN") == "text/markdown"
+    assert content_type_for("notes.md", "text/plain") == "text/plain"
+    assert content_type_for("notes.txt") == "text/plain"
     source = REPO / "examples" / "api-reference.md"
     text = source.read_text(encoding="utf-8")
     from_stdin = rows_of(cli("chunk", "--strategy", "lexical", "-", stdin=text))
     assert {row["doc_id"] for row in from_stdin} == {"-"}
     assert_offsets_index(text, from_stdin)
-    # No suffix to go by: plain text, unless --content-type says markdown. The markdown
-    # reading of the file is what the `.md` suffix gives by default.
     as_markdown = rows_of(
         cli("chunk", "--strategy", "lexical", "--content-type", "text/markdown", "-", stdin=text)
     )
     by_suffix = rows_of(cli("chunk", "--strategy", "lexical", str(source)))
     strip = [{k: v for k, v in row.items() if k != "doc_id"} for row in by_suffix]
     assert [{k: v for k, v in row.items() if k != "doc_id"} for row in as_markdown] == strip
-    assert [row["text"] for row in from_stdin] != [row["text"] for row in as_markdown]
-    # And the flag overrides the suffix the other way.
     as_plain = rows_of(
         cli("chunk", "--strategy", "lexical", "--content-type", "text/plain", str(source))
     )
     assert [row["text"] for row in as_plain] == [row["text"] for row in from_stdin]
+    # Since issue 21 lexical, like every rule strategy, reads a document's structure from its
+    # text whatever its content type: read as plain text, a heading still joins what it opens.
+    assert [row["text"] for row in from_stdin] == [row["text"] for row in as_markdown]
+    for row in from_stdin:
+        lines = [line for line in str(row["text"]).splitlines() if line.strip()]
+        assert not all(line.startswith("#") for line in lines), row["text"]
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)

@@ -114,8 +114,20 @@ def test_without_a_memory_budget_nothing_is_derived() -> None:
     assert budgets.memory_bytes is None
 
 
-@pytest.mark.parametrize("strategy", ["sentence", "lexical", "semantic"])
-@pytest.mark.parametrize("limit_mib", [768, 2048])
+# semantic with 1 MiB documents needs more than 768 MiB before any window (its model, the
+# retrieval tokenizer it sizes in since issue 21, 160 bytes per byte of the largest document):
+# its small pod is 1 GiB.
+@pytest.mark.parametrize(
+    ("strategy", "limit_mib"),
+    [
+        ("sentence", 768),
+        ("lexical", 768),
+        ("semantic", 1024),
+        ("sentence", 2048),
+        ("lexical", 2048),
+        ("semantic", 2048),
+    ],
+)
 def test_the_derived_window_is_the_largest_that_fits_the_limit(
     strategy: str, limit_mib: int
 ) -> None:

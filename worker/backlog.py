@@ -30,7 +30,10 @@ from typing import Generic, TypeVar
 K = TypeVar("K", bound=Hashable)
 
 # How far back the measurements reach: the weight of what happened HALF_LIFE_S ago is half.
-HALF_LIFE_S = 60.0
+# Short, so the estimate follows the drain rate of now: a fresh worker's rate climbs for tens
+# of seconds (connections, producer batches, caches), and 60 s kept its first seconds in the
+# estimate (CI: 2.5x the real drain time; 10 s: 1.6x against 2.1x in the same setting).
+HALF_LIFE_S = 10.0
 
 
 class DecayingSum:

@@ -12,7 +12,7 @@ from worker.chunking import registry
 from worker.chunking.rules.adaptive import AdaptiveChunker, ChunkConfig, Document
 from worker.chunking.text.density import density
 from worker.chunking.text.tokens import make_counter
-from worker.chunking.types import RuleChunker
+from worker.chunking.types import Chunk, RuleChunker
 
 CHARS = make_counter()
 PROSE = (
@@ -45,12 +45,17 @@ def test_arabic_complex_words_raise_density() -> None:
 
 def test_dense_text_gets_smaller_chunks_than_prose() -> None:
     chunker = AdaptiveChunker(overlap=0)
-    prose = chunker.chunk(PROSE * 10)
-    code = chunker.chunk((CODE + "\n") * 10)
+    prose = chunker.chunk(PROSE * 20)
+    code = chunker.chunk((CODE + "\n") * 30)
     assert max(c.metadata["target_size"] for c in code) < min(
         c.metadata["target_size"] for c in prose
     )
-    assert len(code) > len(prose)
+
+    def mean(chunks: list[Chunk]) -> float:
+        return sum(len(c.text) for c in chunks) / len(chunks)
+
+    # Each chunk ends near its target: content-defined cuts, not the greedy fill up to it.
+    assert mean(code) < 0.8 * mean(prose)
 
 
 def test_target_follows_local_density_prose_then_code() -> None:
@@ -70,8 +75,14 @@ def test_overlap_carries_trailing_whole_sentences() -> None:
     assert len(chunks) > 3
     for before, after in itertools.pairwise(chunks):
         shared = before.end_index - after.start_index
-        assert 0 < shared <= 60
         assert after.text.startswith("Sentence number")
+        assert len(after.text) <= 200
+        # A chunk of one sentence has no trailing sentence to give without giving all of it.
+        if before.text.count(".") > 1:
+            assert 0 < shared <= 60
+        else:
+            assert shared < 0
+    assert sum(a.end_index > b.start_index for a, b in itertools.pairwise(chunks)) > len(chunks) / 2
 
 
 def test_overlap_zero_gives_disjoint_chunks() -> None:

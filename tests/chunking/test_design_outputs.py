@@ -7,10 +7,13 @@ from __future__ import annotations
 import pytest
 
 from worker.chunking.rules.adaptive import AdaptiveChunker
-from worker.chunking.rules.lexical import OPENING_RULES, LexicalChunker, chunk_reference
+from worker.chunking.rules.lexical import OPENING_RULES, LexicalChunker, LexicalParams
 from worker.chunking.text.density import detect_language
 
-CHUNKERS = [LexicalChunker().chunk, chunk_reference]
+# A cap of 400 characters (minimum 50): the paragraphs below are each over the minimum, so a
+# break between two of them stands (under the minimum it is joined over: minimum_size).
+SMALL = LexicalParams(chunk_size=400)
+CHUNKERS = [LexicalChunker(SMALL).chunk, LexicalChunker(SMALL, native=False).chunk]
 
 
 @pytest.mark.parametrize(
@@ -76,18 +79,27 @@ def test_detect_language() -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        # after prose: the break ends the open chunk as its last block
-        ("Para one here.\n\n---\n\nPara two here.", ["Para one here.\n\n---", "Para two here."]),
-        # after a heading (no chunk open): it joins the block after it
-        ("# T\n\n***\n\n## U\n\ntext", ["# T", "***\n\n## U", "text"]),
-        ("---\n\nJust text", ["---\n\nJust text"]),
-        ("```\ncode\n```\n\n___\n\nprose after", ["```\ncode\n```", "___\n\nprose after"]),
-        # nothing after it and nothing open: alone, the one case left
-        ("```\ncode\n```\n\n---", ["```\ncode\n```", "---"]),
+        # a thematic break starts a section and joins the block after it (the structure rule
+        # of every strategy: before issue 21 it ended the chunk before it)
+        (
+            "Paragraph one is here and long enough.\n\n---\n\nParagraph two is here as well.",
+            ["Paragraph one is here and long enough.", "---\n\nParagraph two is here as well."],
+        ),
+        (
+            "# Title of it all\n\n***\n\n## Under the rule\n\nSome text under it.",
+            ["# Title of it all\n\n***\n\n## Under the rule\n\nSome text under it."],
+        ),
+        (
+            "```\ncode, code and code\n```\n\n___\n\nProse after the rule line.",
+            ["```\ncode, code and code\n```", "___\n\nProse after the rule line."],
+        ),
     ],
 )
-def test_a_thematic_break_is_attached_to_a_neighbour(text: str, expected: list[str]) -> None:
-    for chunk in CHUNKERS:
+def test_a_thematic_break_joins_what_follows(text: str, expected: list[str]) -> None:
+    for chunk in (
+        LexicalChunker(LexicalParams(chunk_size=160)).chunk,
+        LexicalChunker(LexicalParams(chunk_size=160), native=False).chunk,
+    ):
         chunks = chunk(text, content_type="text/markdown")
         assert [c.text for c in chunks] == expected
         for c in chunks:
@@ -98,7 +110,7 @@ def test_a_thematic_break_is_attached_to_a_neighbour(text: str, expected: list[s
 def test_a_thematic_break_never_breaks_the_cap() -> None:
     prose = "word " * 299 + "end."  # 1,499 characters: the break does not fit after it
     text = f"{prose}\n\n---\n\nAfter the break."
-    for chunk in CHUNKERS:
+    for chunk in (LexicalChunker().chunk, LexicalChunker(native=False).chunk):
         chunks = chunk(text, content_type="text/markdown")
         assert all(len(c.text) <= 1500 for c in chunks)
         assert [c.text for c in chunks] == [prose, "---\n\nAfter the break."]

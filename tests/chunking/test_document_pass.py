@@ -6,9 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.chunking.texts import any_text
-from worker.chunking.text.boundaries import FENCE, SentenceIndex, fence_lines
 from worker.chunking.text.density import DocumentProfile, density, local_density, word_hash
-from worker.chunking.text.segment import split_sentences
+from worker.chunking.text.segment import FENCE, fence_lines
 
 FIB = "def fib(n): return n if n < 2 else fib(n - 1) + fib(n - 2)"
 FAIRY_TALE = "Once upon a time, a little princess lived in a castle with the king."
@@ -27,14 +26,14 @@ def test_prose_then_code_windows() -> None:
     prose = "The miller walked to the village every morning to sell his flour. " * 8
     code = "x = compute(a[i], b[j]); y = {k: v for k, v in pairs}\n" * 8
     text = prose + code
-    profile = DocumentProfile(text, 256)
-    assert profile.window(0) < profile.window(len(prose))
+    profile = DocumentProfile(text)
+    assert profile.density(0, 256) < profile.density(len(prose), len(prose) + 256)
 
 
 def test_words_are_hashed_like_the_tables() -> None:
-    profile = DocumentProfile("SELECT SELECT select", 100)
+    profile = DocumentProfile("SELECT SELECT select")
     # two technical words in 20 characters saturate the technical term
-    assert profile.window(0) >= 0.4
+    assert profile.density(0, 20) >= 0.4
     assert word_hash("in") != word_hash("fn")
 
 
@@ -42,31 +41,29 @@ def test_a_nul_character_changes_a_word() -> None:
     # Found by hypothesis: with code points hashed as they are, NUL added nothing, so "0" and
     # "0\x00" were one word to the document pass and two to `density`.
     assert word_hash("0") != word_hash("0\x00")
-    assert DocumentProfile("0:0\x00", 64).document_density == density("0:0\x00")
+    assert DocumentProfile("0:0\x00").document_density == density("0:0\x00")
 
 
-def _sentence_ends(text: str) -> list[int]:
-    """Every sentence end the index finds, walking the document from the start."""
-    index = SentenceIndex(text, DocumentProfile(text, 64, fences=fence_lines(text)).anchors)
-    ends: list[int] = []
-    floor = 0
-    while True:
-        end = index.first_end(floor, len(text))
-        if end is None:
-            return ends
-        ends.append(end)
-        floor = end
+# Words whose decimals the two definitions count alike (density counts "1.2.3" once, the
+# window formula every dot between digits); up to 120 words, past density()'s sample of 1,024
+# characters only rarely.
+WORDS = ["the", "The", "def", "SELECT", "select", "x=f(a);", "{k}", "3.14", "word", "\xa0", "مرحبا"]
 
 
 @settings(max_examples=300, deadline=None)
-@given(any_text)
-def test_sentence_index_matches_split_sentences(text: str) -> None:
-    # Ellipses inside quotes depend on where the sentence started; leave them out here.
-    text = text.replace("…", "").replace("..", "")
-    # The index reads hard-wrapped prose as the rule strategies do (soft_wraps), and the end
-    # of the text ends the last sentence whatever precedes it, as in split_sentences.
-    expected = [span.end for span in split_sentences(text, soft_wraps=True)]
-    assert _sentence_ends(text) == expected
+@given(
+    st.lists(st.sampled_from(WORDS), max_size=120).map(" ".join).filter(lambda t: len(t) <= 1024)
+)
+def test_a_window_is_the_formula_on_its_own_text(text: str) -> None:
+    # Every total is the window's own (its vocabulary too): the window formula is density()'s,
+    # to one step of the rounding (the vocabulary term is 0.3 · distinct / words there and
+    # 0.3 · (distinct / words) in density()).
+    assert abs(DocumentProfile(text).density(0, len(text)) - density(text)) <= 1.01e-4
+    assert local_density(text) == DocumentProfile(text).density(0, len(text))
+    # ... and a window's density does not depend on the text before it.
+    assert DocumentProfile("def f(x): return x; " * 9 + text).density(180, 180 + len(text)) == (
+        local_density(text)
+    )
 
 
 @settings(max_examples=300, deadline=None)
@@ -94,12 +91,12 @@ def test_fence_lines_match_the_pattern(text: str) -> None:
 def test_document_density_is_the_formula_on_the_whole_text(text: str) -> None:
     # density() reads up to 1,024 characters whole: on those it is the same computation.
     text = text[:1024]
-    assert DocumentProfile(text, 64).document_density == density(text)
+    assert DocumentProfile(text).document_density == density(text)
 
 
 @settings(max_examples=200, deadline=None)
 @given(any_text, st.integers(min_value=1, max_value=600))
 def test_profile_never_raises_and_stays_in_range(text: str, base: int) -> None:
-    profile = DocumentProfile(text, base)
+    profile = DocumentProfile(text)
     for position in range(0, len(text) + 1, 7):
-        assert 0.0 <= profile.window(position) <= 1.0
+        assert 0.0 <= profile.density(position, min(len(text), position + base)) <= 1.0

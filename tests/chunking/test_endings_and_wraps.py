@@ -31,7 +31,10 @@ from worker.chunking.rules.lexical import LexicalChunker, chunk_reference
 from worker.chunking.rules.sentence import SentenceChunker, SentenceParams
 from worker.chunking.text.lexicon import LEXICAL_MAX_CHARS, SHORT_PARAGRAPH_CHARS
 from worker.chunking.text.markdown import split_blocks
-from worker.chunking.text.segment import fence_lines, split_paragraphs
+from worker.chunking.text.packing import Sizes
+from worker.chunking.text.segment import fence_lines
+from worker.chunking.text.structure import PARAGRAPH, read_blocks
+from worker.chunking.text.units import Measure, read_units
 from worker.chunking.types import Chunk, ContentType
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -193,8 +196,10 @@ def test_structure_keeps_its_lines() -> None:
         AdaptiveChunker(min_size=14, max_size=14, overlap=0).chunk(text),
     ):
         assert [c.text for c in chunks] == text.split("\n")
+    # Lines of a block over the cap are its units up to the unit limit (the cap less two
+    # minimums: 9 here); no two of these lines fit 11 characters together.
     fenced = "```\nalpha = 1\nbeta = 2\n```"
-    chunks = AdaptiveChunker(min_size=10, max_size=10, overlap=0).chunk(fenced)
+    chunks = AdaptiveChunker(min_size=11, max_size=11, overlap=0).chunk(fenced)
     assert [c.text for c in chunks] == fenced.split("\n")
     indented = "Some text here\n    code line one\n    code line two"
     chunks = SentenceChunker(SentenceParams(chunk_size=20)).chunk(indented)
@@ -219,13 +224,19 @@ def at_a_lexical_threshold(text: str, content_type: ContentType) -> bool:
     """Whether the period would push lexical's last block past ``short_paragraph``'s length
     (a block of 120 characters merges as short, one of 121 does not): like the cap, a length
     threshold the period can cross."""
-    if content_type == "text/markdown":
-        last = split_blocks(text)[-1]
-        span = (last.start, last.end)
-    else:
-        paragraph = split_paragraphs(text)[-1]
-        span = (paragraph.start, paragraph.end)
-    return span[1] - span[0] == SHORT_PARAGRAPH_CHARS
+    kind, start, end = read_blocks(text)[-1]
+    return kind == PARAGRAPH and end - start == SHORT_PARAGRAPH_CHARS
+
+
+def at_the_minimum(text: str, sizes: Sizes, *, whole_paragraphs: bool = False) -> bool:
+    """Whether some gap between units has the minimum less one after it (in characters): a cut
+    must leave the minimum after it, and the period lifts that stretch to the minimum. Like the
+    cap, a length threshold the period can cross (content-defined packing, issue 19)."""
+    units = read_units(
+        text, Measure(text, None), sizes.limit, sizes.cap, whole_paragraphs=whole_paragraphs
+    )
+    total = units.before_end[-1]
+    return any(total - start == sizes.minimum - 1 for start in units.before_start[1:])
 
 
 def assert_cut_alike(plain: Cuts, punctuated: Cuts) -> None:
@@ -241,6 +252,7 @@ def test_sentence_final_period(text: str, size: int, content_type: ContentType) 
     plain = run(text, content_type)
     # With the last chunk at the cap, the period cannot join it: not the case tested here.
     assume(plain[-1][1] - plain[-1][0] < size)
+    assume(not at_the_minimum(text, Sizes(size)))
     assert_cut_alike(plain, run(text + ".", content_type))
 
 
@@ -258,17 +270,21 @@ def test_adaptive_final_period(text: str, p: dict[str, int]) -> None:
     for reference in (False, True):
         run = adaptive_cuts(chunker, reference=reference)
         plain = run(text)
-        assume(plain[-1][1] - plain[-1][0] < p["min_size"])
+        # Packing's cap leaves room for the overlap: a last chunk at it cannot take the period.
+        assume(plain[-1][1] - plain[-1][0] < chunker.sizes.cap)
+        assume(not at_the_minimum(text, chunker.sizes))
         assert_cut_alike(plain, run(text + "."))
 
 
 @settings(max_examples=60, deadline=None)
 @given(unpunctuated(), content_types)
 def test_lexical_final_period(text: str, content_type: ContentType) -> None:
-    for chunk in (LexicalChunker().chunk, chunk_reference):
+    chunker = LexicalChunker()
+    for chunk in (chunker.chunk, chunk_reference):
         plain = cuts(chunk(text, content_type=content_type))
         assume(plain[-1][1] - plain[-1][0] < LEXICAL_MAX_CHARS)
         assume(not at_a_lexical_threshold(text, content_type))
+        assume(not at_the_minimum(text, chunker.sizes, whole_paragraphs=True))
         assert_cut_alike(plain, cuts(chunk(text + ".", content_type=content_type)))
 
 
@@ -441,7 +457,11 @@ def test_corpus_endings_cut_alike_with_a_final_period() -> None:
         content_type: ContentType = (
             "text/markdown" if doc.content_type == "text/markdown" else "text/plain"
         )
-        assert_cut_alike(cuts(chunker.chunk(text)), cuts(chunker.chunk(text + ".")))
+        chunks = chunker.chunk(text)
+        # A last chunk exactly at its own (soft) cap cannot take the period: a margin.
+        last = chunks[-1]
+        if len(last.text) < chunker.chunk_sizes(int(last.metadata["target_size"])).cap:
+            assert_cut_alike(cuts(chunks), cuts(chunker.chunk(text + ".")))
         sentence = sentence_cuts(1000)
         plain = sentence(text, content_type)
         # A last chunk exactly at the cap cannot take the period: a margin, not a rule.

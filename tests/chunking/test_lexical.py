@@ -8,8 +8,7 @@ from tests.chunking.invariants import assert_all
 from tests.chunking.texts import any_text
 from worker.chunking import registry
 from worker.chunking.rules import lexical
-from worker.chunking.rules.lexical import LADDER, LexicalChunker, primary_reason
-from worker.chunking.text.lexicon import LEXICAL_MAX_CHARS
+from worker.chunking.rules.lexical import LADDER, LexicalChunker, LexicalParams, primary_reason
 from worker.chunking.text.tokens import make_counter
 from worker.chunking.types import Chunk, RuleChunker
 
@@ -27,6 +26,8 @@ VOCABULARY = {
     "list_continuation",
     "keyword_overlap",
     "structural_boundary",
+    "heading_section",
+    "minimum_size",
 }
 # Long enough not to be a short paragraph, with no keyword in common with what follows.
 OPENER = (
@@ -35,7 +36,10 @@ OPENER = (
 )
 
 
-CHUNKER = LexicalChunker()
+# A cap of 600 characters: each paragraph here is over its minimum (75), so the ladder's
+# verdict between two of them decides alone (under the minimum, a break is joined over).
+PARAMS = LexicalParams(chunk_size=600)
+CHUNKER = LexicalChunker(PARAMS)
 
 
 @pytest.fixture(scope="module", params=["native", "reference"], autouse=True)
@@ -44,12 +48,12 @@ def _path(request: pytest.FixtureRequest) -> None:
     global CHUNKER
     if request.param == "native" and lexical.NATIVE_CHUNK is None:
         pytest.skip("the compiled lexical core is not built")
-    CHUNKER = LexicalChunker(native=request.param == "native")
+    CHUNKER = LexicalChunker(PARAMS, native=request.param == "native")
 
 
 def chunks_of(text: str, content_type: str = "text/plain") -> list[Chunk]:
     chunks = CHUNKER.chunk(text, content_type=content_type)  # type: ignore[arg-type]
-    assert_all(text, chunks, CHARS, LEXICAL_MAX_CHARS)
+    assert_all(text, chunks, CHARS, CHUNKER.sizes.cap)
     for chunk in chunks:
         assert chunk.metadata["primary_merge_reason"] in VOCABULARY
         assert set(chunk.metadata["merge_reasons"]) <= VOCABULARY - {"initial"}
@@ -104,12 +108,14 @@ def test_question_answer() -> None:
     ]
 
 
-def test_definition_expansion_needs_a_short_lead_in() -> None:
+def test_a_line_ending_in_a_colon_joins_what_it_introduces() -> None:
     assert merged_by(f"Engines {SECOND}", first="The engine works as follows:") == [
         "definition_expansion"
     ]
+    # However long the lead-in (the design asked for 200 characters at most): the structure
+    # rule of every strategy, checked before the ladder.
     long_lead = OPENER + " " + OPENER + " And the rest of it goes like so:"
-    assert merged_by(f"Engines {SECOND}", first=long_lead) == []
+    assert merged_by(f"Finally, engines {SECOND}", first=long_lead) == ["definition_expansion"]
 
 
 def test_short_paragraph() -> None:
@@ -119,8 +125,14 @@ def test_short_paragraph() -> None:
 def test_list_continuation_needs_a_shared_keyword() -> None:
     text = f"{OPENER}\n\n- tomatoes in pots are simpler to move around\n- everything else"
     assert chunks_of(text, "text/markdown")[0].metadata["merge_reasons"] == ["list_continuation"]
-    unrelated = f"{OPENER}\n\n- engines in garages are simpler to move around\n- everything"
-    assert len(chunks_of(unrelated, "text/markdown")) == 2
+    unrelated = (
+        f"{OPENER}\n\n- engines in garages are simpler to move around on wheels\n"
+        "- everything else waits for the mechanic"
+    )
+    chunks = chunks_of(unrelated, "text/markdown")
+    assert len(chunks) == 2
+    # The list's next item continues it, as the design's lists were one block.
+    assert chunks[1].metadata["merge_reasons"] == ["list_continuation"]
 
 
 def test_keyword_overlap() -> None:
@@ -138,11 +150,12 @@ def test_no_rule_starts_a_new_chunk() -> None:
 
 
 def test_size_cap_comes_first() -> None:
-    paragraph = "This " + "garden tomatoes " * 55
+    paragraph = "This " + "garden tomatoes " * 30
     text = "\n\n".join([paragraph.strip()] * 3)
     chunks = chunks_of(text)
     assert len(chunks) >= 2
-    assert all(len(c.text) <= LEXICAL_MAX_CHARS for c in chunks)
+    assert all(len(c.text) <= CHUNKER.sizes.cap for c in chunks)
+    assert {r for c in chunks for r in c.metadata["merge_reasons"]} <= {"reference_continuity"}
 
 
 def test_over_long_block_is_split_to_the_cap() -> None:
@@ -151,31 +164,45 @@ def test_over_long_block_is_split_to_the_cap() -> None:
     assert len(chunks) >= 4
 
 
-def test_headings_code_and_tables_in_markdown() -> None:
-    text = (
-        "# Guide\n\nIntro about gardens.\n\n## Setup\n\nInstall the tools first.\n\n"
-        "```sh\npip install garden\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n"
-        "### Deep\n\nDetails here. This is more.\n"
-    )
-    chunks = chunks_of(text, "text/markdown")
-    kinds = [c.metadata["content_type"] for c in chunks]
-    assert kinds == [
-        "heading",
-        "semantic",
-        "heading",
-        "semantic",
-        "code_block",
-        "table",
-        "heading",
-        "semantic",
+MARKDOWN = (
+    "# Guide\n\nIntro about gardens.\n\n## Setup\n\nInstall the tools first.\n\n"
+    "```sh\npip install garden\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n"
+    "### Deep\n\nDetails here. This is more.\n"
+)
+
+
+def test_headings_join_their_sections_code_and_tables_stay_whole() -> None:
+    chunker = LexicalChunker(LexicalParams(chunk_size=100), native=CHUNKER._native is not None)
+    chunks = chunker.chunk(MARKDOWN, content_type="text/markdown")
+    assert_all(MARKDOWN, chunks, CHARS, 100)
+    assert [c.text for c in chunks] == [
+        "# Guide\n\nIntro about gardens.",
+        "## Setup\n\nInstall the tools first.",
+        "```sh\npip install garden\n```",
+        "| a | b |\n|---|---|\n| 1 | 2 |",
+        "### Deep\n\nDetails here. This is more.",
     ]
-    code = chunks[4]
-    assert code.metadata["primary_merge_reason"] == "structural_boundary"
+    kinds = [c.metadata["content_type"] for c in chunks]
+    assert kinds == ["semantic", "semantic", "code_block", "table", "semantic"]
+    assert [c.metadata["primary_merge_reason"] for c in chunks] == [
+        "heading_section", "heading_section", "initial", "initial", "heading_section"
+    ]  # fmt: skip
+    code = chunks[2]
     assert code.metadata["heading_path"] == ["Guide", "Setup"]
     last = chunks[-1]
     assert last.metadata["heading_path"] == ["Guide", "Setup", "Deep"]
     assert (last.metadata["section_heading"], last.metadata["section_level"]) == ("Deep", 3)
-    assert chunks[2].metadata["heading_path"] == ["Guide", "Setup"]
+    assert chunks[1].metadata["heading_path"] == ["Guide", "Setup"]
+
+
+def test_a_small_document_is_not_cut_into_crumbs() -> None:
+    # At the default cap (1,500 characters, minimum 187) the same document is one chunk:
+    # every run of blocks is under the minimum, so each break is joined over.
+    chunker = LexicalChunker(native=CHUNKER._native is not None)
+    (chunk,) = chunker.chunk(MARKDOWN, content_type="text/markdown")
+    assert chunk.text == MARKDOWN.strip()
+    assert chunk.metadata["merge_reasons"] == ["heading_section", "minimum_size"]
+    assert chunk.metadata["heading_path"] == ["Guide"]
 
 
 def test_sibling_heading_replaces_the_previous_one() -> None:
@@ -191,7 +218,9 @@ def test_lists_merge_into_semantic_chunks_with_metadata() -> None:
     assert meta["block_types"] == ["paragraph", "list"]
     assert meta["has_list"] is True
     assert meta["paragraph_count"] == 2
-    assert meta["merge_reasons"] == ["definition_expansion", "reference_continuity"]
+    assert meta["merge_reasons"] == [
+        "definition_expansion", "list_continuation", "reference_continuity"
+    ]  # fmt: skip
     assert meta["primary_merge_reason"] == "definition_expansion"
     assert 0 < meta["keyword_density"] <= 1
     assert meta["avg_block_length"] > 0
@@ -204,7 +233,10 @@ def test_primary_reason_ties_sort_by_name() -> None:
 
 
 def test_ladder_vocabulary() -> None:
-    assert set(LADDER) | {"initial", "structural_boundary"} == VOCABULARY
+    assert set(LADDER) | {"initial", "structural_boundary", "heading_section", "minimum_size"} == (
+        VOCABULARY
+    )
+    assert set(lexical.REASONS) == VOCABULARY | {"transition_break"}
 
 
 def test_registered() -> None:

@@ -71,7 +71,7 @@ def assert_same(text: str, content_type: ContentType, doc_id: str = "", source: 
     native = NATIVE.chunk(text, doc_id, source, content_type=content_type)
     assert native == reference
     assert [fields(c) for c in native] == [fields(c) for c in reference]
-    return _lexical_core.chunk(text, doc_id, source, content_type == "text/markdown") is not None
+    return _lexical_core.chunk(text, doc_id, source, NATIVE.sizes.cap, None, None) is not None
 
 
 # Long blocks (past the 1,500-character cap), sentence marks, markdown at line starts and
@@ -118,8 +118,8 @@ def test_edge_documents(text: str, content_type: ContentType) -> None:
 
 def test_hands_rare_case_mappings_to_the_reference() -> None:
     for char in ["İ", "\u212a", "Σ", "ı", "ſ"]:
-        assert _lexical_core.chunk(f"text {char} text", "", "", False) is None
-    assert _lexical_core.chunk("Ünïcödé 中文 مرحبا ΟΔΟ σ", "", "", False) is not None
+        assert _lexical_core.chunk(f"text {char} text", "", "", 1500, None, None) is None
+    assert _lexical_core.chunk("Ünïcödé 中文 مرحبا ΟΔΟ σ", "", "", 1500, None, None) is not None
 
 
 def test_every_corpus_document() -> None:

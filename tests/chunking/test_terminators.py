@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from worker.chunking.text import boundaries, density, segment, terminators
+from worker.chunking.text import segment, terminators
 
 HEADER = (
     Path(__file__).resolve().parents[2] / "worker" / "chunking" / "_native" / "_sentence_rules.h"
@@ -47,6 +47,3 @@ def test_every_terminator_is_a_sentence_end_candidate_in_python() -> None:
     for mark in terminators.ALL:
         text = f"word{mark} Next"
         assert segment.CANDIDATE.search(text), mark
-    # The density table and the sentence index read the same module.
-    assert density.CJK_MARKS == terminators.CJK
-    assert boundaries._LATIN_MARKS == terminators.LATIN

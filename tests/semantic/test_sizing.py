@@ -7,6 +7,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.semantic.fakes import TOKENIZER, embed, model_ref, topic_document, with_embedder
 from tests.semantic.invariants import assert_contiguous, assert_windows
@@ -127,3 +129,39 @@ def test_minimum_and_default_sizes() -> None:
         SemanticChunker(chunk_size=100, min_chunk_size=30)
     context = ContextChunker(sizing=resolve_sizing(None, retrieval()))
     assert (context.cap, context.core.cap, context.core.minimum) == (254, 190, 31)
+
+
+TEXT_CHARACTERS = st.sampled_from(
+    [
+        *list("abc xyz,.;:!?()'\"-\n\t"),
+        "é",
+        "ß",
+        "日本",
+        "😀",
+        "\xa0",
+        "\u2028",
+        "\x0b",
+        "\x1f",
+        "\x85",
+    ]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(TEXT_CHARACTERS, max_size=40).map("".join), min_size=1, max_size=12))
+def test_remembered_pieces_count_what_the_tokenizer_counts(texts: list[str]) -> None:
+    """Counts from the piece memory (sums over whitespace-separated pieces) equal the
+    tokenizer's count of each whole text — cold, warm, and after the memory is replaced —
+    with the characters BERT drops as controls (where counts do not add up) among them."""
+    from tokenizers import Tokenizer
+
+    whole = Tokenizer.from_file(str(TOKENIZER))
+    whole.no_truncation()
+    whole.no_padding()
+    expected = [len(whole.encode(t, add_special_tokens=False).ids) for t in texts]
+    unit = load_unit(str(TOKENIZER))
+    assert list(unit.count_many(texts)) == expected  # cold
+    assert list(unit.count_many(texts)) == expected  # every piece remembered
+    assert [unit.count(t) for t in texts] == expected
+    unit._known = {str(n): 0 for n in range(1 << 15)}  # full: the next call starts afresh
+    assert list(unit.count_many(texts)) == expected

@@ -52,12 +52,12 @@ def _build_sentence(params: SentenceParams, context: BuildContext) -> SentenceCh
     return SentenceChunker(params, sizing(params.tokenizer, context))
 
 
-def _build_lexical(_params: LexicalParams, _context: BuildContext) -> LexicalChunker:
-    return LexicalChunker()
+def _build_lexical(params: LexicalParams, context: BuildContext) -> LexicalChunker:
+    return LexicalChunker(params, sizing(params.tokenizer, context))
 
 
-def _build_adaptive(params: AdaptiveParams, _context: BuildContext) -> AdaptiveChunker:
-    return AdaptiveChunker.from_params(params)
+def _build_adaptive(params: AdaptiveParams, context: BuildContext) -> AdaptiveChunker:
+    return AdaptiveChunker.from_params(params, sizing(params.tokenizer, context))
 
 
 def _build_semantic(params: SemanticParams, context: BuildContext) -> SemanticChunker:
@@ -82,21 +82,30 @@ BUILTIN: tuple[Strategy[Any], ...] = (
         params_type=SentenceParams,
         factory=_build_sentence,
         needs_model=False,
-        summary="Whole sentences packed greedily up to chunk_size (characters or tokens).",
+        summary=(
+            "Whole sentences and blocks, content-defined cuts up to chunk_size"
+            " (characters or tokens)."
+        ),
     ),
     Strategy(
         name=ADAPTIVE,
         params_type=AdaptiveParams,
         factory=_build_adaptive,
         needs_model=False,
-        summary="Sentence packing whose size target follows the local information density.",
+        summary=(
+            "`sentence`'s units and cuts, each chunk's size following the local"
+            " information density."
+        ),
     ),
     Strategy(
         name=LEXICAL,
         params_type=LexicalParams,
         factory=_build_lexical,
         needs_model=False,
-        summary="Block-by-block merging by lexical cues (headings, lists, phrases, keywords).",
+        summary=(
+            "Blocks merged by lexical cues (headings, lists, phrases, keywords),"
+            " content-defined cuts."
+        ),
     ),
     Strategy(
         name=SEMANTIC,

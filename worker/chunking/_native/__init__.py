@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import importlib
 import os
+import threading
 from collections.abc import Callable
 from types import ModuleType
+from weakref import WeakKeyDictionary
 
 PURE_PYTHON_ENV = "CHUNKSTREAM_PURE_PYTHON"
 REQUIRE_NATIVE_ENV = "CHUNKSTREAM_REQUIRE_NATIVE"
@@ -44,3 +46,20 @@ def load(name: str, configure: Callable[[ModuleType], None]) -> ModuleType | Non
         return None
     configure(core)
     return core
+
+
+# The cores' memory of token counts per piece (_piece_cache.h): one per tokenizer (per
+# PieceCounter, which every chunker of one tokenizer shares), dropped with it, and shared by
+# the cores: each includes the same header, so a memory made by one core's new_cache() is
+# read by any of them (the capsule's name is checked).
+_MEMORIES: WeakKeyDictionary[object, object] = WeakKeyDictionary()
+_MEMORIES_LOCK = threading.Lock()
+
+
+def piece_memory(counter: object, new_cache: Callable[[], object]) -> object:
+    """The memory of piece counts for ``counter`` (made with ``new_cache`` the first time)."""
+    with _MEMORIES_LOCK:
+        memory = _MEMORIES.get(counter)
+        if memory is None:
+            memory = _MEMORIES[counter] = new_cache()
+        return memory

@@ -1,15 +1,23 @@
 /* The compiled core of the `adaptive` strategy: one call per document.
  *
- * It computes exactly what the pure-Python twin computes (density.DocumentProfile,
- * boundaries.SentenceIndex, adaptive.AdaptiveChunker.chunk) and returns the chunk boundaries
- * with their window densities; Python builds the Chunk objects. Every rule lives in those
- * Python modules, documented there; this file only restates them in C, and
- * tests/chunking/test_adaptive_native.py compares the two on generated and real documents.
+ * It computes exactly what the pure-Python twin computes (AdaptiveChunker.chunk_reference):
+ * the units of text/units.py and the content-defined packing of text/packing.py, shared with
+ * the sentence core through its headers, with each chunk's sizes from the density of the
+ * window ahead of it (density.DocumentProfile), the overlap (adaptive.carried_starts), and the
+ * Chunk objects. Every rule lives in those Python modules, documented there; this file only
+ * restates them in C, and tests/chunking/test_adaptive_native.py compares the two on
+ * generated and real documents, in characters and in tokens:
+ *
+ *   _sentence_rules.h  segment.false_stop_at and the terminator classes
+ *   _structure.h       text/structure.py: lines, blocks, gap levels
+ *   _piece_cache.h     the memory of token counts per piece (one per tokenizer)
+ *   _units.h           text/units.py: token pieces and their counts, paragraph sentences
+ *   _packing.h         text/units.py read_units, text/packing.py
  *
  * The data (character classes, technical and stop word hashes, abbreviations) is handed over
  * once by configure() from the Python modules that own it, so no word list is written twice.
  * The density formulas (window and document) are restated here and tested against density.py.
- * Floating point follows the Python code operation by operation (numpy's round(4) is
+ * Floating point follows the Python code operation by operation (round(x, 4) of a density is
  * rint(x * 1e4) / 1e4; -ffp-contract=off keeps the compiler from fusing multiply-adds).
  */
 #define PY_SSIZE_T_CLEAN
@@ -18,35 +26,34 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "_sentence_rules.h" /* segment.false_stop_at and its character classes */
+#include "_sentence_rules.h"
+#include "_structure.h"
+#include "_piece_cache.h"
+#include "_units.h"
+#include "_packing.h"
 
 /* Character classes, one bit each: the values of density._CLASS. */
 enum {
-    C_SEP = 1,     /* whitespace or glue punctuation: separates words */
-    C_PUNCT = 2,   /* code punctuation {}<>[]()=; */
-    C_DIGIT = 4,   /* ASCII digit */
-    C_DOT = 8,     /* "." */
-    C_BREAK = 16,  /* line break: always ends a sentence */
-    C_LATIN = 32,  /* . ! ? ... : ends a sentence when whitespace or a closer follows */
-    C_MARK = 64,   /* CJK and Arabic terminators */
-    C_FOLLOW = 128 /* whitespace or a closing quote/bracket */
+    C_SEP = 1,    /* whitespace or glue punctuation: separates words */
+    C_PUNCT = 2,  /* code punctuation {}<>[]()=; */
+    C_DIGIT = 4,  /* ASCII digit */
+    C_DOT = 8,    /* "." */
+    C_BREAK = 16, /* "\n": a line, perhaps a code fence, starts after it */
 };
 
 #define HASH_P 0x01000193u
-/* Classes that need a look beyond the word scan: candidates, technical marks, dots. */
-#define SPARSE (C_BREAK | C_LATIN | C_MARK | C_PUNCT | C_DOT)
-#define VOCABULARY_SPAN 50
+/* Classes that need a look beyond the word scan: technical marks, dots, line starts. */
+#define SPARSE (C_BREAK | C_PUNCT | C_DOT)
 #define CODEPOINTS 0x110000
 
 /* -- configuration (set once from Python) ------------------------------------------------ */
 
-/* The words of a document: hash -> (when last seen, kind). Open addressing, grown at 70 %
+/* The words of a document: hash -> (seen, kind). Open addressing, grown at 70 %
  * load (measured faster than 50 %: a smaller table misses the cache less often than longer
  * probes cost), so it stays as small as the document's vocabulary. Every table starts
  * as a copy of the configured one, which already holds the technical and stop words (kind
  * known, never seen): counting a word is then one lookup and no branch on "new or not".
- * `info` = seen << 2 | kind, where seen is 0 for "not yet in this document" and else the
- * word's index + SEEN_OFFSET (so that "more than VOCABULARY_SPAN words ago" holds for 0). */
+ * `info` = seen << 2 | kind, where seen is 0 for "not yet in this document", else 1. */
 typedef struct {
     uint32_t key;
     int32_t info; /* -1: empty slot */
@@ -59,7 +66,6 @@ typedef struct {
 } Vocabulary;
 
 enum { W_TECH = 1, W_STOP = 2 };
-#define SEEN_OFFSET 64 /* > VOCABULARY_SPAN + 1 */
 
 /* Multiply-shift hashing with a key and an odd multiplier drawn at random in configure():
  * the word hash is public (density.word_hash), so with a fixed multiplier a document could
@@ -206,35 +212,20 @@ static PyObject *configure(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* -- growable arrays ------------------------------------------------------------------- */
+/* -- the document pass ------------------------------------------------------------------ */
 
+/* A word: where it starts, its hash and whether it is a stop word, and the letters and
+ * technical words counted before it. */
 typedef struct {
-    Py_ssize_t *items;
-    Py_ssize_t count, capacity;
-} Positions;
-
-/* A word: where it starts, and the letters, technical words and words new to their window
- * (not stop words, not among the VOCABULARY_SPAN words before them) counted before it. */
-typedef struct {
-    int32_t start, letters, tech, fresh;
+    int32_t start, letters, tech, stop;
+    uint32_t hash;
 } Word;
-
-/* Where each kind of search landed last (see seek). */
-typedef struct {
-    Py_ssize_t fence, window, first_word, last_word, first_hit, last_hit, first_complex,
-        last_complex, last_end, first_end, carried;
-} Hints;
 
 typedef struct {
     /* The document as CPython stores it (1, 2 or 4 bytes per code point). */
     const void *data;
     int kind;
-    PyObject *text_object;
     Py_ssize_t size;
-    Py_ssize_t tail;     /* the end of the text without trailing whitespace: a sentence end */
-    int line_is_text;      /* during the scan: the current line is flush-left text */
-    int crlf_soft;         /* during the scan: the answer for the last '\r' */
-    Positions anchors;   /* sentence-end candidates */
     Positions hit_marks; /* code punctuation and digit.digit dots */
     Positions complex;   /* first letters of Arabic words of 7+ letters */
     Positions fences;    /* code-fence lines (their starts) */
@@ -245,21 +236,12 @@ typedef struct {
     Py_ssize_t words, word_capacity;
     Vocabulary seen;
     int failed; /* an allocation failed during the scan */
-    Hints *hints; /* mutable even where the profile is read-only */
     /* Document totals for the document density. */
     Py_ssize_t distinct, punct_hits, decimals;
     int min_arabic_letters;
 } Profile;
 
 static inline uint8_t class_of(Py_UCS4 c) { return config.classes[c < CODEPOINTS ? c : 0]; }
-
-/* The code point at `i`, or the sentinel space past the end: every look at "the next
- * character" stays in bounds, as with the trailing space of the Python twin. */
-static inline Py_UCS4 at(const Profile *p, Py_ssize_t i) {
-    return i < p->size ? PyUnicode_READ(p->kind, p->data, i) : ' ';
-}
-
-/* -- the document pass ------------------------------------------------------------------ */
 
 static int is_arabic_letter(Py_UCS4 c) {
     return (c >= 0x0620 && c <= 0x064a) || (c >= 0x066e && c <= 0x06d3) ||
@@ -269,8 +251,8 @@ static int is_arabic_letter(Py_UCS4 c) {
 static int is_arabic_mark(Py_UCS4 c) { return (c >= 0x064b && c <= 0x065f) || c == 0x0670; }
 
 /* Arrays start at a size that fits typical text and double when full: allocating for the
- * worst case (every character a candidate) made the allocator map and unmap fresh pages for
- * every document, and page faults cost more than the growth. */
+ * worst case made the allocator map and unmap fresh pages for every document, and page
+ * faults cost more than the growth. */
 static int grow(void **items, Py_ssize_t *capacity, size_t item_size) {
     Py_ssize_t bigger = 2 * *capacity + 16;
     void *moved = PyMem_Realloc(*items, item_size * bigger);
@@ -306,44 +288,23 @@ static inline void add_word(Profile *p, Py_ssize_t start, Py_ssize_t length, uin
     int32_t info = entry->info;
     int empty = info < 0;
     int32_t kind = empty ? 0 : info & 3;
-    int32_t seen = empty ? 0 : info >> 2;
-    int32_t now = (int32_t)p->words + SEEN_OFFSET;
     int stop = (kind & W_STOP) != 0;
     entry->key = hash;
-    entry->info = now << 2 | kind;
-    p->distinct += !stop && seen == 0;
+    p->distinct += !stop && (empty || info >> 2 == 0);
+    entry->info = 1 << 2 | kind;
     totals->start = (int32_t)start;
+    totals->hash = hash;
+    totals->stop = stop;
     next->letters = totals->letters + (int32_t)length;
     next->tech = totals->tech + (kind & W_TECH);
-    next->fresh = totals->fresh + (!stop && now - seen > VOCABULARY_SPAN);
     p->words++;
     p->seen.used += empty;
     if (10 * p->seen.used > 7 * (p->seen.mask + 1) && vocabulary_grow(&p->seen) < 0) p->failed = 1;
 }
 
-/* segment.soft_line_break for the break at i during the scan, which meets every line break
- * in order: the fence lines found so far are those that start at or before i (their count's
- * parity says whether i is in code), and the current line started after the previous break.
- * The '\n' of "\r\n" gets the answer of its '\r'. */
-static int soft_break(Profile *p, Py_ssize_t i) {
-    Py_UCS4 c = at(p, i);
-    if (c == '\n' && i > 0 && at(p, i - 1) == '\r') return p->crlf_soft;
-    /* The same decision as soft_line_break(text, 0, i, line, in_code), with the status of
-     * the line before the break known from the break that began it. */
-    const SentenceText text = {p->kind, p->data, p->size};
-    Py_ssize_t after = i + 1;
-    if (c == '\r' && after < p->size && at(p, after) == '\n') after++;
-    int before_is_text = p->line_is_text;
-    p->line_is_text = line_is_text(&text, after);
-    int soft = before_is_text && p->line_is_text && c != 0x2029 && !(p->fences.count & 1);
-    p->crlf_soft = soft;
-    return soft;
-}
-
 /* One pass over the text, specialised for each storage width. It finds:
  * - words (maximal runs of non-separators) with their polynomial hash
  *   H(w) = sum of (code[i] + 1) * P**i mod 2**32, as density.word_hash;
- * - sentence-end candidates, as DocumentProfile.anchors;
  * - technical marks: code punctuation, and dots with a digit on both sides;
  * - decimals for the document density: digit.digit, non-overlapping, left to right (as
  *   bytes.count on the digits-as-zero text);
@@ -357,7 +318,7 @@ static int soft_break(Profile *p, Py_ssize_t i) {
         while (i < n && (t[i] == ' ' || t[i] == '\t')) i++;                                   \
         if (i + 3 <= n && ((t[i] == '`' && t[i + 1] == '`' && t[i + 2] == '`') ||             \
                            (t[i] == '~' && t[i + 1] == '~' && t[i + 2] == '~')))              \
-            push(p, &p->fences, line);                                                           \
+            push(p, &p->fences, line);                                                        \
     }                                                                                         \
     static Py_ssize_t NAME##_arabic_run(Profile *p, const CHAR_T *t, Py_ssize_t i) {          \
         Py_ssize_t j = i, n = p->size;                                                        \
@@ -366,32 +327,25 @@ static int soft_break(Profile *p, Py_ssize_t i) {
             units += is_arabic_letter(t[j]);                                                  \
             j++;                                                                              \
         }                                                                                     \
-        if (units >= p->min_arabic_letters) push(p, &p->complex, i);                             \
+        if (units >= p->min_arabic_letters) push(p, &p->complex, i);                          \
         return j;                                                                             \
     }                                                                                         \
     static inline void NAME##_sparse(Profile *p, const CHAR_T *t, Py_ssize_t i, uint8_t k,    \
                                      Py_ssize_t *decimal_free) {                              \
         Py_ssize_t n = p->size;                                                               \
-        Py_UCS4 c = t[i];                                                                     \
-        Py_UCS4 next_c = i + 1 < n ? t[i + 1] : ' ';                                          \
-        uint8_t next = class_of(next_c);                                                      \
         if (k & C_PUNCT) {                                                                    \
-            push(p, &p->hit_marks, i);                                                           \
+            push(p, &p->hit_marks, i);                                                        \
             p->punct_hits++;                                                                  \
-        } else if ((k & C_DOT) && i > 0 && (class_of(t[i - 1]) & next & C_DIGIT)) {           \
-            push(p, &p->hit_marks, i);                                                           \
+        } else if ((k & C_DOT) && i > 0 && i + 1 < n &&                                       \
+                   (class_of(t[i - 1]) & class_of(t[i + 1]) & C_DIGIT)) {                     \
+            push(p, &p->hit_marks, i);                                                        \
             if (i - 1 >= *decimal_free) {                                                     \
                 p->decimals++;                                                                \
                 *decimal_free = i + 2;                                                        \
             }                                                                                 \
+        } else if ((k & C_BREAK) && i + 1 < n) {                                              \
+            NAME##_fence_line(p, t, i + 1);                                                   \
         }                                                                                     \
-        /* A CJK run followed by an Arabic one (or the reverse) ends twice. A soft line      \
-         * break (hard-wrapped prose; fences so far: below this break) is whitespace. */      \
-        if (((k & C_BREAK) && !soft_break(p, i)) || ((k & C_LATIN) && (next & C_FOLLOW)) ||   \
-            ((k & C_MARK) && !(next & C_MARK)) ||                                             \
-            ((k & next & C_MARK) && ((c >= 0x3000) != (next_c >= 0x3000))))                   \
-            push(p, &p->anchors, i);                                                             \
-        if (c == '\n' && i + 1 < n) NAME##_fence_line(p, t, i + 1);                           \
     }                                                                                         \
     static void NAME(Profile *p, const CHAR_T *t) {                                           \
         Py_ssize_t n = p->size, i = 0;                                                        \
@@ -426,6 +380,8 @@ DEFINE_SCAN(scan_ucs1, Py_UCS1)
 DEFINE_SCAN(scan_ucs2, Py_UCS2)
 DEFINE_SCAN(scan_ucs4, Py_UCS4)
 
+static inline Py_UCS4 at(const Profile *p, Py_ssize_t i) { return PyUnicode_READ(p->kind, p->data, i); }
+
 /* adaptive._Sections: outside code a section ends where the next fence line starts, inside
  * where the closing fence's line ends (the end of the text without a line break). */
 static int section_stops(Profile *p) {
@@ -444,207 +400,97 @@ static int section_stops(Profile *p) {
     return 0;
 }
 
-/* -- searches ---------------------------------------------------------------------------- */
-
-/* Searches from a hint. Chunks move forward through a document, so each search lands a few
- * items from where the same search landed for the previous chunk: galloping from there
- * touches those items instead of log2(n) items spread over a large array. `seek` returns the
- * first index whose key is >= value (bisect_left) and leaves the answer in *hint. */
-#define DEFINE_SEEK(NAME, TYPE, KEY)                                                          \
-    static Py_ssize_t NAME(const TYPE *items, Py_ssize_t count, Py_ssize_t value,             \
-                           Py_ssize_t *hint) {                                                \
-        Py_ssize_t low, high, step = 1, h = *hint < count ? *hint : count;                    \
-        if (h < count && KEY(items[h]) < value) {                                             \
-            low = h + 1; /* the answer is after h */                                          \
-            for (;;) {                                                                        \
-                Py_ssize_t probe = low + step - 1;                                            \
-                if (probe >= count) {                                                         \
-                    high = count;                                                             \
-                    break;                                                                    \
-                }                                                                             \
-                if (KEY(items[probe]) >= value) {                                             \
-                    high = probe;                                                             \
-                    break;                                                                    \
-                }                                                                             \
-                low = probe + 1;                                                              \
-                step <<= 1;                                                                   \
-            }                                                                                 \
-        } else {                                                                              \
-            high = h; /* the answer is h or before */                                         \
-            for (;;) {                                                                        \
-                Py_ssize_t probe = high - step;                                               \
-                if (probe < 0) {                                                              \
-                    low = 0;                                                                  \
-                    break;                                                                    \
-                }                                                                             \
-                if (KEY(items[probe]) < value) {                                              \
-                    low = probe + 1;                                                          \
-                    break;                                                                    \
-                }                                                                             \
-                high = probe;                                                                 \
-                step <<= 1;                                                                   \
-            }                                                                                 \
-        }                                                                                     \
-        while (low < high) {                                                                  \
-            Py_ssize_t mid = low + (high - low) / 2;                                          \
-            if (KEY(items[mid]) < value) low = mid + 1;                                       \
-            else high = mid;                                                                  \
-        }                                                                                     \
-        *hint = low;                                                                          \
-        return low;                                                                           \
+/* bisect_left over positions. */
+static Py_ssize_t bisect_positions(const Positions *positions, Py_ssize_t value) {
+    Py_ssize_t low = 0, high = positions->count;
+    while (low < high) {
+        Py_ssize_t middle = low + (high - low) / 2;
+        if (positions->items[middle] < value) low = middle + 1;
+        else high = middle;
     }
-
-#define POSITION(item) (item)
-#define WORD_START(item) ((item).start)
-DEFINE_SEEK(seek, Py_ssize_t, POSITION)
-DEFINE_SEEK(seek_word, Word, WORD_START)
-
-/* Index of the first position > value (bisect_right), from a hint. */
-static Py_ssize_t seek_right(const Positions *positions, Py_ssize_t value, Py_ssize_t *hint) {
-    return seek(positions->items, positions->count, value + 1, hint);
+    return low;
 }
 
-static Py_ssize_t section_end(const Profile *p, Py_ssize_t start) {
-    return p->stops[seek_right(&p->fences, start, &p->hints->fence)];
+/* bisect_left over the word starts. */
+static Py_ssize_t bisect_words(const Profile *p, Py_ssize_t value) {
+    Py_ssize_t low = 0, high = p->words;
+    while (low < high) {
+        Py_ssize_t middle = low + (high - low) / 2;
+        if (p->word[middle].start < value) low = middle + 1;
+        else high = middle;
+    }
+    return low;
 }
 
-/* density.DocumentProfile.window: the density of the window that starts just after the last
- * anchor before `position`, `base_size` characters long, cut at its section's end. */
-static double window_density(const Profile *p, Py_ssize_t position, Py_ssize_t base_size) {
-    Hints *hint = p->hints;
-    Py_ssize_t k = seek(p->anchors.items, p->anchors.count, position, &hint->window);
-    Py_ssize_t start = k == 0 ? 0 : p->anchors.items[k - 1] + 1;
-    Py_ssize_t end = start + base_size < p->size ? start + base_size : p->size;
-    Py_ssize_t cut = section_end(p, start);
-    if (cut < end) end = cut;
-    Py_ssize_t first = seek_word(p->word, p->words, start, &hint->first_word);
-    Py_ssize_t last = seek_word(p->word, p->words, end, &hint->last_word);
+/* The count of fence lines at or before `position` (bisect_right). */
+static Py_ssize_t fences_through(const Profile *p, Py_ssize_t position) {
+    return bisect_positions(&p->fences, position + 1);
+}
+
+/* A set of word hashes for one window at a time: a slot is filled when its stamp is the
+ * window's, so no clearing between windows; slots by the keyed spread() (the word hash is
+ * public: no text can aim its words at one slot). */
+typedef struct {
+    uint32_t key, stamp;
+} WindowSlot;
+
+typedef struct {
+    WindowSlot *slots;
+    int bits; /* log2 of the slots */
+    uint32_t stamp;
+} WindowSet;
+
+/* The distinct non-stop words of words first..last-1 (density's vocabulary term); -1 when
+ * the set cannot grow. */
+static Py_ssize_t vocabulary_of(const Profile *p, WindowSet *set, Py_ssize_t first, Py_ssize_t last) {
+    int bits = 4;
+    while (((Py_ssize_t)1 << bits) < 2 * (last - first)) bits++;
+    if (bits > set->bits) {
+        WindowSlot *bigger = PyMem_Calloc((size_t)1 << bits, sizeof(WindowSlot));
+        if (bigger == NULL) return -1;
+        PyMem_Free(set->slots);
+        set->slots = bigger;
+        set->bits = bits;
+        set->stamp = 0;
+    }
+    uint32_t stamp = ++set->stamp;
+    size_t mask = ((size_t)1 << set->bits) - 1;
+    Py_ssize_t distinct = 0;
+    for (Py_ssize_t k = first; k < last; k++) {
+        if (p->word[k].stop) continue;
+        uint32_t key = p->word[k].hash;
+        size_t slot = spread(key, 32 - set->bits);
+        while (set->slots[slot].stamp == stamp && set->slots[slot].key != key) slot = (slot + 1) & mask;
+        if (set->slots[slot].stamp != stamp) {
+            set->slots[slot] = (WindowSlot){key, stamp};
+            distinct++;
+        }
+    }
+    return distinct;
+}
+
+/* density.DocumentProfile.density: the window [start, end); -1 when out of memory. */
+static double window_density(const Profile *p, WindowSet *set, Py_ssize_t start, Py_ssize_t end) {
+    Py_ssize_t first = bisect_words(p, start), last = bisect_words(p, end);
     if (last == first) return 0.0;
     double words = (double)(last - first);
     double chars = (double)(end - start);
-    int64_t hits = seek(p->hit_marks.items, p->hit_marks.count, end, &hint->last_hit) -
-                   seek(p->hit_marks.items, p->hit_marks.count, start, &hint->first_hit);
+    int64_t hits = bisect_positions(&p->hit_marks, end) - bisect_positions(&p->hit_marks, start);
     hits += p->word[last].tech - p->word[first].tech;
     double per_100 = chars / 100.0 > 1.0 ? chars / 100.0 : 1.0;
     double score = 0.4 * fmin((double)hits / per_100, 1.0);
-    score += 0.3 * (double)(p->word[last].fresh - p->word[first].fresh) / words;
-    score += 0.2 * fmin((double)(p->word[last].letters - p->word[first].letters) / words / 10.0,
-                         1.0);
+    Py_ssize_t vocabulary = vocabulary_of(p, set, first, last);
+    if (vocabulary < 0) return -1.0;
+    score += 0.3 * (double)vocabulary / words;
+    score += 0.2 * fmin((double)(p->word[last].letters - p->word[first].letters) / words / 10.0, 1.0);
     if (p->complex.count) {
-        Py_ssize_t found = seek(p->complex.items, p->complex.count, end, &hint->last_complex) -
-                           seek(p->complex.items, p->complex.count, start, &hint->first_complex);
+        Py_ssize_t found = bisect_positions(&p->complex, end) - bisect_positions(&p->complex, start);
         double per_200 = chars / 200.0 > 1.0 ? chars / 200.0 : 1.0;
         score += 0.1 * fmin((double)found / per_200, 1.0);
     }
     if (score > 1.0) score = 1.0;
     if (score < 0.0) score = 0.0;
     return rint(score * 10000.0) / 10000.0;
-}
-
-/* -- sentence ends (boundaries.SentenceIndex; false_stop_at is in _sentence_rules.h) ------- */
-
-/* SentenceIndex._resolve: the raw end of the sentence ending at candidate `position`, -1 when
- * it does not end one. */
-static Py_ssize_t resolve(const Profile *p, Py_ssize_t position, Py_ssize_t sentence_start) {
-    Py_ssize_t n = p->size;
-    Py_UCS4 c = at(p, position);
-    if (is_line_break(c)) return position;
-    Py_ssize_t end = position + 1;
-    if (is_latin_stop(c)) {
-        while (end < n && is_latin_closer(at(p, end))) end++;
-        if (end < n && !is_space(at(p, end))) return -1;
-        Py_ssize_t mark_start = position;
-        while (mark_start > 0 && is_latin_stop(at(p, mark_start - 1))) mark_start--;
-        const SentenceText text = {p->kind, p->data, n};
-        int false_stop = false_stop_at(&text, 0, mark_start, position + 1, end, sentence_start,
-                                       &config.abbreviations);
-        return false_stop ? -1 : end;
-    }
-    if (is_cjk_stop(c))
-        while (end < n && is_cjk_closer(at(p, end))) end++;
-    return end;
-}
-
-/* SentenceIndex.last_end: the largest sentence end e, floor < e <= limit (trimmed); -1 none. */
-static Py_ssize_t last_end(const Profile *p, Py_ssize_t start, Py_ssize_t floor,
-                           Py_ssize_t limit) {
-    if (p->tail <= limit) /* the end of the text is the last sentence end there is */
-        return p->tail > floor ? p->tail : -1;
-    const Py_ssize_t *anchors = p->anchors.items;
-    for (Py_ssize_t k = seek_right(&p->anchors, limit, &p->hints->last_end) - 1; k >= 0; k--) {
-        if (anchors[k] < start) return -1;
-        Py_ssize_t raw = resolve(p, anchors[k], start);
-        if (raw >= 0 && raw <= limit) {
-            Py_ssize_t end = raw;
-            while (end > start && is_space(at(p, end - 1))) end--;
-            return end > floor ? end : -1;
-        }
-    }
-    return -1;
-}
-
-/* SentenceIndex.first_end: the smallest sentence end e, floor < e <= limit (trimmed). */
-static Py_ssize_t first_end(const Profile *p, Py_ssize_t floor, Py_ssize_t limit) {
-    const Py_ssize_t *anchors = p->anchors.items;
-    Py_ssize_t count = p->anchors.count;
-    for (Py_ssize_t k = seek(anchors, count, floor, &p->hints->first_end);
-         k < count && anchors[k] <= limit; k++) {
-        Py_ssize_t raw = resolve(p, anchors[k], floor);
-        if (raw >= 0 && raw <= limit) {
-            Py_ssize_t end = raw;
-            while (end > floor && is_space(at(p, end - 1))) end--;
-            if (end > floor) return end;
-        }
-    }
-    return floor < p->tail && p->tail <= limit ? p->tail : -1;
-}
-
-/* SentenceIndex.carried_start: where the trailing whole sentences within `overlap` begin. */
-static Py_ssize_t carried_start(const Profile *p, Py_ssize_t start, Py_ssize_t end,
-                                Py_ssize_t overlap) {
-    if (overlap <= 0) return -1;
-    const Py_ssize_t *anchors = p->anchors.items;
-    Py_ssize_t count = p->anchors.count;
-    Py_ssize_t low = end - overlap - 1;
-    for (Py_ssize_t k = seek(anchors, count, low > start ? low : start, &p->hints->carried);
-         k < count && anchors[k] < end; k++) {
-        Py_ssize_t raw = resolve(p, anchors[k], start);
-        if (raw < 0 || raw > end) continue;
-        Py_ssize_t begin = raw;
-        while (begin < p->size && is_space(at(p, begin))) begin++;
-        if (begin >= end) return -1;
-        if (begin >= end - overlap && begin > start) return begin;
-    }
-    return -1;
-}
-
-/* boundaries.last_word_end: the end of the last whole word in (floor, limit], cut at any
- * whitespace. */
-static Py_ssize_t last_word_end(const Profile *p, Py_ssize_t floor, Py_ssize_t limit) {
-    Py_ssize_t cut = -1;
-    for (Py_ssize_t i = (limit < p->size ? limit : p->size - 1); i >= floor + 1; i--) {
-        Py_UCS4 c = at(p, i);
-        if (is_space(c)) {
-            cut = i;
-            break;
-        }
-    }
-    if (cut <= floor) return -1;
-    Py_ssize_t end = cut;
-    while (end > floor && is_space(at(p, end - 1))) end--;
-    return end > floor ? end : -1;
-}
-
-/* boundaries.last_clause_end: just after the last Arabic comma in [floor, limit). */
-static Py_ssize_t last_clause_end(const Profile *p, Py_ssize_t floor, Py_ssize_t limit) {
-    for (Py_ssize_t i = limit - 1; i >= floor; i--)
-        if (at(p, i) == 0x060c) return i + 1;
-    return -1;
-}
-
-static Py_ssize_t skip_space(const Profile *p, Py_ssize_t position) {
-    while (position < p->size && is_space(at(p, position))) position++;
-    return position;
 }
 
 /* density.detect_language: "ar" when the text has more characters of the Arabic block
@@ -674,130 +520,7 @@ static PyObject *detect_language(PyObject *text) {
     return arabic > latin ? config.language_ar : config.language_en;
 }
 
-/* -- the chunk loop (AdaptiveChunker.chunk) ---------------------------------------------- */
-
-typedef struct {
-    Py_ssize_t base_size, min_size, max_size, overlap;
-    int clause_cuts;
-    double technical_threshold;
-    PyObject *extra;   /* dict merged into every chunk's metadata (doc_id, source) */
-    PyObject *language; /* "ar" or "en" (borrowed from config or the caller) */
-    PyObject *density; /* the document density (a float) */
-} Params;
-
-static Py_ssize_t cut_long_sentence(const Profile *p, const Params *params, Py_ssize_t start,
-                                    Py_ssize_t hard_limit) {
-    Py_ssize_t end = first_end(p, start, hard_limit);
-    if (end >= 0) return end;
-    if (params->clause_cuts) {
-        end = last_clause_end(p, start, hard_limit);
-        if (end >= 0) return end;
-    }
-    end = last_word_end(p, start, hard_limit);
-    return end >= 0 ? end : hard_limit;
-}
-
-/* Chunk(text[start:end], start, end, end - start, "adaptive", metadata), the metadata in
- * the order of the Python twin. */
-static PyObject *make_chunk(const Profile *p, const Params *params, Py_ssize_t index,
-                            Py_ssize_t start, Py_ssize_t end, double local, Py_ssize_t target) {
-    PyObject *chunk = NULL;
-    PyObject *metadata = PyDict_New();
-    PyObject *index_obj = PyLong_FromSsize_t(index);
-    PyObject *local_obj = PyFloat_FromDouble(local);
-    PyObject *target_obj = PyLong_FromSsize_t(target);
-    PyObject *body = PyUnicode_Substring(p->text_object, start, end);
-    PyObject *start_obj = PyLong_FromSsize_t(start);
-    PyObject *end_obj = PyLong_FromSsize_t(end);
-    PyObject *length_obj = PyLong_FromSsize_t(end - start);
-    if (metadata == NULL || index_obj == NULL || local_obj == NULL || target_obj == NULL ||
-        body == NULL || start_obj == NULL || end_obj == NULL || length_obj == NULL)
-        goto done;
-    if (PyDict_SetItem(metadata, config.key_index, index_obj) < 0 ||
-        PyDict_SetItem(metadata, config.key_density, params->density) < 0 ||
-        PyDict_SetItem(metadata, config.key_local, local_obj) < 0 ||
-        PyDict_SetItem(metadata, config.key_target, target_obj) < 0 ||
-        PyDict_SetItem(metadata, config.key_technical,
-                       local >= params->technical_threshold ? Py_True : Py_False) < 0)
-        goto done;
-    /* adaptive.content_kind: in a fenced code section (an odd count of fence lines at or
-     * before the start), else by the local density. */
-    Py_ssize_t fences_before = seek_right(&p->fences, start, &p->hints->fence);
-    PyObject *kind = fences_before % 2 ? config.kind_code
-                     : local >= params->technical_threshold ? config.kind_technical
-                                                            : config.kind_prose;
-    if (PyDict_SetItem(metadata, config.key_content, kind) < 0 ||
-        PyDict_SetItem(metadata, config.key_chars, length_obj) < 0 ||
-        PyDict_SetItem(metadata, config.key_language, params->language) < 0)
-        goto done;
-    if (PyDict_GET_SIZE(params->extra) && PyDict_Update(metadata, params->extra) < 0) goto done;
-    PyObject *args[6] = {body, start_obj, end_obj, length_obj, config.name, metadata};
-    chunk = PyObject_Vectorcall(config.chunk_type, args, 6, NULL);
-done:
-    Py_XDECREF(metadata);
-    Py_XDECREF(index_obj);
-    Py_XDECREF(local_obj);
-    Py_XDECREF(target_obj);
-    Py_XDECREF(body);
-    Py_XDECREF(start_obj);
-    Py_XDECREF(end_obj);
-    Py_XDECREF(length_obj);
-    return chunk;
-}
-
-static int append_chunk(const Profile *p, const Params *params, PyObject *chunks,
-                        Py_ssize_t start, Py_ssize_t end, double local, Py_ssize_t target) {
-    PyObject *chunk = make_chunk(p, params, PyList_GET_SIZE(chunks), start, end, local, target);
-    if (chunk == NULL) return -1;
-    int failed = PyList_Append(chunks, chunk);
-    Py_DECREF(chunk);
-    return failed;
-}
-
-static PyObject *chunk_loop(const Profile *p, const Params *params) {
-    PyObject *chunks = PyList_New(0);
-    if (chunks == NULL) return NULL;
-    Py_ssize_t size = p->size;
-    Py_ssize_t start = skip_space(p, 0);
-    Py_ssize_t floor = start;
-    double spread = (double)(params->max_size - params->min_size);
-    while (start < size) {
-        Py_ssize_t cut = section_end(p, start);
-        double local = window_density(p, start, params->base_size);
-        Py_ssize_t target = (Py_ssize_t)rint((double)params->max_size - local * spread);
-        Py_ssize_t limit = start + target;
-        if (cut < limit) limit = cut;
-        Py_ssize_t end = last_end(p, start, floor, limit);
-        if (end == -1) {
-            if (floor > start) {
-                /* The carried sentences leave no room for the next one: drop them. */
-                start = floor = skip_space(p, floor);
-                continue;
-            }
-            Py_ssize_t hard = start + params->max_size < size ? start + params->max_size : size;
-            end = cut_long_sentence(p, params, start, hard);
-        }
-        if (append_chunk(p, params, chunks, start, end, local, target) < 0) goto error;
-        Py_ssize_t following = skip_space(p, end);
-        if (following >= size) break;
-        Py_ssize_t carried = carried_start(p, start, end, params->overlap);
-        if (carried < 0) {
-            start = floor = following;
-        } else {
-            start = carried;
-            floor = end;
-        }
-    }
-    return chunks;
-error:
-    Py_DECREF(chunks);
-    return NULL;
-}
-
-/* -- entry point ------------------------------------------------------------------------- */
-
 static void release(Profile *p) {
-    PyMem_Free(p->anchors.items);
     PyMem_Free(p->hit_marks.items);
     PyMem_Free(p->complex.items);
     PyMem_Free(p->fences.items);
@@ -812,18 +535,17 @@ static int reserve(Positions *positions, Py_ssize_t capacity) {
     return positions->items == NULL ? -1 : 0;
 }
 
-/* Room for typical text (about one word in six characters, fewer candidates and marks). */
+/* Room for typical text (about one word in six characters, fewer marks). */
 static int allocate(Profile *p) {
     Py_ssize_t n = p->size;
     p->word_capacity = n / 4 + 16;
     p->word = PyMem_Malloc(sizeof(Word) * p->word_capacity);
-    if (reserve(&p->anchors, n / 32 + 16) < 0 || reserve(&p->hit_marks, n / 16 + 16) < 0 ||
-        reserve(&p->complex, 16) < 0 || reserve(&p->fences, 16) < 0 || p->word == NULL ||
-        vocabulary_copy(&p->seen, &config.known) < 0) {
+    if (reserve(&p->hit_marks, n / 16 + 16) < 0 || reserve(&p->complex, 16) < 0 ||
+        reserve(&p->fences, 16) < 0 || p->word == NULL || vocabulary_copy(&p->seen, &config.known) < 0) {
         PyErr_NoMemory();
         return -1;
     }
-    p->word[0] = (Word){0, 0, 0, 0};
+    p->word[0] = (Word){0, 0, 0, 0, 0};
     return 0;
 }
 
@@ -845,19 +567,220 @@ static PyObject *document_density(Py_ssize_t chars, Py_ssize_t words, Py_ssize_t
     return rounded;
 }
 
-static PyObject *plan(PyObject *self, PyObject *args) {
-    PyObject *text;
+/* -- the chunks (AdaptiveChunker.chunk_reference) ---------------------------------------- */
+
+typedef struct {
+    Py_ssize_t base_size, min_size, max_size, overlap;
+    int clause_cuts;
+    double technical_threshold;
+    PyObject *extra;    /* dict merged into every chunk's metadata (doc_id, source) */
+    PyObject *language; /* "ar" or "en" (borrowed from config or the caller) */
+    PyObject *density;  /* the document density (a float) */
+} Params;
+
+/* What the sizes of a chunk are read from (ChunkSizes' context): its first unit's window. */
+typedef struct {
+    const Profile *profile;
+    const Units *units;
+    const Measure *measure;
+    const Params *params;
+    Sizes packing;
+    double *local;      /* per unit: the window's density, NAN until asked */
+    Py_ssize_t *target; /* per unit: the density target */
+    WindowSet set;
+    int failed; /* out of memory in a window (packing's callback cannot raise) */
+} Windows;
+
+/* units.Measure.advance: the end of the longest stretch from start of at most amount. */
+static Py_ssize_t measure_advance(const Measure *m, Py_ssize_t start, Py_ssize_t amount) {
+    if (!m->tokens) return start + amount < m->t->size ? start + amount : m->t->size;
+    Py_ssize_t low = 0, high = m->ends.count;
+    while (low < high) { /* pieces that end by start */
+        Py_ssize_t middle = low + (high - low) / 2;
+        if (m->ends.items[middle] <= start) low = middle + 1;
+        else high = middle;
+    }
+    Py_ssize_t first = low;
+    long long limit = m->cumulative.items[first] + amount;
+    high = m->cumulative.count; /* the largest j with cumulative[j] <= limit, plus one */
+    while (low < high) {
+        Py_ssize_t middle = low + (high - low) / 2;
+        if (m->cumulative.items[middle] <= limit) low = middle + 1;
+        else high = middle;
+    }
+    Py_ssize_t last = low - 1;
+    return last > first ? m->ends.items[last - 1] : start;
+}
+
+/* density_at in chunk_reference: the local density and target of a chunk at unit `first`. */
+static void density_at(Windows *w, Py_ssize_t first) {
+    if (!isnan(w->local[first])) return;
+    const Profile *p = w->profile;
+    const Params *params = w->params;
+    Py_ssize_t start = w->units->starts[first];
+    Py_ssize_t end = measure_advance(w->measure, start, params->base_size);
+    Py_ssize_t section = p->stops[fences_through(p, start)];
+    if (section < end) end = section;
+    double local = window_density(p, &w->set, start, end);
+    if (local < 0) {
+        w->failed = 1;
+        local = 0.0;
+    }
+    double spread = (double)(params->max_size - params->min_size);
+    w->local[first] = local;
+    w->target[first] = (Py_ssize_t)rint((double)params->max_size - local * spread);
+}
+
+/* AdaptiveChunker.chunk_sizes for the chunk at unit `first` (packing.ChunkSizes). */
+static Sizes chunk_sizes_at(void *context, Py_ssize_t first) {
+    Windows *w = context;
+    density_at(w, first);
+    long long minimum = w->packing.minimum, target = w->target[first];
+    long long soft = (target > minimum ? target : minimum) * 4 / 3;
+    return sizes_with(soft < w->packing.cap ? soft : w->packing.cap, minimum);
+}
+
+/* adaptive.carried_starts, in place of each chunk's first unit in `starts`. */
+static void carried_starts(const Positions *groups, const Units *u, long long overlap, long long cap,
+                           Py_ssize_t *starts) {
+    Py_ssize_t n = groups->count / 2;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        Py_ssize_t first = groups->items[2 * k], last = groups->items[2 * k + 1], start = first;
+        if (k > 0 && overlap > 0) {
+            Py_ssize_t floor = groups->items[2 * k - 2];
+            for (Py_ssize_t j = first - 1; j > floor; j--) {
+                if (u->before_end[first - 1] - u->before_start[j] > overlap) break;
+                if (u->before_end[last] - u->before_start[j] > cap) break;
+                if (u->levels[j] >= L_LINE && u->levels[j] != L_GLUE) start = j;
+            }
+        }
+        starts[k] = start;
+    }
+}
+
+/* Chunk(text[start:end], start, end, size, "adaptive", metadata), the metadata in the order
+ * of the Python twin. */
+static PyObject *make_chunk(PyObject *text, const Params *params, Py_ssize_t index, Py_ssize_t start,
+                            Py_ssize_t end, long long size, double local, Py_ssize_t target, int in_code) {
+    PyObject *chunk = NULL;
+    PyObject *metadata = PyDict_New();
+    PyObject *index_obj = PyLong_FromSsize_t(index);
+    PyObject *local_obj = PyFloat_FromDouble(local);
+    PyObject *target_obj = PyLong_FromSsize_t(target);
+    PyObject *body = PyUnicode_Substring(text, start, end);
+    PyObject *start_obj = PyLong_FromSsize_t(start);
+    PyObject *end_obj = PyLong_FromSsize_t(end);
+    PyObject *chars_obj = PyLong_FromSsize_t(end - start);
+    PyObject *size_obj = PyLong_FromLongLong(size);
+    if (metadata == NULL || index_obj == NULL || local_obj == NULL || target_obj == NULL || body == NULL ||
+        start_obj == NULL || end_obj == NULL || chars_obj == NULL || size_obj == NULL)
+        goto done;
+    int technical = local >= params->technical_threshold;
+    /* adaptive.content_kind */
+    PyObject *kind = in_code ? config.kind_code : technical ? config.kind_technical : config.kind_prose;
+    if (PyDict_SetItem(metadata, config.key_index, index_obj) < 0 ||
+        PyDict_SetItem(metadata, config.key_density, params->density) < 0 ||
+        PyDict_SetItem(metadata, config.key_local, local_obj) < 0 ||
+        PyDict_SetItem(metadata, config.key_target, target_obj) < 0 ||
+        PyDict_SetItem(metadata, config.key_technical, technical ? Py_True : Py_False) < 0 ||
+        PyDict_SetItem(metadata, config.key_content, kind) < 0 ||
+        PyDict_SetItem(metadata, config.key_chars, chars_obj) < 0 ||
+        PyDict_SetItem(metadata, config.key_language, params->language) < 0)
+        goto done;
+    if (PyDict_GET_SIZE(params->extra) && PyDict_Update(metadata, params->extra) < 0) goto done;
+    PyObject *args[6] = {body, start_obj, end_obj, size_obj, config.name, metadata};
+    chunk = PyObject_Vectorcall(config.chunk_type, args, 6, NULL);
+done:
+    Py_XDECREF(metadata);
+    Py_XDECREF(index_obj);
+    Py_XDECREF(local_obj);
+    Py_XDECREF(target_obj);
+    Py_XDECREF(body);
+    Py_XDECREF(start_obj);
+    Py_XDECREF(end_obj);
+    Py_XDECREF(chars_obj);
+    Py_XDECREF(size_obj);
+    return chunk;
+}
+
+/* Packs the units and builds the chunks: a list, None (the twin must chunk the document),
+ * or NULL with an exception set. */
+static PyObject *chunks_of(PyObject *text, Profile *p, const Params *params, const Measure *m, Units *units) {
+    long long cap = params->max_size;
+    long long room = params->overlap < cap / 4 ? params->overlap : cap / 4;
+    Windows w = {p, units, m, params, sizes_with(cap - room, cap / 8 > 1 ? cap / 8 : 1), NULL, NULL, {NULL, 0, 0}, 0};
+    Positions groups = {0};
+    Py_ssize_t *starts = NULL;
+    PyObject *chunks = NULL;
+    Py_ssize_t n_units = units->count;
+    w.local = PyMem_Malloc(sizeof(double) * (size_t)n_units);
+    w.target = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)n_units);
+    if (w.local == NULL || w.target == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < n_units; k++) w.local[k] = NAN;
+    ChunkSizes chunk_sizes = {chunk_sizes_at, &w};
+    if (pack_with(units, &w.packing, NULL, 1, &chunk_sizes, &groups) < 0) goto done;
+    if (w.failed) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    settle(&groups, units, &w.packing);
+    Py_ssize_t n = groups.count / 2;
+    starts = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(n ? n : 1));
+    if (starts == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    carried_starts(&groups, units, params->overlap, cap, starts);
+    chunks = PyList_New(n);
+    if (chunks == NULL) goto done;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        Py_ssize_t first = groups.items[2 * k], last = groups.items[2 * k + 1], carried = starts[k];
+        density_at(&w, first);
+        if (w.failed) {
+            PyErr_NoMemory();
+            Py_CLEAR(chunks);
+            goto done;
+        }
+        Py_ssize_t own_start = units->starts[first];
+        int in_code = fences_through(p, own_start) % 2 == 1;
+        PyObject *item = make_chunk(text, params, k, units->starts[carried], units->ends[last],
+                                    units->before_end[last] - units->before_start[carried], w.local[first],
+                                    w.target[first], in_code);
+        if (item == NULL) {
+            Py_CLEAR(chunks);
+            goto done;
+        }
+        PyList_SET_ITEM(chunks, k, item);
+    }
+done:
+    PyMem_Free(w.local);
+    PyMem_Free(w.target);
+    PyMem_Free(w.set.slots);
+    PyMem_Free(groups.items);
+    PyMem_Free(starts);
+    return chunks;
+}
+
+/* -- entry point ------------------------------------------------------------------------- */
+
+static PyObject *chunk(PyObject *self, PyObject *args) {
+    PyObject *text, *language, *memory, *count_pieces;
     Params params;
     Profile p;
     memset(&p, 0, sizeof p);
-    PyObject *language;
-    if (!PyArg_ParseTuple(args, "UnnnnpidO!U", &text, &params.base_size, &params.min_size,
-                          &params.max_size, &params.overlap, &params.clause_cuts,
-                          &p.min_arabic_letters, &params.technical_threshold, &PyDict_Type,
-                          &params.extra, &language))
+    if (!PyArg_ParseTuple(args, "U(nnnn)pidO!UOO", &text, &params.base_size, &params.min_size, &params.max_size,
+                          &params.overlap, &params.clause_cuts, &p.min_arabic_letters, &params.technical_threshold,
+                          &PyDict_Type, &params.extra, &language, &memory, &count_pieces))
         return NULL;
     if (config.classes == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "configure() was not called");
+        return NULL;
+    }
+    if (params.base_size < 1 || params.min_size < 1 || params.max_size < params.min_size || params.overlap < 0) {
+        PyErr_SetString(PyExc_ValueError, "sizes must be positive, min_size <= max_size, overlap >= 0");
         return NULL;
     }
     /* Word indices (+ SEEN_OFFSET) are packed with two flag bits into an int32. */
@@ -865,24 +788,44 @@ static PyObject *plan(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "text too long for the compiled core");
         return NULL;
     }
+    int tokens = memory != Py_None;
+    PieceCache *cache = NULL;
+    if (tokens) {
+        cache = PyCapsule_GetPointer(memory, CACHE_CAPSULE);
+        if (cache == NULL) return NULL;
+        if (!PyCallable_Check(count_pieces)) {
+            PyErr_SetString(PyExc_TypeError, "count_pieces must be callable");
+            return NULL;
+        }
+    }
     p.size = PyUnicode_GET_LENGTH(text);
     p.kind = PyUnicode_KIND(text);
     p.data = PyUnicode_DATA(text);
-    p.text_object = text;
-    params.language = PyUnicode_CompareWithASCIIString(language, "auto") == 0
-                          ? detect_language(text)
-                          : language;
-    p.tail = p.size;
-    if (p.size > 0) {
-        const SentenceText whole = {p.kind, p.data, p.size};
-        p.line_is_text = line_is_text(&whole, 0);
-    }
-    while (p.tail > 0 && is_space(at(&p, p.tail - 1))) p.tail--;
-    Hints hints = {0};
-    p.hints = &hints;
     params.density = NULL;
+    params.language = PyUnicode_CompareWithASCIIString(language, "auto") == 0 ? detect_language(text) : language;
+    SentenceText t = {p.kind, p.data, p.size};
+    Measure m;
+    memset(&m, 0, sizeof m);
+    m.t = &t;
+    m.tokens = tokens;
+    Units units;
+    memset(&units, 0, sizeof units);
+    BlockSpans blocks = {0};
     PyObject *chunks = NULL;
-    if (skip_space(&p, 0) == p.size) {
+    long long cap = params.max_size, room = params.overlap < cap / 4 ? params.overlap : cap / 4;
+    /* read_units(text, measure, packing's limit, max_size, clauses=...) */
+    Sizes reading = sizes_with(cap - room, cap / 8 > 1 ? cap / 8 : 1);
+    reading.cap = cap;
+    Reading how = {0, params.clause_cuts};
+    if (tokens && measure_count(&m, text, cache, count_pieces) < 0) goto done;
+    if (read_blocks(&t, &blocks) < 0) goto done;
+    int read = read_units_of(&m, &reading, &config.abbreviations, &how, &blocks, &units);
+    if (read == HAND_BACK) {
+        chunks = Py_NewRef(Py_None);
+        goto done;
+    }
+    if (read < 0) goto done;
+    if (units.count == 0) {
         chunks = PyList_New(0);
         goto done;
     }
@@ -896,14 +839,16 @@ static PyObject *plan(PyObject *self, PyObject *args) {
     }
     if (section_stops(&p) < 0) goto done;
     /* chars, words, distinct non-stop words, technical hits, letters, Arabic complex words */
-    params.density = document_density(p.size, p.words, p.distinct,
-                                      p.punct_hits + p.decimals + p.word[p.words].tech,
+    params.density = document_density(p.size, p.words, p.distinct, p.punct_hits + p.decimals + p.word[p.words].tech,
                                       p.word[p.words].letters, p.complex.count);
     if (params.density == NULL) goto done;
-    chunks = chunk_loop(&p, &params);
+    chunks = chunks_of(text, &p, &params, &m, &units);
 done:
     Py_XDECREF(params.density);
     release(&p);
+    measure_free(&m);
+    units_free(&units);
+    PyMem_Free(blocks.items);
     return chunks;
 }
 
@@ -911,9 +856,11 @@ static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS,
      "configure(classes, tech_hashes, stop_hashes, abbreviations, chunk_type, name, seed): once, "
      "at import (it replaces the tables chunk() reads)"},
-    {"chunk", plan, METH_VARARGS,
-     "chunk(text, base_size, min_size, max_size, overlap, clause_cuts, arabic_min_letters, "
-     "technical_threshold, extra_metadata, language) -> list[Chunk]"},
+    {"chunk", chunk, METH_VARARGS,
+     "chunk(text, (base_size, min_size, max_size, overlap), clause_cuts, arabic_min_letters, "
+     "technical_threshold, extra_metadata, language, memory, count_pieces) -> list[Chunk] | None: "
+     "characters when memory is None, else tokens; None: the twin must chunk it"},
+    {"new_cache", new_cache, METH_NOARGS, "new_cache() -> a memory of token counts per piece, for one tokenizer"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -925,4 +872,7 @@ static struct PyModuleDef module = {
     .m_methods = methods,
 };
 
-PyMODINIT_FUNC PyInit__adaptive_core(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__adaptive_core(void) {
+    fill_piece_classes();
+    return PyModule_Create(&module);
+}

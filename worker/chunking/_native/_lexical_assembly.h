@@ -1,52 +1,11 @@
-/* Part of _lexical_core.c (see there): the chunk being built (Builder) and the Chunk
- * objects with their metadata (lexical._Builder._emit). */
+/* Part of _lexical_core.c (see there): the Chunk objects of a packed document with their
+ * metadata (lexical._Assembly, lexical._densities). */
 #ifndef LEXICAL_ASSEMBLY_H
 #define LEXICAL_ASSEMBLY_H
 
 #include "_lexical_config.h"
 #include "_lexical_keywords.h"
-
-typedef struct {
-    int kind;
-    Py_ssize_t start, end;
-    int opening;             /* first matching prefix rule, NO_OPENING, or UNREAD */
-    Py_ssize_t kw_at, kw_n;  /* its distinct keywords in Builder.pool; kw_n < 0: unread */
-} Unit;
-
-/* The previous chunk's metadata and the values it holds (borrowed from it). */
-typedef struct {
-    PyObject *meta, *type, *title, *primary;
-    int level, has_list;
-    Py_ssize_t paragraphs;
-    double density, average;
-} Last;
-
-typedef struct {
-    Reader reader;
-    Last last;
-    PyObject *text, *doc_id, *source;
-    PyObject *chunks;
-    /* the heading stack: levels and titles (owned references) */
-    int *levels;
-    PyObject **titles;
-    Py_ssize_t n_headings, cap_headings;
-    int section_level;
-    PyObject *section_title; /* owned */
-    /* the open chunk */
-    Unit *units;
-    Py_ssize_t n_units, cap_units;
-    int *reasons;
-    Py_ssize_t n_reasons, cap_reasons;
-    /* a thematic break waiting for the block after it (only while no chunk is open) */
-    Unit pending;
-    int has_pending;
-    HashSet keywords; /* of units[0:keyed] */
-    Py_ssize_t keyed;
-    /* every read unit's distinct keywords */
-    uint64_t *pool;
-    Py_ssize_t n_pool, cap_pool;
-    HashSet scratch;
-} Builder;
+#include "_lexical_spans.h"
 
 /* round(x, digits) by Python's own conversions: the digits, then the float they read as. */
 static int rounded_by_python(double x, int digits, double *out)
@@ -83,21 +42,6 @@ static int rounded(double x, int digits, double *out)
     return rounded_by_python(x, digits, out);
 }
 
-/* lexical.primary_reason */
-static int primary_reason(const int *reasons, Py_ssize_t n)
-{
-    if (n == 0)
-        return R_INITIAL;
-    Py_ssize_t counts[N_REASONS] = {0};
-    for (Py_ssize_t k = 0; k < n; k++)
-        counts[reasons[k]]++;
-    int best = reasons[0];
-    for (int r = 0; r < N_REASONS; r++)
-        if (counts[r] > counts[best] || (counts[r] == counts[best] && counts[r] && cfg.rank[r] < cfg.rank[best]))
-            best = r;
-    return best;
-}
-
 /* Sets d[key] = value and drops the reference to value; -1 when value is NULL or on error. */
 static int put(PyObject *d, int key, PyObject *value)
 {
@@ -106,16 +50,6 @@ static int put(PyObject *d, int key, PyObject *value)
     int rc = PyDict_SetItem(d, cfg.key[key], value);
     Py_DECREF(value);
     return rc;
-}
-
-static PyObject *heading_path(const Builder *b)
-{
-    PyObject *path = PyList_New(b->n_headings);
-    if (path == NULL)
-        return NULL;
-    for (Py_ssize_t k = 0; k < b->n_headings; k++)
-        PyList_SET_ITEM(path, k, new_ref(b->titles[k]));
-    return path;
 }
 
 /* Names of the distinct reasons (or kinds) in first-seen order. */
@@ -138,136 +72,226 @@ static PyObject *distinct_labels(const int *ids, Py_ssize_t n, PyObject *const *
     return list;
 }
 
-static int keyword_density(const Builder *b, Py_ssize_t start, Py_ssize_t end, double *out)
+typedef struct {
+    Reader *reader;
+    const Text *t;
+    PyObject *text, *doc_id, *source;
+    const BlockSpans *blocks;
+    const Units *units;
+    const int *verdict;
+    /* the heading stack: levels and titles (owned references) */
+    int *levels;
+    PyObject **titles;
+    Py_ssize_t n_headings, cap_headings;
+    Py_ssize_t read; /* blocks whose headings are in the stack */
+    PyObject *chunks;
+} Assembly;
+
+static void assembly_free(Assembly *a)
 {
-    Py_ssize_t words = count_words(&b->reader, start, end);
+    for (Py_ssize_t k = 0; k < a->n_headings; k++)
+        Py_DECREF(a->titles[k]);
+    PyMem_Free(a->levels);
+    PyMem_Free(a->titles);
+}
+
+/* " ".join(text[start:end].split()) */
+static PyObject *folded(PyObject *text, Py_ssize_t start, Py_ssize_t end)
+{
+    PyObject *piece = PyUnicode_Substring(text, start, end);
+    if (piece == NULL)
+        return NULL;
+    PyObject *words = PyUnicode_Split(piece, NULL, -1);
+    Py_DECREF(piece);
+    if (words == NULL)
+        return NULL;
+    PyObject *space = PyUnicode_FromOrdinal(' ');
+    PyObject *joined = space == NULL ? NULL : PyUnicode_Join(space, words);
+    Py_XDECREF(space);
+    Py_DECREF(words);
+    return joined;
+}
+
+/* lexical.heading_title: the title (a new reference) and *level of the heading block. */
+static PyObject *heading_title(const Assembly *a, const BlockSpan *b, int *level)
+{
+    const Text *t = a->t;
+    Py_ssize_t start = b->start, end = b->end;
+    if (at(t, start) == '#') {
+        Py_ssize_t marks = 0;
+        while (start + marks < end && at(t, start + marks) == '#')
+            marks++;
+        Py_ssize_t body = start + marks, stop = end, closing = 0;
+        while (stop - closing > body && at(t, stop - closing - 1) == '#')
+            closing++;
+        if (closing && (stop - closing == body || is_blank_char(at(t, stop - closing - 1))))
+            stop -= closing;
+        *level = (int)marks;
+        return folded(a->text, body, stop);
+    }
+    Py_ssize_t cut = end;
+    while (cut > start && at(t, cut - 1) != '\n')
+        cut--;
+    cut = cut > start ? cut - 1 : start; /* the last '\n' (a setext heading has one) */
+    Py_ssize_t p = cut + 1;
+    while (p < end && is_space(at(t, p)))
+        p++;
+    *level = p < end && at(t, p) == '=' ? 1 : 2;
+    return folded(a->text, start, cut);
+}
+
+/* The heading stack after block `through` (lexical._Assembly._path). */
+static int read_headings(Assembly *a, Py_ssize_t through)
+{
+    for (; a->read <= through; a->read++) {
+        const BlockSpan *b = &a->blocks->items[a->read];
+        if (b->kind != B_HEADING)
+            continue;
+        int level;
+        PyObject *title = heading_title(a, b, &level);
+        if (title == NULL)
+            return -1;
+        while (a->n_headings && a->levels[a->n_headings - 1] >= level)
+            Py_DECREF(a->titles[--a->n_headings]);
+        /* levels and titles grow together, to cap_headings */
+        if (grow((void **)&a->levels, &a->cap_headings, a->n_headings + 1, sizeof(int)) < 0) {
+            Py_DECREF(title);
+            return -1;
+        }
+        PyObject **titles = PyMem_Realloc(a->titles, sizeof(PyObject *) * (size_t)a->cap_headings);
+        if (titles == NULL) {
+            Py_DECREF(title);
+            PyErr_NoMemory();
+            return -1;
+        }
+        a->titles = titles;
+        a->levels[a->n_headings] = level;
+        a->titles[a->n_headings++] = title;
+    }
+    return 0;
+}
+
+static PyObject *heading_path(const Assembly *a)
+{
+    PyObject *path = PyList_New(a->n_headings);
+    if (path == NULL)
+        return NULL;
+    for (Py_ssize_t k = 0; k < a->n_headings; k++)
+        PyList_SET_ITEM(path, k, new_ref(a->titles[k]));
+    return path;
+}
+
+/* lexical.primary_reason */
+static int primary_reason(const int *reasons, Py_ssize_t n)
+{
+    if (n == 0)
+        return R_INITIAL;
+    Py_ssize_t counts[N_REASONS] = {0};
+    for (Py_ssize_t k = 0; k < n; k++)
+        counts[reasons[k]]++;
+    int best = reasons[0];
+    for (int r = 0; r < N_REASONS; r++)
+        if (counts[r] > counts[best] || (counts[r] == counts[best] && counts[r] && cfg.rank[r] < cfg.rank[best]))
+            best = r;
+    return best;
+}
+
+/* lexical._content_type over the kinds of a chunk's blocks. */
+static PyObject *content_type(const int *kinds, Py_ssize_t n)
+{
+    int only = -1;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        if (kinds[k] == B_HEADING || kinds[k] == B_RULE)
+            continue;
+        if (only >= 0 && only != kinds[k])
+            return cfg.prose_type;
+        only = kinds[k];
+    }
+    if (only < 0)
+        return cfg.heading_type;
+    return cfg.alone[only] != NULL ? cfg.alone[only] : cfg.prose_type;
+}
+
+/* keyword_density of [start, end): keyword occurrences over words, round(…, 4). */
+static int keyword_density(const Reader *r, Py_ssize_t start, Py_ssize_t end, double *out)
+{
+    Py_ssize_t words = count_words(r, start, end);
     if (!words) {
         *out = 0.0;
         return 0;
     }
-    Py_ssize_t found = count_keywords(&b->reader, start, end);
+    Py_ssize_t found = count_keywords(r, start, end);
     return rounded((double)found / (double)words, 4, out);
 }
 
-static int average_length(const Unit *units, Py_ssize_t n, double *out)
+/* lexical._Assembly._chunk: the Chunk of units first..last, appended to a->chunks. */
+static int emit_chunk(Assembly *a, Py_ssize_t index, Py_ssize_t first, Py_ssize_t last, int *scratch)
 {
-    if (n == 1) {
-        *out = (double)(units[0].end - units[0].start);
-        return 0;
+    const Units *u = a->units;
+    const BlockSpans *blocks = a->blocks;
+    Py_ssize_t start = u->starts[first], end = u->ends[last];
+    Py_ssize_t b_first = u->blocks[first], b_last = u->blocks[last], n_blocks = b_last - b_first + 1;
+    /* scratch: the reasons, then the kinds (n_blocks each at most) */
+    int *reasons = scratch, *kinds = scratch + n_blocks;
+    Py_ssize_t n_reasons = 0, paragraphs = 0, total = 0;
+    for (Py_ssize_t b = b_first; b <= b_last; b++) {
+        const BlockSpan *block = &blocks->items[b];
+        if (b > b_first)
+            reasons[n_reasons++] = a->verdict[b] == BREAK ? R_MINIMUM : a->verdict[b];
+        kinds[b - b_first] = block->kind;
+        paragraphs += block->kind == B_PARAGRAPH;
+        total += (block->end < end ? block->end : end) - (block->start > start ? block->start : start);
     }
-    Py_ssize_t total = 0;
-    for (Py_ssize_t k = 0; k < n; k++)
-        total += units[k].end - units[k].start;
-    return rounded((double)total / (double)n, 1, out);
-}
-
-/* Whether a float equals the previous chunk's bit for bit: then the copied dict already
- * holds it and it is not set again. */
-static int same_bits(double value, double last) { return memcmp(&value, &last, sizeof value) == 0; }
-
-/* The chunk's metadata. Consecutive chunks share most values (content type, section,
- * primary reason, doc_id, source), so the dict is a copy of the previous chunk's with only
- * what differs set; the lists are always new (chunks never share a mutable value). */
-static PyObject *metadata(Builder *b, const Unit *units, Py_ssize_t n, const int *reasons, Py_ssize_t n_reasons,
-                          PyObject *content_type, int primary)
-{
-    Py_ssize_t start = units[0].start, end = units[n - 1].end;
-    int kinds[N_KINDS];
-    Py_ssize_t paragraphs = 0;
-    int has_list = 0;
-    int kind_seen[N_KINDS] = {0};
-    Py_ssize_t n_kinds = 0;
-    for (Py_ssize_t k = 0; k < n; k++) {
-        int kind = units[k].kind;
-        paragraphs += kind == K_PARAGRAPH;
-        has_list |= kind == K_LIST;
-        if (!kind_seen[kind]) {
-            kind_seen[kind] = 1;
-            kinds[n_kinds++] = kind;
-        }
-    }
+    Py_ssize_t content = first;
+    while (content <= last && u->headings[content])
+        content++;
+    if (read_headings(a, u->blocks[content <= last ? content : last]) < 0)
+        return -1;
     double density, average;
-    if (keyword_density(b, start, end, &density) < 0 || average_length(units, n, &average) < 0)
-        return NULL;
-    PyObject *reason = cfg.reason[primary >= 0 ? primary : primary_reason(reasons, n_reasons)];
-    Last *last = &b->last;
-    int first = last->meta == NULL;
-    PyObject *d = PyDict_Copy(first ? cfg.template : last->meta);
-    if (d == NULL)
-        return NULL;
-    /* Each value is made inside the chain, so a failure earlier in it leaves none behind. */
-    int same_density = !first && same_bits(density, last->density);
-    int same_average = !first && same_bits(average, last->average);
-    if (put(d, M_INDEX, PyLong_FromSsize_t(PyList_GET_SIZE(b->chunks))) < 0 ||
-        (content_type != last->type && put(d, M_TYPE, new_ref(content_type)) < 0) ||
-        put(d, M_PATH, heading_path(b)) < 0 ||
-        (b->section_title != last->title && put(d, M_HEADING, new_ref(b->section_title)) < 0) ||
-        ((first || b->section_level != last->level) && put(d, M_LEVEL, PyLong_FromLong(b->section_level)) < 0) ||
-        (reason != last->primary && put(d, M_PRIMARY, new_ref(reason)) < 0) ||
-        put(d, M_REASONS, distinct_labels(reasons, n_reasons, cfg.reason, N_REASONS)) < 0 ||
-        put(d, M_KINDS, distinct_labels(kinds, n_kinds, cfg.kind, N_KINDS)) < 0 ||
-        ((first || paragraphs != last->paragraphs) && put(d, M_PARAGRAPHS, PyLong_FromSsize_t(paragraphs)) < 0) ||
-        ((first || has_list != last->has_list) && put(d, M_HAS_LIST, PyBool_FromLong(has_list)) < 0) ||
-        (!same_density && put(d, M_DENSITY, PyFloat_FromDouble(density)) < 0) ||
-        (!same_average && put(d, M_AVERAGE, PyFloat_FromDouble(average)) < 0) ||
-        (first && PyUnicode_GET_LENGTH(b->doc_id) && put(d, M_DOC_ID, new_ref(b->doc_id)) < 0) ||
-        (first && PyUnicode_GET_LENGTH(b->source) && put(d, M_SOURCE, new_ref(b->source)) < 0)) {
-        Py_DECREF(d);
-        return NULL;
-    }
-    /* The values are borrowed: the previous dict holds them as long as the result does. */
-    last->meta = d;
-    last->type = content_type;
-    last->title = b->section_title;
-    last->level = b->section_level;
-    last->primary = reason;
-    last->paragraphs = paragraphs;
-    last->has_list = has_list;
-    last->density = density;
-    last->average = average;
-    return d;
-}
-
-/* lexical._Builder._emit: one Chunk appended to the output. */
-static int emit(Builder *b, const Unit *units, Py_ssize_t n, const int *reasons, Py_ssize_t n_reasons,
-                PyObject *content_type, int primary)
-{
-    Py_ssize_t start = units[0].start, end = units[n - 1].end;
+    if (keyword_density(a->reader, start, end, &density) < 0)
+        return -1;
+    if (n_blocks == 1)
+        average = (double)total;
+    else if (rounded((double)total / (double)n_blocks, 1, &average) < 0)
+        return -1;
+    PyObject *names = distinct_labels(kinds, n_blocks, cfg.kind, N_KINDS);
+    if (names == NULL)
+        return -1;
+    int has_list = PySequence_Contains(names, cfg.kind[B_ITEM]);
+    PyObject *title = a->n_headings ? a->titles[a->n_headings - 1] : cfg.empty;
+    long level = a->n_headings ? a->levels[a->n_headings - 1] : 0;
+    PyObject *d = PyDict_Copy(cfg.template);
     PyObject *args[6] = {NULL};
     int rc = -1;
-    args[5] = metadata(b, units, n, reasons, n_reasons, content_type, primary);
-    if (args[5] == NULL)
+    if (d == NULL || has_list < 0 || put(d, M_INDEX, PyLong_FromSsize_t(index)) < 0 ||
+        put(d, M_TYPE, new_ref(content_type(kinds, n_blocks))) < 0 || put(d, M_PATH, heading_path(a)) < 0 ||
+        put(d, M_HEADING, new_ref(title)) < 0 || put(d, M_LEVEL, PyLong_FromLong(level)) < 0 ||
+        put(d, M_PRIMARY, new_ref(cfg.reason[primary_reason(reasons, n_reasons)])) < 0 ||
+        put(d, M_REASONS, distinct_labels(reasons, n_reasons, cfg.reason, N_REASONS)) < 0 ||
+        put(d, M_KINDS, new_ref(names)) < 0 || put(d, M_PARAGRAPHS, PyLong_FromSsize_t(paragraphs)) < 0 ||
+        put(d, M_HAS_LIST, PyBool_FromLong(has_list)) < 0 || put(d, M_DENSITY, PyFloat_FromDouble(density)) < 0 ||
+        put(d, M_AVERAGE, PyFloat_FromDouble(average)) < 0 ||
+        (PyUnicode_GET_LENGTH(a->doc_id) && put(d, M_DOC_ID, new_ref(a->doc_id)) < 0) ||
+        (PyUnicode_GET_LENGTH(a->source) && put(d, M_SOURCE, new_ref(a->source)) < 0))
         goto done;
-    if ((args[0] = PyUnicode_Substring(b->text, start, end)) == NULL ||
-        (args[1] = PyLong_FromSsize_t(start)) == NULL || (args[2] = PyLong_FromSsize_t(end)) == NULL ||
-        (args[3] = PyLong_FromSsize_t(end - start)) == NULL)
+    if ((args[0] = PyUnicode_Substring(a->text, start, end)) == NULL || (args[1] = PyLong_FromSsize_t(start)) == NULL ||
+        (args[2] = PyLong_FromSsize_t(end)) == NULL ||
+        (args[3] = PyLong_FromLongLong(u->before_end[last] - u->before_start[first])) == NULL)
         goto done;
     args[4] = new_ref(cfg.strategy);
+    args[5] = d;
+    d = NULL;
     PyObject *chunk = PyObject_Vectorcall(cfg.chunk_type, args, 6, NULL);
     if (chunk == NULL)
         goto done;
-    rc = PyList_Append(b->chunks, chunk);
-    Py_DECREF(chunk);
+    PyList_SET_ITEM(a->chunks, index, chunk);
+    rc = 0;
 done:
+    Py_XDECREF(d);
+    Py_DECREF(names);
     for (int k = 0; k < 6; k++)
         Py_XDECREF(args[k]);
     return rc;
-}
-
-static void builder_free(Builder *b)
-{
-    for (Py_ssize_t k = 0; k < b->n_headings; k++)
-        Py_DECREF(b->titles[k]);
-    PyMem_Free(b->levels);
-    PyMem_Free(b->titles);
-    Py_XDECREF(b->section_title);
-    PyMem_Free(b->units);
-    PyMem_Free(b->reasons);
-    set_free(&b->keywords);
-    PyMem_Free(b->pool);
-    set_free(&b->scratch);
-    reader_free(&b->reader);
-    Py_XDECREF(b->chunks);
 }
 
 #endif /* LEXICAL_ASSEMBLY_H */

@@ -1,12 +1,13 @@
-/* Part of _lexical_core.c (see there): the labels (merge reasons, block kinds, metadata
- * keys) and the configuration that configure() fills once (_lexical_configure.h). */
+/* Part of _lexical_core.c (see there): the labels (merge reasons, metadata keys) and the
+ * configuration that configure() fills once (_lexical_configure.h). */
 #ifndef LEXICAL_CONFIG_H
 #define LEXICAL_CONFIG_H
 
 #include "_sentence_rules.h"
 
-/* Merge reasons, in the order configure() receives their names: the transition break, the
- * five prefix rules, then the other ladder rules, then the two single-block reasons. */
+/* Merge reasons, in the order configure() receives their names (lexical.REASONS): the
+ * transition break, the five prefix rules, the other ladder rules, then initial and the
+ * reasons of the structure rules and the minimum. */
 enum {
     R_TRANSITION,
     R_REFERENCE,
@@ -21,18 +22,16 @@ enum {
     R_KEYWORD,
     R_INITIAL,
     R_STRUCTURAL,
+    R_HEADING,
+    R_MINIMUM,
     N_REASONS
 };
 #define N_OPENING 6 /* the transition break and the five prefix rules */
 #define NO_OPENING (-1)
-#define UNREAD (-2)
+#define BREAK (-1) /* a gap's verdict: no reason, a new chunk */
 
-/* Markdown block kinds (worker/chunking/text/markdown.py BlockKind). */
-enum { K_HEADING, K_PARAGRAPH, K_LIST, K_CODE, K_TABLE, K_QUOTE, K_THEMATIC, K_FRONT, K_HTML, N_KINDS };
-static const char *const KIND_NAMES[N_KINDS] = {
-    "heading", "paragraph", "list", "code", "table",
-    "blockquote", "thematic_break", "front_matter", "html",
-};
+/* Block kinds: structure.PARAGRAPH ... HTML (_structure.h's B_*), named by configure(). */
+#define N_KINDS 8
 
 /* Metadata keys, in the order the reference inserts them. */
 enum {
@@ -63,14 +62,13 @@ typedef struct {
     PyObject *reason[N_REASONS];
     int rank[N_REASONS]; /* position of each reason name in sorted order (ties) */
     PyObject *kind[N_KINDS];
-    PyObject *standalone[N_KINDS]; /* content_type of a standalone kind, or NULL */
+    PyObject *alone[N_KINDS]; /* content_type of a chunk of blocks of this kind alone, or NULL */
     PyObject *heading_type;
     PyObject *prose_type;
     PyObject *empty;
     PyObject *key[N_KEYS];
     PyObject *template; /* the metadata keys every chunk has, in order, values None */
-    Py_ssize_t max_chars, short_chars, lead_in_chars, min_letters, overlap_min;
-    Py_ssize_t list_overlap_min, lead_window;
+    Py_ssize_t short_chars, min_letters, overlap_min, list_overlap_min, lead_window;
     Phrase *phrases[N_OPENING];
     Py_ssize_t n_phrases[N_OPENING];
     /* The phrases by first (lower-case ASCII) character, in rule order: an opening is only

@@ -18,7 +18,7 @@ static void config_clear(void)
         Py_CLEAR(cfg.reason[k]);
     for (int k = 0; k < N_KINDS; k++) {
         Py_CLEAR(cfg.kind[k]);
-        Py_CLEAR(cfg.standalone[k]);
+        Py_CLEAR(cfg.alone[k]);
     }
     for (int k = 0; k < N_KEYS; k++)
         Py_CLEAR(cfg.key[k]);
@@ -223,7 +223,7 @@ static int rank_reasons(void)
     return 0;
 }
 
-static int read_labels(PyObject *reasons, PyObject *standalone)
+static int read_labels(PyObject *reasons, PyObject *kinds, PyObject *alone)
 {
     PyObject *seq = PySequence_Fast(reasons, "reasons must be a sequence");
     if (seq == NULL)
@@ -243,19 +243,31 @@ static int read_labels(PyObject *reasons, PyObject *standalone)
         cfg.reason[r] = new_ref(name);
     }
     Py_DECREF(seq);
-    if (!PyDict_Check(standalone)) {
-        PyErr_SetString(PyExc_TypeError, "standalone must be a dict");
+    seq = PySequence_Fast(kinds, "kinds must be a sequence");
+    if (seq == NULL)
+        return -1;
+    if (PySequence_Fast_GET_SIZE(seq) != N_KINDS || !PyDict_Check(alone)) {
+        Py_DECREF(seq);
+        PyErr_Format(PyExc_ValueError, "kinds must hold %d names, alone_types must be a dict", N_KINDS);
         return -1;
     }
     for (int k = 0; k < N_KINDS; k++) {
-        if ((cfg.kind[k] = PyUnicode_InternFromString(KIND_NAMES[k])) == NULL)
+        PyObject *name = PySequence_Fast_GET_ITEM(seq, k);
+        if (!PyUnicode_Check(name)) {
+            Py_DECREF(seq);
+            PyErr_SetString(PyExc_TypeError, "kinds must be str");
             return -1;
-        PyObject *type = PyDict_GetItemWithError(standalone, cfg.kind[k]);
-        if (type == NULL && PyErr_Occurred())
+        }
+        cfg.kind[k] = new_ref(name);
+        PyObject *type = PyDict_GetItemWithError(alone, name);
+        if (type == NULL && PyErr_Occurred()) {
+            Py_DECREF(seq);
             return -1;
+        }
         Py_XINCREF(type);
-        cfg.standalone[k] = type;
+        cfg.alone[k] = type;
     }
+    Py_DECREF(seq);
     for (int k = 0; k < N_KEYS; k++)
         if ((cfg.key[k] = PyUnicode_InternFromString(KEY_NAMES[k])) == NULL)
             return -1;
@@ -272,19 +284,18 @@ static int read_labels(PyObject *reasons, PyObject *standalone)
 static PyObject *configure(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     static char *names[] = {
-        "chunk_type", "strategy", "reasons", "openings", "standalone", "heading_type", "prose_type",
-        "stop_words", "abbreviations", "max_chars", "short_paragraph_chars", "lead_in_max_chars",
-        "keyword_min_letters", "keyword_overlap_min", "list_keyword_overlap_min", "lead_window", NULL,
+        "chunk_type", "strategy", "reasons", "openings", "kinds", "alone_types", "heading_type", "prose_type",
+        "stop_words", "abbreviations", "short_paragraph_chars", "keyword_min_letters", "keyword_overlap_min",
+        "list_keyword_overlap_min", "lead_window", NULL,
     };
-    PyObject *chunk_type, *strategy, *reasons, *openings, *standalone, *heading_type, *prose_type;
+    PyObject *chunk_type, *strategy, *reasons, *openings, *kinds, *alone, *heading_type, *prose_type;
     PyObject *stop_words, *abbreviations;
-    Py_ssize_t limits[7];
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OUOOOUUOOnnnnnnn", names, &chunk_type, &strategy, &reasons,
-                                     &openings, &standalone, &heading_type, &prose_type, &stop_words,
-                                     &abbreviations, &limits[0], &limits[1], &limits[2], &limits[3], &limits[4],
-                                     &limits[5], &limits[6]))
+    Py_ssize_t limits[5];
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OUOOOOUUOOnnnnn", names, &chunk_type, &strategy, &reasons,
+                                     &openings, &kinds, &alone, &heading_type, &prose_type, &stop_words,
+                                     &abbreviations, &limits[0], &limits[1], &limits[2], &limits[3], &limits[4]))
         return NULL;
-    for (int k = 0; k < 7; k++)
+    for (int k = 0; k < 5; k++)
         if (limits[k] < 1) {
             PyErr_SetString(PyExc_ValueError, "limits must be positive");
             return NULL;
@@ -294,14 +305,12 @@ static PyObject *configure(PyObject *module, PyObject *args, PyObject *kwargs)
     cfg.strategy = new_ref(strategy);
     cfg.heading_type = new_ref(heading_type);
     cfg.prose_type = new_ref(prose_type);
-    cfg.max_chars = limits[0];
-    cfg.short_chars = limits[1];
-    cfg.lead_in_chars = limits[2];
-    cfg.min_letters = limits[3];
-    cfg.overlap_min = limits[4];
-    cfg.list_overlap_min = limits[5];
-    cfg.lead_window = limits[6];
-    if ((cfg.empty = PyUnicode_FromString("")) == NULL || read_labels(reasons, standalone) < 0 ||
+    cfg.short_chars = limits[0];
+    cfg.min_letters = limits[1];
+    cfg.overlap_min = limits[2];
+    cfg.list_overlap_min = limits[3];
+    cfg.lead_window = limits[4];
+    if ((cfg.empty = PyUnicode_FromString("")) == NULL || read_labels(reasons, kinds, alone) < 0 ||
         read_phrases(openings) < 0 || index_phrases() < 0 || read_stop_words(stop_words) < 0 ||
         abbreviations_read(&cfg.abbreviations, abbreviations) < 0) {
         config_clear();

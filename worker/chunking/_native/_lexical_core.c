@@ -1,11 +1,13 @@
-/* The `lexical` strategy's whole per-document pipeline in C: markdown blocks (or plain-text
- * paragraphs), the over-long block capping, the merge ladder, keyword sets and the Chunk
- * objects with their metadata.
+/* The `lexical` strategy's whole per-document pipeline in C: the blocks and units every rule
+ * strategy reads (shared with the sentence and adaptive cores), the merge ladder's verdicts
+ * with their keyword counts, the content-defined packing, and the Chunk objects with their
+ * metadata.
  *
  * worker/chunking/rules/lexical.py is the reference: it defines the behaviour, and this module
  * must return exactly what it returns (tests/chunking/test_lexical_native.py compares them).
  * Every regex of the reference is ported as a small recogniser with the same matches; the
- * comments name the pattern each one replaces.
+ * comments name the pattern each one replaces. Sizes are characters, or a model's tokens
+ * counted per piece (_units.h, with the memory of _piece_cache.h).
  *
  * The word lists and limits are not here: lexical.py passes them once to configure(), from
  * worker/chunking/text/lexicon.py. chunk() returns None for the rare documents whose characters
@@ -19,17 +21,17 @@
  * below in dependency order (each also includes what it uses, behind include guards):
  *
  *   _sentence_rules.h     segment.false_stop_at and its character classes (shared with
- *                         _adaptive_core.c)
- *   _lexical_config.h     labels (reasons, block kinds, metadata keys) and the configuration
+ *                         the other cores)
+ *   _structure.h          text/structure.py: lines, blocks, gap levels (shared)
+ *   _piece_cache.h        the memory of token counts per piece (shared)
+ *   _units.h, _packing.h  text/units.py, text/packing.py (shared)
+ *   _lexical_config.h     labels (reasons, metadata keys) and the configuration
  *   _lexical_text.h       the text view, character classes and class bitmaps
- *   _lexical_spans.h      growable arrays and stripped spans
- *   _lexical_segment.h    paragraphs, sentences and capping (port of segment.py)
- *   _lexical_lines.h      markdown lines and the per-line recognisers (markdown.py patterns)
- *   _lexical_markdown.h   markdown blocks and heading titles (port of markdown.py)
+ *   _lexical_spans.h      growable arrays
  *   _lexical_keywords.h   keyword hashes, hash sets and the queries over keyword runs
  *   _lexical_reading.h    the document pass: classes, words, keyword runs, scratch buffers
- *   _lexical_assembly.h   the chunk being built and the Chunk objects with their metadata
- *   _lexical_ladder.h     the merge ladder and the heading stack (lexical._Builder)
+ *   _lexical_ladder.h     the ladder's verdicts (rules/lexical_ladder.py)
+ *   _lexical_assembly.h   the Chunk objects with their metadata (lexical._Assembly)
  *   _lexical_configure.h  configure(): the word lists, limits and labels read once
  *   _lexical_core.c       this file: the document's run, chunk(), the module
  *
@@ -48,34 +50,138 @@
 #include <string.h>
 
 #include "_sentence_rules.h"
+#include "_structure.h"
+#include "_piece_cache.h"
+#include "_units.h"
+#include "_packing.h"
 #include "_lexical_config.h"
 #include "_lexical_text.h"
 #include "_lexical_spans.h"
-#include "_lexical_segment.h"
-#include "_lexical_lines.h"
-#include "_lexical_markdown.h"
 #include "_lexical_keywords.h"
 #include "_lexical_reading.h"
-#include "_lexical_assembly.h"
 #include "_lexical_ladder.h"
+#include "_lexical_assembly.h"
 #include "_lexical_configure.h"
 
 /* ---------------------------------------------------------------------------------------
  * The document
  * ------------------------------------------------------------------------------------- */
 
-static PyObject *run_document(PyObject *text, PyObject *doc_id, PyObject *source, int markdown)
+/* lexical.anchors: a break between two blocks, or inside a block the gaps is_anchor picks. */
+static void find_anchors(const Units *u, const int *verdict, char *anchors)
+{
+    for (Py_ssize_t k = 0; k < u->count; k++)
+        anchors[k] = k > 0 && (u->blocks[k] != u->blocks[k - 1] ? verdict[u->blocks[k]] == BREAK
+                                                                : is_anchor(u->levels[k], u->hashes[k]));
+}
+
+/* Whether every chunk's edges fall between words (lexical._at_word_edges). */
+static int at_word_edges(const Text *t, const Units *u, const Positions *groups)
+{
+    for (Py_ssize_t k = 0; k < groups->count; k += 2) {
+        Py_ssize_t start = u->starts[groups->items[k]], end = u->ends[groups->items[k + 1]];
+        if ((start > 0 && !sp(t, start - 1)) || (end < t->len && !sp(t, end)))
+            return 0;
+    }
+    return 1;
+}
+
+/* The chunks of the document read into r (lexical.chunk_reference after the document pass):
+ * a list, None (the twin must chunk it), or NULL with an exception set. */
+static PyObject *chunks_of(Reader *r, PyObject *text, PyObject *doc_id, PyObject *source, Py_ssize_t cap,
+                           PyObject *memory, PyObject *count_pieces)
+{
+    const Text *t = r->t;
+    SentenceText st = {t->kind, t->data, t->len};
+    Measure m;
+    memset(&m, 0, sizeof m);
+    m.t = &st;
+    m.tokens = memory != Py_None;
+    Units units;
+    memset(&units, 0, sizeof units);
+    BlockSpans blocks = {0};
+    Positions groups = {0};
+    Ladder ladder;
+    memset(&ladder, 0, sizeof ladder);
+    Assembly assembly;
+    memset(&assembly, 0, sizeof assembly);
+    long long *before = NULL;
+    int *verdict = NULL, *scratch = NULL;
+    char *anchors = NULL;
+    PyObject *chunks = NULL;
+    Sizes sizes = sizes_for(cap);
+    Reading how = {1, 0}; /* whole paragraphs, no clause cuts */
+    if (m.tokens) {
+        PieceCache *cache = PyCapsule_GetPointer(memory, CACHE_CAPSULE);
+        if (cache == NULL || measure_count(&m, text, cache, count_pieces) < 0)
+            goto done;
+    }
+    if (read_blocks(&st, &blocks) < 0)
+        goto done;
+    int read = read_units_of(&m, &sizes, &cfg.abbreviations, &how, &blocks, &units);
+    if (read == HAND_BACK) {
+        chunks = new_ref(Py_None);
+        goto done;
+    }
+    Py_ssize_t n_blocks = blocks.count, n = units.count ? units.count : 1;
+    before = PyMem_Malloc(sizeof(long long) * (size_t)(n_blocks ? n_blocks : 1));
+    verdict = PyMem_Malloc(sizeof(int) * (size_t)(n_blocks ? n_blocks : 1));
+    anchors = PyMem_Malloc((size_t)n);
+    scratch = PyMem_Malloc(sizeof(int) * 2 * (size_t)(n_blocks ? n_blocks : 1));
+    if (read < 0 || before == NULL || verdict == NULL || anchors == NULL || scratch == NULL) {
+        if (read == 0)
+            PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t b = 0; b < n_blocks; b++)
+        before[b] = measure_before(&m, blocks.items[b].start);
+    ladder = (Ladder){.t = t, .st = &st, .reader = r, .blocks = &blocks, .before = before, .cap = cap};
+    if (verdicts(&ladder, verdict) < 0)
+        goto done;
+    find_anchors(&units, verdict, anchors);
+    if (pack_with(&units, &sizes, anchors, 0, NULL, &groups) < 0)
+        goto done;
+    settle(&groups, &units, &sizes);
+    if (r->whole_words && !at_word_edges(t, &units, &groups))
+        r->whole_words = 0;
+    Py_ssize_t n_chunks = groups.count / 2;
+    assembly = (Assembly){.reader = r, .t = t, .text = text, .doc_id = doc_id, .source = source,
+                          .blocks = &blocks, .units = &units, .verdict = verdict};
+    if ((assembly.chunks = PyList_New(n_chunks)) == NULL)
+        goto done;
+    for (Py_ssize_t k = 0; k < n_chunks; k++)
+        if (emit_chunk(&assembly, k, groups.items[2 * k], groups.items[2 * k + 1], scratch) < 0)
+            goto done;
+    chunks = assembly.chunks;
+    assembly.chunks = NULL;
+done:
+    Py_XDECREF(assembly.chunks);
+    assembly_free(&assembly);
+    ladder_free(&ladder);
+    measure_free(&m);
+    units_free(&units);
+    PyMem_Free(blocks.items);
+    PyMem_Free(groups.items);
+    PyMem_Free(before);
+    PyMem_Free(verdict);
+    PyMem_Free(anchors);
+    PyMem_Free(scratch);
+    return chunks;
+}
+
+static PyObject *run_document(PyObject *text, PyObject *doc_id, PyObject *source, Py_ssize_t cap, PyObject *memory,
+                              PyObject *count_pieces)
 {
     Text t = {PyUnicode_KIND(text), PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text), NULL, NULL, NULL, NULL, NULL};
-    /* The classes padded with spaces to whole 64-character words, then the three bitmaps. */
+    /* The classes padded with spaces to whole 64-character words, then the four bitmaps. */
     Py_ssize_t n_words = t.len / 64 + 1, size = n_words * (Py_ssize_t)(64 + 4 * sizeof(uint64_t));
-    Builder b;
-    memset(&b, 0, sizeof b);
-    int lent = borrow_scratch(&b.reader);
+    Reader reader;
+    memset(&reader, 0, sizeof reader);
+    int lent = borrow_scratch(&reader);
     unsigned char *cls;
     if (lent) {
         if (grow((void **)&scratch.cls, &scratch.cap_cls, size, 1) < 0) {
-            return_scratch(&b.reader);
+            return_scratch(&reader);
             return NULL;
         }
         cls = scratch.cls;
@@ -89,54 +195,19 @@ static PyObject *run_document(PyObject *text, PyObject *doc_id, PyObject *source
     t.keyword_bits = bitmaps + n_words;
     t.break_bits = bitmaps + 2 * n_words;
     t.start_bits = bitmaps + 3 * n_words;
-    b.reader.t = &t;
-    b.text = text;
-    b.doc_id = doc_id;
-    b.source = source;
-    b.section_title = new_ref(cfg.empty);
-    Blocks blocks = {0};
-    Spans spans = {0};
+    reader.t = &t;
     PyObject *result = NULL;
-    int reading = read_document(&b.reader, cls, bitmaps);
-    if (reading > 0) {
+    int reading = read_document(&reader, cls, bitmaps);
+    if (reading > 0)
         result = new_ref(Py_None);
-        goto done;
-    }
-    if (reading < 0 || (b.chunks = PyList_New(0)) == NULL || set_init(&b.keywords, 64) < 0 ||
-        set_init(&b.scratch, 64) < 0)
-        goto done;
-    if (markdown) {
-        if (split_blocks(&t, &blocks) < 0)
-            goto done;
-    }
-    else {
-        Spans paragraphs = {0};
-        int rc = split_paragraphs(&t, &paragraphs);
-        for (Py_ssize_t k = 0; rc == 0 && k < paragraphs.n; k++) {
-            rc = grow((void **)&blocks.items, &blocks.cap, blocks.n + 1, sizeof(Block));
-            if (rc == 0) {
-                Block block = {K_PARAGRAPH, 0, paragraphs.items[k].start, paragraphs.items[k].end};
-                blocks.items[blocks.n++] = block;
-            }
-        }
-        PyMem_Free(paragraphs.items);
-        if (rc < 0)
-            goto done;
-    }
-    for (Py_ssize_t k = 0; k < blocks.n; k++)
-        if (add_block(&b, &blocks.items[k], &spans) < 0)
-            goto done;
-    if (finish(&b) < 0)
-        goto done;
-    result = new_ref(b.chunks);
-done:
-    PyMem_Free(blocks.items);
-    PyMem_Free(spans.items);
+    else if (reading == 0)
+        result = chunks_of(&reader, text, doc_id, source, cap, memory, count_pieces);
     if (lent)
-        return_scratch(&b.reader);
-    else
+        return_scratch(&reader);
+    else {
         PyMem_Free(cls);
-    builder_free(&b);
+        reader_free(&reader);
+    }
     return result;
 }
 
@@ -150,8 +221,8 @@ static PyObject *chunk(PyObject *module, PyObject *const *args, Py_ssize_t nargs
         PyErr_SetString(PyExc_RuntimeError, "_lexical_core.configure() has not been called");
         return NULL;
     }
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "chunk(text, doc_id, source, markdown) takes 4 arguments");
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "chunk(text, doc_id, source, cap, memory, count_pieces) takes 6 arguments");
         return NULL;
     }
     for (int k = 0; k < 3; k++) {
@@ -162,13 +233,21 @@ static PyObject *chunk(PyObject *module, PyObject *const *args, Py_ssize_t nargs
         if (PyUnicode_READY(args[k]) < 0) /* only legacy strings made by old C APIs */
             return NULL;
     }
-    int markdown = PyObject_IsTrue(args[3]);
-    if (markdown < 0)
+    Py_ssize_t cap = PyLong_AsSsize_t(args[3]);
+    if (cap == -1 && PyErr_Occurred())
         return NULL;
+    if (cap < 1) {
+        PyErr_Format(PyExc_ValueError, "cap must be >= 1, got %zd", cap);
+        return NULL;
+    }
+    if (args[4] != Py_None && !PyCallable_Check(args[5])) {
+        PyErr_SetString(PyExc_TypeError, "count_pieces must be callable");
+        return NULL;
+    }
     /* Every object made here stays referenced by the result: a collection during the call
      * would only walk them. Collections resume afterwards (if they were enabled). */
     int collecting = PyGC_Disable();
-    PyObject *result = run_document(args[0], args[1], args[2], markdown);
+    PyObject *result = run_document(args[0], args[1], args[2], cap, args[4], args[5]);
     if (collecting)
         PyGC_Enable();
     return result;
@@ -178,7 +257,9 @@ static PyMethodDef methods[] = {
     {"configure", (PyCFunction)(void (*)(void))configure, METH_VARARGS | METH_KEYWORDS,
      "Set the word lists, limits and labels (once, from worker.chunking.rules.lexical)."},
     {"chunk", (PyCFunction)(void (*)(void))chunk, METH_FASTCALL,
-     "chunk(text, doc_id, source, markdown) -> list[Chunk] | None (None: use the reference)."},
+     "chunk(text, doc_id, source, cap, memory, count_pieces) -> list[Chunk] | None: characters when memory is "
+     "None, else tokens; None: use the reference."},
+    {"new_cache", new_cache, METH_NOARGS, "new_cache() -> a memory of token counts per piece, for one tokenizer"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -202,5 +283,6 @@ PyMODINIT_FUNC PyInit__lexical_core(void)
         bmp_cls[c] = classify(c);
         latin1_lower[c] = lower_char(c);
     }
+    fill_piece_classes();
     return PyModule_Create(&lexical_core);
 }

@@ -56,16 +56,6 @@ static void set_free(HashSet *s)
     PyMem_Free(s->used);
 }
 
-static int set_contains(const HashSet *s, uint64_t h)
-{
-    for (size_t i = (size_t)h & s->mask;; i = (i + 1) & s->mask) {
-        if (s->slots[i] == h)
-            return 1;
-        if (s->slots[i] == 0)
-            return 0;
-    }
-}
-
 static int set_add(HashSet *s, uint64_t h);
 
 static int set_grow(HashSet *s)

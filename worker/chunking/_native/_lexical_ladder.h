@@ -1,18 +1,21 @@
-/* Part of _lexical_core.c (see there): the merge ladder (lexical._Builder.add, _walk and
- * _merge_reason): which rule joins a unit to the open chunk, and the heading stack. */
+/* Part of _lexical_core.c (see there): the ladder's verdicts (rules/lexical_ladder.py
+ * verdicts): for each gap between two blocks, the reason the block after it merges, or BREAK.
+ * Blocks are _structure.h's; the keywords they share with the chunk so far are counted over
+ * a window of the run (the blocks since the last break, as far back as the cap reaches), kept
+ * as counts per keyword and moved along with the run. */
 #ifndef LEXICAL_LADDER_H
 #define LEXICAL_LADDER_H
 
-#include "_lexical_assembly.h"
-#include "_lexical_markdown.h"
-#include "_lexical_segment.h"
+#include "_lexical_config.h"
+#include "_lexical_keywords.h"
+#include "_lexical_spans.h"
 
 /* The prefix rule (transition break included) of the longest phrase a unit's opening holds: its list and
  * quote markers skipped (_LEAD_MARKERS), then _OPENING, both inside the lead window. */
-static int opening_rule(const Text *t, const Unit *u)
+static int opening_rule(const Text *t, Py_ssize_t start, Py_ssize_t end)
 {
-    Py_ssize_t window = u->start + cfg.lead_window < u->end ? u->start + cfg.lead_window : u->end;
-    Py_ssize_t p = u->start;
+    Py_ssize_t window = start + cfg.lead_window < end ? start + cfg.lead_window : end;
+    Py_ssize_t p = start;
     /* "(?:[\s>*+\-_#]|\d{1,9}[.)])*" */
     while (p < window) {
         Py_UCS4 c = at(t, p);
@@ -64,279 +67,233 @@ static int opening_rule(const Text *t, const Unit *u)
     return NO_OPENING;
 }
 
+/* Keyword -> how many blocks of the window hold it. Open addressing, no deletion: a key whose
+ * count fell to 0 stays until the table is rebuilt (when such keys outnumber the live ones). */
 typedef struct {
-    Builder *b;
-} PoolSink;
+    uint64_t *keys; /* 0: an empty slot (keyword hashes are never 0) */
+    int32_t *counts;
+    size_t *used; /* the slots in use, so that clearing costs what was added */
+    size_t mask;
+    Py_ssize_t size, live;
+} CountMap;
 
-static int pool_add(void *ctx, uint64_t h)
+static void counts_free(CountMap *m)
 {
-    Builder *b = ((PoolSink *)ctx)->b;
-    int added = set_add(&b->scratch, h);
+    PyMem_Free(m->keys);
+    PyMem_Free(m->counts);
+    PyMem_Free(m->used);
+    memset(m, 0, sizeof *m);
+}
+
+static int counts_init(CountMap *m, size_t capacity)
+{
+    m->keys = PyMem_Calloc(capacity, sizeof(uint64_t));
+    m->counts = PyMem_Calloc(capacity, sizeof(int32_t));
+    m->used = PyMem_Malloc((capacity / 2 + 1) * sizeof(size_t));
+    if (m->keys == NULL || m->counts == NULL || m->used == NULL) {
+        counts_free(m);
+        PyErr_NoMemory();
+        return -1;
+    }
+    m->mask = capacity - 1;
+    m->size = m->live = 0;
+    return 0;
+}
+
+static void counts_clear(CountMap *m)
+{
+    for (Py_ssize_t k = 0; k < m->size; k++) {
+        m->keys[m->used[k]] = 0;
+        m->counts[m->used[k]] = 0;
+    }
+    m->size = m->live = 0;
+}
+
+static size_t counts_slot(const CountMap *m, uint64_t h)
+{
+    size_t i = (size_t)h & m->mask;
+    while (m->keys[i] != 0 && m->keys[i] != h)
+        i = (i + 1) & m->mask;
+    return i;
+}
+
+static int32_t counts_get(const CountMap *m, uint64_t h) { return m->counts[counts_slot(m, h)]; }
+
+/* counts[h] += delta (delta: +1, or -1 for a key counted before). */
+static int counts_add(CountMap *m, uint64_t h, int delta)
+{
+    if ((size_t)(m->size + 1) * 2 > m->mask + 1) {
+        CountMap bigger;
+        if (counts_init(&bigger, (m->mask + 1) * 2) < 0)
+            return -1;
+        for (Py_ssize_t k = 0; k < m->size; k++) {
+            size_t from = m->used[k], to = counts_slot(&bigger, m->keys[from]);
+            bigger.keys[to] = m->keys[from];
+            bigger.counts[to] = m->counts[from];
+            bigger.used[bigger.size++] = to;
+        }
+        bigger.live = m->live;
+        counts_free(m);
+        *m = bigger;
+    }
+    size_t i = counts_slot(m, h);
+    if (m->keys[i] == 0) {
+        m->keys[i] = h;
+        m->used[m->size++] = i;
+    }
+    m->live += (m->counts[i] == 0) - (m->counts[i] + delta == 0);
+    m->counts[i] += delta;
+    return 0;
+}
+
+typedef struct {
+    const Text *t;
+    const SentenceText *st;
+    Reader *reader;
+    const BlockSpans *blocks;
+    const long long *before; /* the size of the text before each block */
+    long long cap;
+    Py_ssize_t *kw_at, *kw_n; /* each block's distinct keywords: pool[kw_at..+kw_n); kw_n < 0 unread */
+    uint64_t *pool;
+    Py_ssize_t n_pool, cap_pool;
+    HashSet scratch; /* a block's keywords while they are read */
+    CountMap window;
+    Py_ssize_t lo, hi; /* the blocks counted in window: lo..hi-1 */
+    Py_ssize_t run;    /* the first block of the current run */
+} Ladder;
+
+static void ladder_free(Ladder *l)
+{
+    PyMem_Free(l->kw_at);
+    PyMem_Free(l->kw_n);
+    PyMem_Free(l->pool);
+    set_free(&l->scratch);
+    counts_free(&l->window);
+}
+
+static int pool_add(void *context, uint64_t h)
+{
+    Ladder *l = context;
+    int added = set_add(&l->scratch, h);
     if (added <= 0)
         return added;
-    if (grow((void **)&b->pool, &b->cap_pool, b->n_pool + 1, sizeof(uint64_t)) < 0)
+    if (grow((void **)&l->pool, &l->cap_pool, l->n_pool + 1, sizeof(uint64_t)) < 0)
         return -1;
-    b->pool[b->n_pool++] = h;
+    l->pool[l->n_pool++] = h;
     return 0;
 }
 
-/* Reads a unit's distinct keywords into the pool once. */
-static int unit_keywords(Builder *b, Unit *u)
+/* Reads a block's distinct keywords into the pool once. */
+static int block_keywords(Ladder *l, Py_ssize_t i)
 {
-    if (u->kw_n >= 0)
+    if (l->kw_n[i] >= 0)
         return 0;
-    PoolSink sink = {b};
-    Py_ssize_t first = b->n_pool;
-    set_clear(&b->scratch);
-    if (each_keyword(&b->reader, u->start, u->end, pool_add, &sink, HINT_UNIT) < 0)
+    Py_ssize_t first = l->n_pool;
+    set_clear(&l->scratch);
+    const BlockSpan *b = &l->blocks->items[i];
+    if (each_keyword(l->reader, b->start, b->end, pool_add, l, HINT_UNIT) < 0)
         return -1;
-    u->kw_at = first;
-    u->kw_n = b->n_pool - first;
+    l->kw_at[i] = first;
+    l->kw_n[i] = l->n_pool - first;
     return 0;
 }
 
-/* The open chunk's keywords, brought up to date with its units. */
-static int chunk_keywords(Builder *b)
+static int count_block(Ladder *l, Py_ssize_t i, int delta)
 {
-    for (; b->keyed < b->n_units; b->keyed++) {
-        Unit *u = &b->units[b->keyed];
-        if (unit_keywords(b, u) < 0)
+    if (block_keywords(l, i) < 0)
+        return -1;
+    for (Py_ssize_t k = 0; k < l->kw_n[i]; k++)
+        if (counts_add(&l->window, l->pool[l->kw_at[i] + k], delta) < 0)
             return -1;
-        for (Py_ssize_t k = 0; k < u->kw_n; k++)
-            if (set_add(&b->keywords, b->pool[u->kw_at + k]) < 0)
+    return 0;
+}
+
+/* lexical_ladder._Window, then how many of block i's keywords its blocks hold; -1 on error. */
+static Py_ssize_t shared_keywords(Ladder *l, Py_ssize_t i)
+{
+    if (l->lo < l->run) {
+        counts_clear(&l->window);
+        l->lo = l->hi = l->run;
+    }
+    Py_ssize_t w = l->lo;
+    while (w < i - 1 && l->before[i] - l->before[w] > l->cap)
+        w++;
+    for (; l->lo < w; l->lo++)
+        if (l->lo < l->hi && count_block(l, l->lo, -1) < 0)
+            return -1;
+    if (l->hi < l->lo)
+        l->hi = l->lo;
+    if (l->window.size > 4 * l->window.live + 256) { /* mostly keys counted 0: rebuild */
+        counts_clear(&l->window);
+        for (Py_ssize_t k = l->lo; k < l->hi; k++)
+            if (count_block(l, k, 1) < 0)
                 return -1;
     }
-    return 0;
-}
-
-/* Last non-whitespace character of a unit, or 0. */
-static Py_UCS4 last_char(const Text *t, const Unit *u)
-{
-    for (Py_ssize_t p = u->end; p > u->start; p--)
-        if (!sp(t, (p - 1)))
-            return at(t, p - 1);
-    return 0;
-}
-
-/* lexical._merge_reason: a reason index, -1 for none, -2 on error. */
-static int merge_reason(Builder *b, Unit *u)
-{
-    const Text *t = b->reader.t;
-    if (u->opening == UNREAD)
-        u->opening = opening_rule(t, u);
-    if (u->opening != NO_OPENING)
-        return u->opening;
-    const Unit *previous = &b->units[b->n_units - 1];
-    Py_UCS4 tail = last_char(t, previous);
-    if (tail == '?')
-        return R_QUESTION;
-    if (tail == ':' && previous->end - previous->start <= cfg.lead_in_chars)
-        return R_DEFINITION;
-    if (u->kind == K_PARAGRAPH && u->end - u->start <= cfg.short_chars)
-        return R_SHORT;
-    if (unit_keywords(b, u) < 0 || chunk_keywords(b) < 0)
-        return -2;
+    for (; l->hi < i; l->hi++)
+        if (count_block(l, l->hi, 1) < 0)
+            return -1;
+    if (block_keywords(l, i) < 0)
+        return -1;
     Py_ssize_t shared = 0;
-    for (Py_ssize_t k = 0; k < u->kw_n; k++)
-        shared += set_contains(&b->keywords, b->pool[u->kw_at + k]);
-    if (u->kind == K_LIST && shared >= cfg.list_overlap_min)
+    for (Py_ssize_t k = 0; k < l->kw_n[i]; k++)
+        shared += counts_get(&l->window, l->pool[l->kw_at[i] + k]) > 0;
+    return shared;
+}
+
+/* lexical_ladder._reason: a reason, BREAK, or -2 on error. */
+static int reason_of(Ladder *l, Py_ssize_t i)
+{
+    const BlockSpan *previous = &l->blocks->items[i - 1], *block = &l->blocks->items[i];
+    int level = gap_level(l->st, previous, block);
+    if (level == L_GLUE)
+        return previous->kind == B_HEADING ? R_HEADING : previous->kind == B_RULE ? R_STRUCTURAL : R_DEFINITION;
+    if (level == L_SECTION)
+        return BREAK;
+    if (level == L_ITEM)
         return R_LIST;
-    if (shared >= cfg.overlap_min)
-        return R_KEYWORD;
-    return -1;
-}
-
-static int close_open(Builder *b)
-{
-    if (b->n_units == 0)
-        return 0;
-    int rc = emit(b, b->units, b->n_units, b->reasons, b->n_reasons, cfg.prose_type, -1);
-    b->n_units = b->n_reasons = b->keyed = 0;
-    set_clear(&b->keywords);
-    return rc;
-}
-
-static int open_with(Builder *b, const Unit *u)
-{
-    if (grow((void **)&b->units, &b->cap_units, 1, sizeof(Unit)) < 0)
-        return -1;
-    b->units[0] = *u;
-    b->n_units = 1;
-    return 0;
-}
-
-/* lexical._Builder._flush_pending: a waiting thematic break stands alone. */
-static int flush_pending(Builder *b)
-{
-    if (!b->has_pending)
-        return 0;
-    b->has_pending = 0;
-    return emit(b, &b->pending, 1, NULL, 0, cfg.standalone[K_THEMATIC], R_STRUCTURAL);
-}
-
-/* lexical._Builder._after_pending: into units[0..*n) the unit, after the waiting thematic
- * break when both fit the cap (then *n_reasons = 1, R_STRUCTURAL in reasons[0]). */
-static int after_pending(Builder *b, const Unit *u, Unit units[2], Py_ssize_t *n, int *reasons,
-                         Py_ssize_t *n_reasons)
-{
-    *n_reasons = 0;
-    *n = 1;
-    units[0] = *u;
-    if (!b->has_pending)
-        return 0;
-    if (u->end - b->pending.start <= cfg.max_chars) {
-        b->has_pending = 0;
-        units[0] = b->pending;
-        units[1] = *u;
-        *n = 2;
-        reasons[0] = R_STRUCTURAL;
-        *n_reasons = 1;
-        return 0;
+    int kind = block->kind;
+    if (kind == B_PARAGRAPH || kind == B_ITEM || kind == B_QUOTE || kind == B_HTML) {
+        int rule = opening_rule(l->t, block->start, block->end);
+        if (rule == R_TRANSITION)
+            return BREAK;
+        if (rule != NO_OPENING)
+            return rule;
     }
-    return flush_pending(b);
+    if (at(l->t, previous->end - 1) == '?')
+        return R_QUESTION;
+    if (kind == B_PARAGRAPH && block->end - block->start <= cfg.short_chars)
+        return R_SHORT;
+    Py_ssize_t shared = shared_keywords(l, i);
+    if (shared < 0)
+        return -2;
+    if (kind == B_ITEM && shared >= cfg.list_overlap_min)
+        return R_LIST;
+    return shared >= cfg.overlap_min ? R_KEYWORD : BREAK;
 }
 
-/* lexical._Builder._thematic_break */
-static int thematic_break(Builder *b, const Unit *u)
+/* lexical_ladder.verdicts into verdict[0..n) (verdict[0] = BREAK). 0, or -1 on error. */
+static int verdicts(Ladder *l, int *verdict)
 {
-    if (b->n_units && u->end - b->units[0].start <= cfg.max_chars) {
-        if (grow((void **)&b->units, &b->cap_units, b->n_units + 1, sizeof(Unit)) < 0 ||
-            grow((void **)&b->reasons, &b->cap_reasons, b->n_reasons + 1, sizeof(int)) < 0)
-            return -1;
-        b->units[b->n_units++] = *u;
-        b->reasons[b->n_reasons++] = R_STRUCTURAL;
-        return close_open(b);
-    }
-    if (close_open(b) < 0 || flush_pending(b) < 0)
+    Py_ssize_t n = l->blocks->count;
+    l->kw_at = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(n ? n : 1));
+    l->kw_n = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(n ? n : 1));
+    if (l->kw_at == NULL || l->kw_n == NULL) {
+        PyErr_NoMemory();
         return -1;
-    b->pending = *u;
-    b->has_pending = 1;
-    return 0;
-}
-
-/* lexical._Builder.finish */
-static int finish(Builder *b)
-{
-    if (close_open(b) < 0)
-        return -1;
-    return flush_pending(b);
-}
-
-/* lexical._Builder._walk */
-static int walk(Builder *b, Unit *u)
-{
-    if (!b->n_units && b->has_pending) {
-        Unit units[2];
-        int reasons[1];
-        Py_ssize_t n, n_reasons;
-        if (after_pending(b, u, units, &n, reasons, &n_reasons) < 0)
-            return -1;
-        if (grow((void **)&b->units, &b->cap_units, n, sizeof(Unit)) < 0 ||
-            grow((void **)&b->reasons, &b->cap_reasons, 1, sizeof(int)) < 0)
-            return -1;
-        for (Py_ssize_t k = 0; k < n; k++)
-            b->units[k] = units[k];
-        b->n_units = n;
-        if (n_reasons)
-            b->reasons[0] = reasons[0];
-        b->n_reasons = n_reasons;
-        return 0;
     }
-    if (b->n_units) {
-        int reason = -1;
-        if (u->end - b->units[0].start <= cfg.max_chars)
-            reason = merge_reason(b, u);
+    for (Py_ssize_t k = 0; k < n; k++)
+        l->kw_n[k] = -1;
+    if (set_init(&l->scratch, 64) < 0 || counts_init(&l->window, 64) < 0)
+        return -1;
+    if (n)
+        verdict[0] = BREAK;
+    for (Py_ssize_t i = 1; i < n; i++) {
+        int reason = reason_of(l, i);
         if (reason == -2)
             return -1;
-        if (reason >= 0 && reason != R_TRANSITION) {
-            if (grow((void **)&b->units, &b->cap_units, b->n_units + 1, sizeof(Unit)) < 0 ||
-                grow((void **)&b->reasons, &b->cap_reasons, b->n_reasons + 1, sizeof(int)) < 0)
-                return -1;
-            b->units[b->n_units++] = *u;
-            b->reasons[b->n_reasons++] = reason;
-            return 0;
-        }
-        if (close_open(b) < 0)
-            return -1;
-    }
-    return open_with(b, u);
-}
-
-static Unit unit_of(int kind, Py_ssize_t start, Py_ssize_t end)
-{
-    Unit u = {kind, start, end, UNREAD, 0, -1};
-    return u;
-}
-
-/* The heading stack after a heading of this level: deeper or equal levels leave. */
-static int enter_heading(Builder *b, int level, PyObject *title)
-{
-    while (b->n_headings && b->levels[b->n_headings - 1] >= level)
-        Py_DECREF(b->titles[--b->n_headings]);
-    Py_ssize_t cap = b->cap_headings;
-    if (grow((void **)&b->levels, &cap, b->n_headings + 1, sizeof(int)) < 0 ||
-        grow((void **)&b->titles, &b->cap_headings, b->n_headings + 1, sizeof(PyObject *)) < 0)
-        return -1;
-    b->levels[b->n_headings] = level;
-    b->titles[b->n_headings++] = new_ref(title);
-    Py_SETREF(b->section_title, new_ref(title));
-    b->section_level = level;
-    return 0;
-}
-
-/* The spans a block is read in: itself, or its capped pieces past the cap. */
-static int block_spans(const Text *t, const Block *block, Spans *out)
-{
-    out->n = 0;
-    if (block->end - block->start <= cfg.max_chars)
-        return spans_push(out, block->start, block->end);
-    int prose = block->kind == K_PARAGRAPH || block->kind == K_LIST || block->kind == K_QUOTE;
-    return capped(t, block->start, block->end, prose, out);
-}
-
-/* lexical._Builder.add */
-static int add_block(Builder *b, const Block *block, Spans *spans)
-{
-    const Text *t = b->reader.t;
-    int kind = block->kind;
-    if (kind == K_THEMATIC) {
-        Unit u = unit_of(kind, block->start, block->end);
-        return thematic_break(b, &u);
-    }
-    if (kind == K_HEADING || cfg.standalone[kind] != NULL) {
-        if (close_open(b) < 0)
-            return -1;
-        if (kind == K_HEADING) {
-            PyObject *title = heading_title(t, block->start, block->end);
-            if (title == NULL)
-                return -1;
-            int rc = enter_heading(b, block->level, title);
-            Py_DECREF(title);
-            if (rc < 0)
-                return -1;
-        }
-        if (block_spans(t, block, spans) < 0)
-            return -1;
-        for (Py_ssize_t k = 0; k < spans->n; k++) {
-            Unit u = unit_of(kind, spans->items[k].start, spans->items[k].end);
-            Unit units[2];
-            int reasons[1];
-            Py_ssize_t n, n_reasons;
-            if (after_pending(b, &u, units, &n, reasons, &n_reasons) < 0)
-                return -1;
-            int rc = kind == K_HEADING ? emit(b, units, n, reasons, n_reasons, cfg.heading_type, -1)
-                                       : emit(b, units, n, reasons, n_reasons, cfg.standalone[kind], R_STRUCTURAL);
-            if (rc < 0)
-                return -1;
-        }
-        return 0;
-    }
-    if (block_spans(t, block, spans) < 0)
-        return -1;
-    for (Py_ssize_t k = 0; k < spans->n; k++) {
-        Unit u = unit_of(kind, spans->items[k].start, spans->items[k].end);
-        if (walk(b, &u) < 0)
-            return -1;
+        verdict[i] = reason;
+        if (reason == BREAK)
+            l->run = i;
     }
     return 0;
 }

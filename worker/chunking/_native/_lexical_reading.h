@@ -45,37 +45,15 @@ static void hash_runs(Reader *r, int ascii_keywords)
         HASH_RUNS(run_hash(t, run->start, run->end))
 }
 
-/* Where words start (a space bit drops: the text's start reads as a space) and whether
- * some word may be longer than the cap: only if at least `full` consecutive 64-character
- * words hold no space, since a longer word covers that many of them. */
-static int find_word_starts(const Text *t, Py_ssize_t n_words, uint64_t *starts)
+/* Where words start (a space bit drops: the text's start reads as a space). */
+static void find_word_starts(const Text *t, Py_ssize_t n_words, uint64_t *starts)
 {
-    Py_ssize_t full = (cfg.max_chars + 1 - 63) / 64, solid = 0;
-    int maybe_long = full < 1;
     uint64_t carry = 1;
     for (Py_ssize_t w = 0; w < n_words; w++) {
         uint64_t S = t->space_bits[w];
         starts[w] = ~S & ((S << 1) | carry);
         carry = S >> 63;
-        solid = S ? 0 : solid + 1;
-        maybe_long |= solid >= full;
     }
-    return maybe_long;
-}
-
-/* The longest word, exactly (only asked when find_word_starts cannot rule a long one out). */
-static Py_ssize_t longest_word(const Text *t)
-{
-    Py_ssize_t longest = 0, p = 0;
-    while (p < t->len) {
-        Py_ssize_t word = p;
-        while (p < t->len && !sp(t, p))
-            p++;
-        longest = p - word > longest ? p - word : longest;
-        while (p < t->len && sp(t, p))
-            p++;
-    }
-    return longest;
 }
 
 /* The keyword runs: each starts where a keyword bit rises and ends at the next clear bit
@@ -104,8 +82,9 @@ static void find_runs(Reader *r, Py_ssize_t n_words)
 }
 
 /* Reads the document once: every character's classes into cls, its words and keyword
- * runs, whether the reference would take its document pass (whole words). Returns 1 when
- * the document needs the reference (see needs_reference_char), -1 on error. */
+ * runs, whether the reference may take its document pass (no keyword character past ASCII:
+ * DocumentWords.of; chunks cut inside a word are checked later). Returns 1 when the document
+ * needs the reference (see needs_reference_char), -1 on error. */
 static int read_document(Reader *r, unsigned char *cls, uint64_t *bitmaps)
 {
     Py_ssize_t n = r->t->len, n_words = n / 64 + 1;
@@ -117,10 +96,10 @@ static int read_document(Reader *r, unsigned char *cls, uint64_t *bitmaps)
      * one written past the last kept). */
     if (grow((void **)&r->runs, &r->cap_runs, n / (cfg.min_letters + 1) + 2, sizeof(Run)) < 0)
         return -1;
-    int maybe_long = find_word_starts(r->t, n_words, bitmaps + 3 * n_words);
+    find_word_starts(r->t, n_words, bitmaps + 3 * n_words);
     find_runs(r, n_words);
     hash_runs(r, !(any & C_WIDE_KEYWORD));
-    r->whole_words = n > 0 && !(any & C_WIDE_KEYWORD) && (!maybe_long || longest_word(r->t) <= cfg.max_chars);
+    r->whole_words = n > 0 && !(any & C_WIDE_KEYWORD);
     return 0;
 }
 

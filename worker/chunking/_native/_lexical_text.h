@@ -32,35 +32,6 @@ static inline int sp(const Text *t, Py_ssize_t i) { return t->cls[i] & C_SPACE; 
 
 static inline int kwc(const Text *t, Py_ssize_t i) { return t->cls[i] & C_KEYWORD; }
 
-/* The first set bit at or after from, or limit when there is none before limit. */
-static Py_ssize_t next_bit(const uint64_t *bits, Py_ssize_t from, Py_ssize_t limit)
-{
-    if (from >= limit)
-        return limit;
-    Py_ssize_t w = from >> 6;
-    uint64_t word = bits[w] & (~(uint64_t)0 << (from & 63));
-    while (!word) {
-        if ((++w << 6) >= limit)
-            return limit;
-        word = bits[w];
-    }
-    Py_ssize_t p = (w << 6) + __builtin_ctzll(word);
-    return p < limit ? p : limit;
-}
-
-/* Whether every bit of [s, e) is set. */
-static int all_bits(const uint64_t *bits, Py_ssize_t s, Py_ssize_t e)
-{
-    while (s < e) {
-        Py_ssize_t w = s >> 6, stop = ((w + 1) << 6) < e ? (w + 1) << 6 : e;
-        uint64_t want = (stop - s == 64) ? ~(uint64_t)0 : (((uint64_t)1 << (stop - s)) - 1) << (s & 63);
-        if ((bits[w] & want) != want)
-            return 0;
-        s = stop;
-    }
-    return 1;
-}
-
 static inline int is_blank_char(Py_UCS4 c) { return c == ' ' || c == '\t'; }
 
 /* The first position at or after p, before e, that is not a space or tab. */

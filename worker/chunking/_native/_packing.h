@@ -12,17 +12,20 @@ typedef struct {
     long long cap, minimum, target, limit;
 } Sizes;
 
-static Sizes sizes_for(long long cap) {
+/* packing.Sizes(cap, minimum); minimum < 0: an eighth of the cap. */
+static Sizes sizes_with(long long cap, long long minimum) {
     Sizes s;
     s.cap = cap;
-    s.minimum = cap / 8 > 1 ? cap / 8 : 1;
+    s.minimum = minimum >= 0 ? minimum : cap / 8 > 1 ? cap / 8 : 1;
     s.target = cap * 3 / 4 > s.minimum ? cap * 3 / 4 : s.minimum;
     s.limit = cap - 2 * s.minimum > 1 ? cap - 2 * s.minimum : 1;
     return s;
 }
 
+static inline Sizes sizes_for(long long cap) { return sizes_with(cap, -1); }
+
 typedef struct {
-    Py_ssize_t *starts, *ends;
+    Py_ssize_t *starts, *ends, *blocks;
     int *levels;
     char *headings; /* units.Units.headings */
     uint32_t *hashes;
@@ -33,6 +36,7 @@ typedef struct {
 static void units_free(Units *u) {
     PyMem_Free(u->starts);
     PyMem_Free(u->ends);
+    PyMem_Free(u->blocks);
     PyMem_Free(u->levels);
     PyMem_Free(u->headings);
     PyMem_Free(u->hashes);
@@ -40,13 +44,14 @@ static void units_free(Units *u) {
     PyMem_Free(u->before_end);
 }
 
-static int units_push(Units *u, Py_ssize_t start, Py_ssize_t end, int level, int heading) {
+static int units_push(Units *u, Py_ssize_t start, Py_ssize_t end, int level, int heading, Py_ssize_t block) {
     if (u->count == u->capacity) {
-        Py_ssize_t c1 = u->capacity, c2 = c1, c3 = c1, c4 = c1;
+        Py_ssize_t c1 = u->capacity, c2 = c1, c3 = c1, c4 = c1, c5 = c1;
         if (array_reserve((void **)&u->starts, &c1, u->count + 1, sizeof(Py_ssize_t)) < 0 ||
             array_reserve((void **)&u->ends, &c2, u->count + 1, sizeof(Py_ssize_t)) < 0 ||
             array_reserve((void **)&u->levels, &c3, u->count + 1, sizeof(int)) < 0 ||
-            array_reserve((void **)&u->headings, &c4, u->count + 1, 1) < 0)
+            array_reserve((void **)&u->headings, &c4, u->count + 1, 1) < 0 ||
+            array_reserve((void **)&u->blocks, &c5, u->count + 1, sizeof(Py_ssize_t)) < 0)
             return -1;
         u->capacity = c1;
     }
@@ -54,9 +59,16 @@ static int units_push(Units *u, Py_ssize_t start, Py_ssize_t end, int level, int
     u->ends[u->count] = end;
     u->levels[u->count] = level;
     u->headings[u->count] = (char)heading;
+    u->blocks[u->count] = block;
     u->count++;
     return 0;
 }
+
+/* How units are read (units.read_units' keywords): a paragraph within the cap whole, clause
+ * cuts after Arabic commas. */
+typedef struct {
+    int whole_paragraphs, clauses;
+} Reading;
 
 /* units._fence_at: whether the line [at, stop) is a fence line. */
 static int fence_at(const SentenceText *t, Py_ssize_t at, Py_ssize_t stop) {
@@ -71,35 +83,50 @@ static Py_ssize_t line_end_below(const SentenceText *t, Py_ssize_t at, Py_ssize_
     return at;
 }
 
-/* What a range over the limit is cut into next (units._BLOCK, _TEXT, _WORD). */
-enum { D_BLOCK, D_TEXT, D_WORD };
+/* What a range over the limit is cut into next (units._BLOCK, _TEXT, _CLAUSE, _WORD). */
+enum { D_BLOCK, D_TEXT, D_CLAUSE, D_WORD };
 
 /* A piece over the cap in tokens: the twin must chunk the document (see _units.h). */
 #define HAND_BACK 1
 
+/* units._clauses: the end of the clause starting at p below end: just after the next Arabic
+ * comma that a separator follows, or end. */
+static Py_ssize_t clause_end(const SentenceText *t, Py_ssize_t p, Py_ssize_t end) {
+    for (; p < end; p++)
+        if (sentence_read(t, p) == 0x060c && p + 1 < end) {
+            Py_UCS4 c = sentence_read(t, p + 1);
+            if (is_space(c) && !is_quiet(c)) return p + 1;
+        }
+    return end;
+}
+
 /* units._split: the unit [start, end) whole, or cut one step finer. 0, HAND_BACK, or -1. */
-static int split_unit(const Measure *m, const Sizes *s, Py_ssize_t start, Py_ssize_t end, int level, int heading,
-                      int depth, Units *out) {
+static int split_unit(const Measure *m, const Sizes *s, int clauses, Py_ssize_t start, Py_ssize_t end, int level,
+                      int heading, Py_ssize_t index, int depth, Units *out) {
     const SentenceText *t = m->t;
     long long size = measure_size(m, start, end);
     if (size <= s->limit || ((depth == D_WORD || depth == D_BLOCK) && size <= s->cap))
-        return units_push(out, start, end, level, heading);
+        return units_push(out, start, end, level, heading, index);
     if (depth == D_WORD) {
         if (m->tokens) return HAND_BACK;
         for (Py_ssize_t a = start; a < end; a += (Py_ssize_t)s->cap) {
             Py_ssize_t b = a + (Py_ssize_t)s->cap < end ? a + (Py_ssize_t)s->cap : end;
-            if (units_push(out, a, b, a == start ? level : L_CHAR, heading) < 0) return -1;
+            if (units_push(out, a, b, a == start ? level : L_CHAR, heading, index) < 0) return -1;
         }
         return 0;
     }
-    int inner = depth == D_BLOCK ? L_LINE : L_WORD, first = 1;
+    int inner, deeper, first = 1;
+    if (depth == D_BLOCK) inner = L_LINE, deeper = D_TEXT;
+    else if (depth == D_TEXT && clauses) inner = L_CLAUSE, deeper = D_CLAUSE;
+    else inner = L_WORD, deeper = D_WORD;
     Py_ssize_t p = start;
     while (p < end) {
         Py_ssize_t a, b;
         if (depth == D_BLOCK) {
-            /* units._lines: each line stripped, blank ones skipped, a fenced block one piece */
+            /* units._lines: each line stripped, blank ones skipped, a nested fenced block one
+             * piece */
             Py_ssize_t stop = line_end_below(t, p, end);
-            if (fence_at(t, p, stop)) {
+            if (p > start && fence_at(t, p, stop)) {
                 Py_ssize_t closing = stop + 1;
                 while (closing < end && !fence_at(t, closing, line_end_below(t, closing, end)))
                     closing = line_end_below(t, closing, end) + 1;
@@ -108,9 +135,9 @@ static int split_unit(const Measure *m, const Sizes *s, Py_ssize_t start, Py_ssi
             a = p;
             b = stop;
             p = stop + 1;
-            while (a < b && is_space(sentence_read(t, a))) a++;
-            while (b > a && is_space(sentence_read(t, b - 1))) b--;
-            if (a == b) continue;
+        } else if (deeper == D_CLAUSE) {
+            a = p;
+            b = p = clause_end(t, p, end);
         } else if (m->tokens) {
             if (!next_piece(t, &p, end, &a, &b)) break;
         } else {
@@ -121,7 +148,12 @@ static int split_unit(const Measure *m, const Sizes *s, Py_ssize_t start, Py_ssi
             while (p < end && !is_space(sentence_read(t, p))) p++;
             b = p;
         }
-        int result = split_unit(m, s, a, b, first ? level : inner, heading, depth + 1, out);
+        if (deeper != D_WORD) {
+            while (a < b && is_space(sentence_read(t, a))) a++;
+            while (b > a && is_space(sentence_read(t, b - 1))) b--;
+            if (a == b) continue;
+        }
+        int result = split_unit(m, s, clauses, a, b, first ? level : inner, heading, index, deeper, out);
         if (result != 0) return result;
         first = 0;
     }
@@ -155,20 +187,20 @@ static uint32_t gap_hash(const SentenceText *t, Py_ssize_t start_before, Py_ssiz
     return h >> 16;
 }
 
-/* units.read_units: 0, HAND_BACK, or -1 with an exception set. */
-static int read_units(const Measure *m, const Sizes *s, const Abbreviations *abbreviations, Units *units) {
+/* units.read_units: 0, HAND_BACK, or -1 with an exception set. `blocks`: read_blocks(t). */
+static int read_units_of(const Measure *m, const Sizes *s, const Abbreviations *abbreviations, const Reading *how,
+                         const BlockSpans *blocks, Units *units) {
     const SentenceText *t = m->t;
-    BlockSpans blocks = {0};
     RawUnits flat = {0};
     int result = -1;
-    if (read_blocks(t, &blocks) < 0) goto done;
-    for (Py_ssize_t k = 0; k < blocks.count; k++) {
-        const BlockSpan *block = &blocks.items[k];
-        int level = k == 0 ? L_SENTENCE : gap_level(t, &blocks.items[k - 1], block);
-        if (block->kind == B_PARAGRAPH) {
-            if (paragraph_sentences(t, block->start, block->end, level, abbreviations, &flat) < 0) goto done;
+    for (Py_ssize_t k = 0; k < blocks->count; k++) {
+        const BlockSpan *block = &blocks->items[k];
+        int level = k == 0 ? L_SENTENCE : gap_level(t, &blocks->items[k - 1], block);
+        if (block->kind == B_PARAGRAPH &&
+            !(how->whole_paragraphs && measure_size(m, block->start, block->end) <= s->cap)) {
+            if (paragraph_sentences(t, block->start, block->end, level, abbreviations, k, &flat) < 0) goto done;
         } else {
-            RawUnit unit = {block->start, block->end, level, 1, block->kind == B_HEADING || block->kind == B_RULE};
+            RawUnit unit = {block->start, block->end, level, 1, block->kind == B_HEADING || block->kind == B_RULE, k};
             if (ARRAY_PUSH(flat, unit) < 0) goto done;
         }
     }
@@ -185,7 +217,7 @@ static int read_units(const Measure *m, const Sizes *s, const Abbreviations *abb
     }
     for (Py_ssize_t k = 0; k < joined; k++) {
         const RawUnit *unit = &flat.items[k];
-        int split = split_unit(m, s, unit->start, unit->end, unit->level, unit->heading,
+        int split = split_unit(m, s, how->clauses, unit->start, unit->end, unit->level, unit->heading, unit->index,
                                unit->block ? D_BLOCK : D_TEXT, units);
         if (split != 0) {
             result = split;
@@ -209,8 +241,16 @@ static int read_units(const Measure *m, const Sizes *s, const Abbreviations *abb
     }
     result = 0;
 done:
-    PyMem_Free(blocks.items);
     PyMem_Free(flat.items);
+    return result;
+}
+
+/* units.read_units with sentence's defaults. */
+static inline int read_units(const Measure *m, const Sizes *s, const Abbreviations *abbreviations, Units *units) {
+    BlockSpans blocks = {0};
+    Reading how = {0, 0};
+    int result = read_blocks(m->t, &blocks) < 0 ? -1 : read_units_of(m, s, abbreviations, &how, &blocks, units);
+    PyMem_Free(blocks.items);
     return result;
 }
 
@@ -241,17 +281,29 @@ static int fills(const Units *u, Py_ssize_t first, Py_ssize_t last, const Sizes 
     return 0;
 }
 
+/* packing.ChunkSizes: the sizes of the chunk starting at unit `first` (NULL: the document's). */
+typedef struct {
+    Sizes (*at)(void *context, Py_ssize_t first);
+    void *context;
+} ChunkSizes;
+
+static inline Sizes own_sizes(const ChunkSizes *chunk_sizes, const Sizes *s, Py_ssize_t first) {
+    return chunk_sizes == NULL ? *s : chunk_sizes->at(chunk_sizes->context, first);
+}
+
 /* packing.pack_segment: pushes (first unit, last unit) of each chunk of units first..end. */
-static int pack_segment(const Units *u, const Sizes *s, Py_ssize_t first, Py_ssize_t end, Positions *chunks) {
+static int pack_segment(const Units *u, const Sizes *s, Py_ssize_t first, Py_ssize_t end,
+                        const ChunkSizes *chunk_sizes, Positions *chunks) {
     long long total = u->before_end[end];
     while (first <= end) {
+        Sizes own = own_sizes(chunk_sizes, s, first);
         long long base = u->before_start[first];
-        if (total - base <= s->cap) {
+        if (total - base <= own.cap) {
             if (ARRAY_PUSH(*chunks, first) < 0 || ARRAY_PUSH(*chunks, end) < 0) return -1;
             break;
         }
-        Py_ssize_t cut = -1, best = -1, last = first;
-        long long best_key = -1;
+        Py_ssize_t cut = -1, best = -1, soft = -1, last = first;
+        long long best_key = -1, soft_key = -1;
         int content = 0; /* the chunk holds more than heading and rule lines */
         while (last < end) {
             long long size = u->before_end[last] - base;
@@ -263,7 +315,7 @@ static int pack_segment(const Units *u, const Sizes *s, Py_ssize_t first, Py_ssi
                 break;
             }
             if (content && size >= s->minimum && total - u->before_start[last + 1] >= s->minimum) {
-                if (size >= threshold(level, u->hashes[last + 1], s)) {
+                if (size >= threshold(level, u->hashes[last + 1], &own)) {
                     cut = last;
                     break;
                 }
@@ -272,8 +324,20 @@ static int pack_segment(const Units *u, const Sizes *s, Py_ssize_t first, Py_ssi
                     best = last;
                     best_key = key;
                 }
+                if (level >= L_SENTENCE && key >= soft_key) {
+                    soft = last;
+                    soft_key = key;
+                }
             }
             last++;
+        }
+        if (cut < 0 && total - base <= s->cap) {
+            /* the rest fits the hard cap, not the soft one: a gap with a threshold, or all */
+            if (soft < 0) {
+                if (ARRAY_PUSH(*chunks, first) < 0 || ARRAY_PUSH(*chunks, end) < 0) return -1;
+                break;
+            }
+            cut = soft;
         }
         if (cut < 0) cut = best >= 0 ? best : (last - 1 > first ? last - 1 : first);
         if (ARRAY_PUSH(*chunks, first) < 0 || ARRAY_PUSH(*chunks, cut) < 0) return -1;
@@ -282,30 +346,35 @@ static int pack_segment(const Units *u, const Sizes *s, Py_ssize_t first, Py_ssi
     return 0;
 }
 
-/* packing.pack (before settle): pushes (first unit, last unit) of each chunk to `chunks`. */
-static int pack(const Units *u, const Sizes *s, Positions *chunks) {
+/* packing.pack (before settle): pushes (first unit, last unit) of each chunk to `chunks`.
+ * anchors: NULL (is_anchor) or one flag per unit; whole: a document within the cap is one
+ * chunk; chunk_sizes: NULL or the sizes of each chunk. */
+static int pack_with(const Units *u, const Sizes *s, const char *anchors, int whole, const ChunkSizes *chunk_sizes,
+                     Positions *chunks) {
     Py_ssize_t count = u->count;
     if (count == 0) return 0;
-    if (u->before_end[count - 1] - u->before_start[0] <= s->cap) /* a document within the cap */
+    if (whole && u->before_end[count - 1] - u->before_start[0] <= own_sizes(chunk_sizes, s, 0).cap)
         return ARRAY_PUSH(*chunks, 0) < 0 || ARRAY_PUSH(*chunks, count - 1) < 0 ? -1 : 0;
     Positions bounds = {0};
     int result = -1;
     if (ARRAY_PUSH(bounds, 0) < 0) goto done;
     Py_ssize_t candidate = 0; /* the anchor before, kept or not */
     for (Py_ssize_t k = 1; k < count; k++)
-        if (is_anchor(u->levels[k], u->hashes[k])) {
+        if (anchors == NULL ? is_anchor(u->levels[k], u->hashes[k]) : anchors[k]) {
             if (fills(u, candidate, k - 1, s) && ARRAY_PUSH(bounds, k) < 0) goto done;
             candidate = k;
         }
     if (bounds.count > 1 && !fills(u, bounds.items[bounds.count - 1], count - 1, s)) bounds.count--;
     if (ARRAY_PUSH(bounds, count) < 0) goto done;
     for (Py_ssize_t k = 0; k + 1 < bounds.count; k++)
-        if (pack_segment(u, s, bounds.items[k], bounds.items[k + 1] - 1, chunks) < 0) goto done;
+        if (pack_segment(u, s, bounds.items[k], bounds.items[k + 1] - 1, chunk_sizes, chunks) < 0) goto done;
     result = 0;
 done:
     PyMem_Free(bounds.items);
     return result;
 }
+
+static inline int pack(const Units *u, const Sizes *s, Positions *chunks) { return pack_with(u, s, NULL, 1, NULL, chunks); }
 
 /* -- packing.settle ------------------------------------------------------------------------ */
 
@@ -379,9 +448,13 @@ static void settle(Positions *chunks, const Units *u, const Sizes *s) {
             continue;
         }
         int sides[2] = {bare ? 1 : -1, bare ? -1 : 1};
-        if (!join_chunk(c, &n, k, sides[0], u, s) && !join_chunk(c, &n, k, sides[1], u, s))
+        int joined = join_chunk(c, &n, k, sides[0], u, s) ? sides[0] : join_chunk(c, &n, k, sides[1], u, s) ? sides[1] : 0;
+        if (joined < 0) {
+            k--; /* the joined chunk is the one before: looked at again, then what follows */
+        } else if (joined == 0) {
             if (!lend_chunk(c, n, k, sides[0], u, s)) lend_chunk(c, n, k, sides[1], u, s);
-        k++;
+            k++;
+        }
     }
     chunks->count = 2 * n;
 }

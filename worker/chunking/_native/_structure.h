@@ -7,8 +7,8 @@
 
 #include <string.h>
 
-/* Gap levels and block kinds: structure.SECTION ... CHAR, structure.PARAGRAPH ... HTML. */
-enum { L_FORCED = -1, L_CHAR = 0, L_WORD, L_LINE, L_GLUE, L_SENTENCE, L_ITEM, L_BLOCK, L_SECTION };
+/* Gap levels and block kinds: structure.SECTION ... CHAR (CLAUSE between WORD and LINE), structure.PARAGRAPH ... HTML. */
+enum { L_FORCED = -1, L_CHAR = 0, L_WORD, L_CLAUSE, L_LINE, L_GLUE, L_SENTENCE, L_ITEM, L_BLOCK, L_SECTION };
 enum { B_PARAGRAPH, B_HEADING, B_RULE, B_CODE, B_TABLE, B_ITEM, B_QUOTE, B_HTML };
 
 /* A growable array of T: items, count, capacity. */

@@ -183,16 +183,17 @@ static int measure_separates(const Measure *m, Py_ssize_t start, Py_ssize_t end)
 typedef struct {
     Py_ssize_t start, end;
     int level, block, heading;
+    Py_ssize_t index; /* the block it is (part of), in read_blocks' order */
 } RawUnit;
 
 typedef ARRAY(RawUnit) RawUnits;
 
 static int push_stripped_unit(const SentenceText *t, RawUnits *out, Py_ssize_t start, Py_ssize_t end, int level,
-                              int block) {
+                              int block, Py_ssize_t index) {
     while (start < end && is_space(sentence_read(t, start))) start++;
     while (end > start && is_space(sentence_read(t, end - 1))) end--;
     if (start == end) return 0;
-    RawUnit unit = {start, end, level, block, 0};
+    RawUnit unit = {start, end, level, block, 0, index};
     return ARRAY_PUSH(*out, unit);
 }
 
@@ -232,7 +233,7 @@ static Py_ssize_t next_candidate(const SentenceText *t, Py_ssize_t i, Py_ssize_t
  * skipped, the exceptions of false_stop_at; the first sentence at `level`, the others at
  * SENTENCE. */
 static int paragraph_sentences(const SentenceText *t, Py_ssize_t start, Py_ssize_t end, int level,
-                               const Abbreviations *abbreviations, RawUnits *out) {
+                               const Abbreviations *abbreviations, Py_ssize_t index, RawUnits *out) {
     Py_ssize_t begin = start, i = next_candidate(t, start, end);
     int first = 1;
     while (i < end) {
@@ -265,12 +266,12 @@ static int paragraph_sentences(const SentenceText *t, Py_ssize_t start, Py_ssize
             continue;
         }
         Py_ssize_t before = out->count;
-        if (push_stripped_unit(t, out, begin, match_end, first ? level : L_SENTENCE, 0) < 0) return -1;
+        if (push_stripped_unit(t, out, begin, match_end, first ? level : L_SENTENCE, 0, index) < 0) return -1;
         if (out->count > before) first = 0;
         begin = match_end;
         i = next_candidate(t, match_end, end);
     }
-    return push_stripped_unit(t, out, begin, end, first ? level : L_SENTENCE, 0);
+    return push_stripped_unit(t, out, begin, end, first ? level : L_SENTENCE, 0, index);
 }
 
 #endif /* CHUNKSTREAM_UNITS_H */

@@ -4,19 +4,28 @@ Dense text (code, API reference, mathematics) gets small chunks, plain prose lar
 
     target_size = max_size − density × (max_size − min_size)
 
-Density is measured *locally*: for each chunk, on the ``base_size`` characters ahead of where
-it starts, so a prose introduction followed by a code section gets large then small chunks.
-Code fences are section edges too: a chunk that starts in prose ends before a fence, and one
-that starts inside fenced code ends after the closing fence.
+Density is measured *locally*: for each chunk, on the ``base_size`` ahead of its first unit
+(cut at the end of the fenced-code section it starts in), so a prose introduction followed
+by a code section gets large then small chunks.
 
-Sentences (hard-wrapped prose read as one line; the end of the text always ends the last one)
-accumulate until the next one would pass the target. On overflow the chunk is
-emitted and its trailing whole sentences of at most ``overlap`` characters start the next
-chunk (dropped when they would leave no room for a new sentence). A first sentence longer than
-the target is kept whole up to ``max_size``; beyond that it is cut at an Arabic clause mark
-(when ``language`` allows), then a word boundary, then a character. All sizes are characters,
-and ``max_size`` is a hard cap. Chunks are contiguous slices of the document. Each carries
-its ``content_type`` (``code``/``technical``/``prose``), ``char_count`` and ``language``.
+Since issues 19 and 21 the chunks are those of ``sentence`` (:mod:`.sentence`): the document
+read into units from its structure (a paragraph's sentences, whole code blocks, tables, list
+items, quotes, headings; :mod:`..text.units`) and packed by content-defined boundaries
+(:mod:`..text.packing`), so that a heading or a line ending in ``:`` stays with what follows,
+no chunk is under an eighth of ``max_size`` unless the document is that small, and an edit
+moves only the boundaries near it. What the density decides is each chunk's own sizes: its
+target (where paragraph breaks stop being optional and sentence breaks start to be) is
+``target_size``, at least that minimum, and its soft cap a third more, at most ``max_size``,
+the hard cap. A sentence over the unit limit is cut at Arabic commas (when ``language``
+allows), then at words, then characters.
+
+All four sizes are in the unit of ``tokenizer`` (characters, or a model's tokens; unset: the
+retrieval model's when the worker has one), and ``token_count`` is the chunk's size in it.
+``overlap``: a chunk also starts with the trailing whole units of the chunk before it, at
+most ``overlap`` of them and never past ``max_size``; the chunk's own units leave room for
+them (packing's cap is ``max_size`` less the overlap, at most a quarter of it). Chunks are
+contiguous slices of the document. Each carries its ``content_type``
+(``code``/``technical``/``prose``), ``char_count`` and ``language``.
 """
 
 from __future__ import annotations
@@ -28,49 +37,55 @@ from types import ModuleType
 from typing import Annotated, cast
 
 import msgspec
-import numpy as np
-from numpy.typing import NDArray
 
 from worker.chunking import _native as native
-from worker.chunking.text.boundaries import (
-    SentenceIndex,
-    fence_lines,
-    last_clause_end,
-    last_word_end,
-)
+from worker.chunking.rules.sizing import Sizing, own_sizing
 from worker.chunking.text.density import DocumentProfile, detect_language, native_tables
 from worker.chunking.text.lexicon import ARABIC_COMPLEX_MIN_LETTERS
-from worker.chunking.text.segment import ABBREVIATIONS
+from worker.chunking.text.packing import Sizes, pack
+from worker.chunking.text.segment import ABBREVIATIONS, fence_lines
+from worker.chunking.text.structure import GLUE, LINE
+from worker.chunking.text.units import Measure, Units, read_units
 from worker.chunking.types import Chunk, ContentType
 
 NAME = "adaptive"
 LANGUAGES = ("auto", "ar", "en")
 MAX_SIZE = 1 << 29
 """Upper bound of every size parameter: far above any document the worker accepts, and
-small enough that offsets plus sizes stay exact in the core's integers and numpy's."""
+small enough that offsets plus sizes stay exact in the core's integers."""
+_Size = Annotated[int, msgspec.Meta(ge=1, le=MAX_SIZE)]
 
 
 class AdaptiveParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    base_size: Annotated[int, msgspec.Meta(ge=1, le=MAX_SIZE)] = 512
-    """Characters read ahead of a chunk's start to measure its local density."""
-    min_size: Annotated[int, msgspec.Meta(ge=1, le=MAX_SIZE)] = 100
-    """Target for the densest text (density 1)."""
-    max_size: Annotated[int, msgspec.Meta(ge=1, le=MAX_SIZE)] = 1500
-    """Target for the sparsest text (density 0), and the hard cap on every chunk."""
-    overlap: Annotated[int, msgspec.Meta(ge=0, le=MAX_SIZE)] = 128
-    """Most characters of trailing whole sentences carried into the next chunk."""
+    base_size: _Size | None = None
+    """Read ahead of a chunk's first unit to measure its local density (unset: 512
+    characters, 128 tokens; rules/sizing.py)."""
+    min_size: _Size | None = None
+    """Target for the densest text (density 1); unset: 100 characters, 25 tokens."""
+    max_size: _Size | None = None
+    """Target for the sparsest text (density 0), and the hard cap on every chunk; unset: 1500
+    characters, the model's window in tokens (a larger value is lowered to the window)."""
+    overlap: Annotated[int, msgspec.Meta(ge=0, le=MAX_SIZE)] | None = None
+    """Most of the trailing whole units of a chunk repeated at the start of the next; unset:
+    128 characters, 32 tokens."""
     technical_threshold: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] = 0.5
     """Only labels chunks (``technical`` in metadata); the size follows density continuously."""
     language: str = "auto"
     """``auto`` or ``ar``: an Arabic comma may cut an over-long sentence; ``en``: it may not."""
+    tokenizer: Annotated[str, msgspec.Meta(min_length=1)] | None = None
+    """``"character"``, a ``tokenizer.json``, or a model directory; unset: the retrieval
+    model's tokens when the worker has one, else characters."""
 
     def __post_init__(self) -> None:
-        if self.min_size > self.max_size:
-            raise ValueError(
-                f"min_size ({self.min_size}) must not exceed max_size ({self.max_size})"
-            )
+        if self.min_size is not None and self.max_size is not None:
+            _check_order(self.min_size, self.max_size)
         if self.language not in LANGUAGES:
             raise ValueError(f"language must be one of {', '.join(LANGUAGES)}")
+
+
+def _check_order(min_size: int, max_size: int) -> None:
+    if min_size > max_size:
+        raise ValueError(f"min_size ({min_size}) must not exceed max_size ({max_size})")
 
 
 class ChunkConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -96,9 +111,21 @@ def _pick(override: object, value: object) -> object:
 
 
 # The compiled core (``_adaptive_core.c``): the whole of chunk_reference() for a document in
-# one call, with the same rules and the same output.
+# one call, with the same rules and the same output; None when the document needs the twin
+# (a token piece over the cap).
 _NativeChunk = Callable[
-    [str, int, int, int, int, bool, int, float, dict[str, object], str], list[Chunk]
+    [
+        str,
+        tuple[int, int, int, int],
+        bool,
+        int,
+        float,
+        dict[str, object],
+        str,
+        object | None,
+        Callable[[list[str]], list[int]] | None,
+    ],
+    list[Chunk] | None,
 ]
 
 
@@ -110,30 +137,35 @@ def _configure(core: ModuleType) -> None:
     core.configure(classes, tech, stop, sorted(ABBREVIATIONS), Chunk, NAME, seed)
 
 
-def _load_core() -> _NativeChunk | None:
+def _load_core() -> tuple[_NativeChunk, Callable[[], object]] | None:
     core = native.load("_adaptive_core", _configure)
-    return None if core is None else cast(_NativeChunk, core.chunk)
+    if core is None:
+        return None
+    return cast(_NativeChunk, core.chunk), cast(Callable[[], object], core.new_cache)
 
 
 NATIVE_MAX_CHARS = 1 << 29
 """Longer texts take the Python path (the core packs word indices into 30 bits)."""
-NATIVE_CHUNK = _load_core()
+_CORE = _load_core()
+NATIVE_CHUNK = None if _CORE is None else _CORE[0]
 """The compiled core's entry point, or None when it is not built (or not allowed)."""
 
 
 class AdaptiveChunker:
-    """Density-driven sentence packing; see the module docstring for the rules."""
+    """Density-driven sizes over ``sentence``'s units and packing; see the module docstring."""
 
     def __init__(
         self,
         config: ChunkConfig | None = None,
         *,
-        base_size: int = 512,
-        min_size: int = 100,
-        max_size: int = 1500,
-        overlap: int = 128,
+        base_size: int | None = None,
+        min_size: int | None = None,
+        max_size: int | None = None,
+        overlap: int | None = None,
         technical_threshold: float = 0.5,
         language: str = "auto",
+        tokenizer: str | None = None,
+        sizing: Sizing | None = None,
     ) -> None:
         config = config or ChunkConfig()
         settings = {
@@ -143,14 +175,33 @@ class AdaptiveChunker:
             "overlap": _pick(config.overlap, overlap),
             "technical_threshold": _pick(config.adaptive_technical_threshold, technical_threshold),
             "language": language,
+            "tokenizer": tokenizer,
         }
         try:
-            self.params = msgspec.convert(settings, AdaptiveParams)
+            given = msgspec.convert(settings, AdaptiveParams)
         except msgspec.ValidationError as exc:
             raise ValueError(str(exc)) from exc
+        self.sizing = own_sizing(tokenizer) if sizing is None else sizing
+        defaults = self.sizing.adaptive_defaults()
+        cap = self.sizing.cap(given.max_size, characters=defaults.max_size or 0)
+        smallest = given.min_size
+        if smallest is None:
+            smallest = min(defaults.min_size, cap)
+        _check_order(smallest, cap)
+        base = defaults.base_size if given.base_size is None else given.base_size
+        overlap = defaults.overlap if given.overlap is None else given.overlap
+        self._resolved = (base, smallest, cap, overlap)
+        self.params = msgspec.structs.replace(
+            given, base_size=base, min_size=smallest, max_size=cap, overlap=overlap
+        )
+        """The parameters with every size resolved in the unit (``max_size``: the hard cap)."""
+        room = min(overlap, cap // 4)
+        self.sizes = Sizes(cap - room, max(1, cap // 8))
+        """Packing's sizes: the chunk's own units leave room for the overlap (at most a quarter
+        of the cap) in front of them; the minimum is an eighth of the cap."""
 
     @classmethod
-    def from_params(cls, params: AdaptiveParams) -> AdaptiveChunker:
+    def from_params(cls, params: AdaptiveParams, sizing: Sizing | None = None) -> AdaptiveChunker:
         return cls(
             base_size=params.base_size,
             min_size=params.min_size,
@@ -158,11 +209,23 @@ class AdaptiveChunker:
             overlap=params.overlap,
             technical_threshold=params.technical_threshold,
             language=params.language,
+            tokenizer=params.tokenizer,
+            sizing=sizing,
         )
 
+    def _sizes(self) -> tuple[int, int, int, int]:
+        """base_size, min_size, max_size, overlap, resolved."""
+        return self._resolved
+
     def target_size(self, local_density: float) -> int:
-        p = self.params
-        return round(p.max_size - local_density * (p.max_size - p.min_size))
+        _, smallest, cap, _ = self._sizes()
+        return round(cap - local_density * (cap - smallest))
+
+    def chunk_sizes(self, target: int) -> Sizes:
+        """The sizes of a chunk whose density target is ``target``: its target at least the
+        minimum, its soft cap a third above the target, at most the hard cap."""
+        minimum = self.sizes.minimum
+        return Sizes(min(self.sizes.cap, max(target, minimum) * 4 // 3), minimum)
 
     def chunk(
         self,
@@ -176,87 +239,74 @@ class AdaptiveChunker:
 
         Runs the compiled core when it is built, else :meth:`chunk_reference`; both return
         the same chunks."""
-        if NATIVE_CHUNK is None or len(text) >= NATIVE_MAX_CHARS:
+        if _CORE is None or NATIVE_CHUNK is None or len(text) >= NATIVE_MAX_CHARS:
             return self.chunk_reference(text, doc_id, source)
         p = self.params
-        return NATIVE_CHUNK(
+        counter = self.sizing.counter
+        memory = None if counter is None else native.piece_memory(counter, _CORE[1])
+        chunks = NATIVE_CHUNK(
             text,
-            p.base_size,
-            p.min_size,
-            p.max_size,
-            p.overlap,
+            self._sizes(),
             p.language != "en",
             ARABIC_COMPLEX_MIN_LETTERS,
             p.technical_threshold,
             _identity(doc_id, source),
             p.language,
+            memory,
+            None if counter is None else counter.count_pieces,
         )
+        return self.chunk_reference(text, doc_id, source) if chunks is None else chunks
 
     def chunk_reference(self, text: str, doc_id: str = "", source: str = "") -> list[Chunk]:
         """The pure-Python definition of :meth:`chunk` (the compiled core's twin)."""
         p = self.params
-        size = len(text)
-        start = _skip_space(text, 0)
-        if start == size:
+        base_size, _, cap, overlap = self._sizes()
+        sizes = self.sizes
+        measure = Measure(text, self.sizing.counter)
+        units = read_units(text, measure, sizes.limit, cap, clauses=p.language != "en")
+        if not units.starts:
             return []
-        fences = fence_lines(text)
-        sections = _Sections(text, fences) if fences else None
-        # One pass over the whole document: sentence-end candidates, the document's density
-        # and every window's.
-        profile = DocumentProfile(
-            text, p.base_size, sections.ends if sections else None, fences=fences
+        sections = _Sections(text, fence_lines(text))
+        profile = DocumentProfile(text)
+        local: dict[int, tuple[float, int]] = {}
+
+        def density_at(first: int) -> tuple[float, int]:
+            """The local density and the target of a chunk starting at unit ``first``."""
+            found = local.get(first)
+            if found is None:
+                start = units.starts[first]
+                end = min(measure.advance(start, base_size), sections.end(start))
+                value = profile.density(start, end)
+                found = local[first] = (value, self.target_size(value))
+            return found
+
+        groups = pack(
+            units, sizes, chunk_sizes=lambda first: self.chunk_sizes(density_at(first)[1])
         )
-        doc_density = profile.document_density
-        sentences = SentenceIndex(text, profile.anchors)
-        last_end = sentences.last_end
-        carried_start = sentences.carried_start
-        window = profile.window
-        # The loop runs once per chunk: parameters and helpers are read into locals once.
-        max_size, overlap = p.max_size, p.overlap
-        spread = max_size - p.min_size
-        threshold = p.technical_threshold
+        starts = carried_starts(groups, units, overlap, cap)
         extra = _identity(doc_id, source)
         language = detect_language(text) if p.language == "auto" else p.language
-        in_code = sections.in_code if sections is not None else _never
+        threshold = p.technical_threshold
         chunks: list[Chunk] = []
-        append = chunks.append
-        floor = start  # a chunk must end after this: past any text carried over
-        while start < size:
-            section_end = sections.end(start) if sections is not None else size
-            local = window(start)
-            target = round(max_size - local * spread)  # as target_size()
-            limit = start + target
-            if section_end < limit:
-                limit = section_end
-            end = last_end(start, floor, limit)
-            if end is None:
-                if floor > start:
-                    # The carried sentences leave no room for the next one: drop them.
-                    start = floor = _skip_space(text, floor)
-                    continue
-                end = self._cut_long_sentence(sentences, start, min(size, start + max_size))
-            body = text[start:end]
+        for index, ((first, last), carried) in enumerate(zip(groups, starts, strict=True)):
+            start, end = units.starts[carried], units.ends[last]
+            value, target = density_at(first)
             metadata: dict[str, object] = {
-                "chunk_index": len(chunks),
-                "density": doc_density,
-                "local_density": local,
+                "chunk_index": index,
+                "density": profile.document_density,
+                "local_density": value,
                 "target_size": target,
-                "technical": local >= threshold,
-                "content_type": content_kind(in_code(start), local, threshold),
+                "technical": value >= threshold,
+                "content_type": content_kind(
+                    sections.in_code(units.starts[first]), value, threshold
+                ),
                 "char_count": end - start,
                 "language": language,
             }
             if extra:
                 metadata.update(extra)
-            append(Chunk(body, start, end, end - start, NAME, metadata))
-            following = _skip_space(text, end)
-            if following >= size:
-                break
-            carried = carried_start(start, end, overlap)
-            if carried is None:
-                start = floor = following
-            else:
-                start, floor = carried, end
+            size = units.before_end[last] - units.before_start[carried]
+            chunks.append(Chunk(text[start:end], start, end, size, NAME, metadata))
         return chunks
 
     def chunk_documents(self, docs: Iterable[Document | Mapping[str, str]]) -> list[Chunk]:
@@ -269,18 +319,31 @@ class AdaptiveChunker:
                 chunks.extend(self.chunk(doc["text"], doc.get("doc_id", ""), doc.get("source", "")))
         return chunks
 
-    def _cut_long_sentence(self, sentences: SentenceIndex, start: int, hard_limit: int) -> int:
-        """End of a chunk whose first sentence is longer than its target."""
-        end = sentences.first_end(start, hard_limit)
-        if end is not None:
-            return end
-        text = sentences.text
-        if self.params.language != "en":
-            end = last_clause_end(text, start, hard_limit)
-            if end is not None:
-                return end
-        end = last_word_end(text, start, hard_limit)
-        return end if end is not None else hard_limit
+
+def carried_starts(
+    groups: list[tuple[int, int]], units: Units, overlap: int, cap: int
+) -> list[int]:
+    """The unit each chunk starts at: its first, or the first of its predecessor's trailing
+    units that it repeats. Those are the most units, at most ``overlap`` together, that end
+    the chunk before (never its first), keep the chunk within ``cap``, and start after a gap
+    where a chunk may start (a line break or stronger, not glue: a heading's text or what a
+    ``:`` line introduces is not carried without it)."""
+    starts = []
+    before_start, before_end, levels = units.before_start, units.before_end, units.levels
+    for k, (first, last) in enumerate(groups):
+        start = first
+        if k and overlap > 0:
+            j, floor = first - 1, groups[k - 1][0]
+            while j > floor:
+                if before_end[first - 1] - before_start[j] > overlap:
+                    break
+                if before_end[last] - before_start[j] > cap:
+                    break
+                if levels[j] >= LINE and levels[j] != GLUE:
+                    start = j
+                j -= 1
+        starts.append(start)
+    return starts
 
 
 def content_kind(in_code: bool, local_density: float, technical_threshold: float) -> str:
@@ -289,10 +352,6 @@ def content_kind(in_code: bool, local_density: float, technical_threshold: float
     if in_code:
         return "code"
     return "technical" if local_density >= technical_threshold else "prose"
-
-
-def _never(position: int) -> bool:
-    return False
 
 
 def _identity(doc_id: str, source: str) -> dict[str, object]:
@@ -305,20 +364,8 @@ def _identity(doc_id: str, source: str) -> dict[str, object]:
     return extra
 
 
-def _skip_space(text: str, position: int) -> int:
-    """``position`` moved right past whitespace (``str.isspace``), 256 characters at a time."""
-    size = len(text)
-    while position < size and text[position].isspace():
-        piece = text[position : position + 256]
-        skipped = len(piece) - len(piece.lstrip())
-        position += skipped
-        if skipped < len(piece):
-            break
-    return position
-
-
 class _Sections:
-    """Code-fence sections: where the section holding an offset ends.
+    """Code-fence sections: where the section holding an offset ends, and whether it is code.
 
     Fence lines alternate opener, closer. Outside code the section ends where the next
     opener's line begins; inside, where the closer's line ends. Without a next fence it runs
@@ -335,8 +382,6 @@ class _Sections:
             for i, (fence, line_end) in enumerate(zip(fences, line_ends, strict=True))
         ]
         self.stops.append(size)
-        self._stops = np.array(self.stops, dtype=np.int64)
-        self._fences = np.array(fences, dtype=np.int64)
 
     def end(self, start: int) -> int:
         return self.stops[bisect_right(self.fences, start)]
@@ -344,7 +389,3 @@ class _Sections:
     def in_code(self, start: int) -> bool:
         """Whether ``start`` lies in a fenced code section (its fence line included)."""
         return bisect_right(self.fences, start) % 2 == 1
-
-    def ends(self, starts: NDArray[np.int64]) -> NDArray[np.int64]:
-        """:meth:`end` for many offsets at once."""
-        return self._stops[np.searchsorted(self._fences, starts, side="right")]

@@ -1,205 +1,99 @@
 """The ``lexical`` strategy: walk the blocks and ask whether each continues the chunk.
 
-Headings start a section and are chunks of their own; code blocks, tables and front matter
-stand alone; a thematic break is attached to a neighbour (the open chunk, else the next
-block). Every other block (paragraph, list, block quote, HTML) goes down a fixed ladder, first
-match deciding: the size cap, an opening phrase (the longest one decides: a transition ends
-the chunk, the others merge), then the other merge reasons in :data:`LADDER`. Chunks are
-contiguous slices of the document, at most 1,500 characters. The word lists and limits live
-in :mod:`worker.chunking.text.lexicon`.
+The document is read into the blocks and units of every rule strategy
+(:mod:`..text.structure`, :mod:`..text.units`: headings, paragraphs, code blocks, tables, list
+items, quotes, thematic breaks; a block within the cap is one unit, a larger one is cut into
+its sentences or lines). Each gap between two blocks gets a verdict from the ladder
+(:mod:`.lexical_ladder`): a merge reason (a heading joins its section, a ``:`` line what it
+introduces, an opening phrase, a question, a short paragraph, shared keywords) or a break (a
+new section, a transition phrase, nothing in common). Breaks are the anchors of the
+content-defined packing (:mod:`..text.packing`): a run of merged blocks within the cap is one
+chunk, a longer one is cut where the sizes and the text say, and a run under the minimum (an
+eighth of the cap) joins its neighbour (``minimum_size``). So no heading stands alone, no
+chunk is a crumb, and an edit moves only the chunks near it.
+
+Every chunk says why its blocks are together: ``merge_reasons`` lists the reasons of the block
+gaps inside it in order, ``primary_merge_reason`` the most frequent (``initial`` for one block).
+Sizes are in the unit of ``tokenizer`` (characters, or a model's tokens; unset: the retrieval
+model's when the worker has one), the cap ``chunk_size`` (1,500 characters or the model's
+window). The word lists and limits live in :mod:`worker.chunking.text.lexicon`.
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any, cast
+from typing import Annotated, cast
 
 import msgspec
 
 from worker.chunking import _native as native
-from worker.chunking.rules.lexical_words import (
-    DocumentWords,
-    keyword_count,
-    keyword_set,
-    word_count,
+from worker.chunking.rules.lexical_ladder import (
+    HEADING_SECTION,
+    LADDER,
+    LEAD_WINDOW,
+    OPENING_RULES,
+    STRUCTURAL,
+    TRANSITION_BREAK,
+    verdicts,
 )
+from worker.chunking.rules.lexical_words import DocumentWords, keyword_count, word_count
+from worker.chunking.rules.sizing import Sizing, own_sizing
 from worker.chunking.text import lexicon
 from worker.chunking.text.lexicon import LEXICAL_MAX_CHARS
-from worker.chunking.text.markdown import Block, BlockKind, heading_text, split_blocks
-from worker.chunking.text.segment import (
-    ABBREVIATIONS,
-    cap_spans,
-    pack_spans,
-    split_paragraphs,
-    split_sentences,
+from worker.chunking.text.packing import Sizes, is_anchor, pack
+from worker.chunking.text.segment import ABBREVIATIONS
+from worker.chunking.text.structure import (
+    CODE,
+    HEADING,
+    HTML,
+    ITEM_BLOCK,
+    PARAGRAPH,
+    QUOTE,
+    RULE,
+    TABLE,
+    read_blocks,
 )
-from worker.chunking.text.tokens import CharacterCounter
-from worker.chunking.types import Chunk, ContentType, Span
+from worker.chunking.text.tokens import PieceCounter
+from worker.chunking.text.units import Measure, Units, read_units
+from worker.chunking.types import Chunk, ContentType
+
+__all__ = ["LADDER", "OPENING_RULES", "LexicalChunker", "LexicalParams", "chunk_reference"]
 
 NAME = "lexical"
 
 
 class LexicalParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """`lexical` takes no parameters: its cap and word lists are fixed by design."""
+    chunk_size: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    """Hard cap per chunk in the unit of ``tokenizer``; unset: 1,500 characters, the model's
+    window in tokens (a larger value is lowered to the window)."""
+    tokenizer: Annotated[str, msgspec.Meta(min_length=1)] | None = None
+    """``"character"``, a ``tokenizer.json``, or a model directory; unset: the retrieval
+    model's tokens when the worker has one, else characters."""
 
-
-LADDER = (
-    "reference_continuity",
-    "elaboration",
-    "example",
-    "cause_effect",
-    "contrast_continuation",
-    "question_answer",
-    "definition_expansion",
-    "short_paragraph",
-    "list_continuation",
-    "keyword_overlap",
-)
-"""Merge reasons in the order they are tried, after the size cap and transition_break."""
 
 INITIAL = "initial"
-STRUCTURAL = "structural_boundary"
-_HEADING_TYPE = "heading"
-_PROSE_TYPE = "semantic"
-"""content_type of heading chunks and of merged prose chunks."""
-
-# Blocks that never merge by the ladder, and the content_type of their chunk. A thematic
-# break is attached to a neighbour instead (_Builder.add); it stands alone only when there is
-# none it fits with.
-_STANDALONE: dict[str, str] = {
-    "code": "code_block",
-    "table": "table",
-    "front_matter": "front_matter",
-    "thematic_break": "thematic_break",
+MINIMUM = "minimum_size"
+"""Blocks joined across a break because the run on one side was under the minimum (or only
+headings)."""
+REASONS = (TRANSITION_BREAK, *LADDER, INITIAL, STRUCTURAL, HEADING_SECTION, MINIMUM)
+"""Every name a chunk's reasons are made of (transition_break only ever breaks)."""
+KIND_NAMES = {
+    PARAGRAPH: "paragraph",
+    HEADING: "heading",
+    RULE: "thematic_break",
+    CODE: "code",
+    TABLE: "table",
+    ITEM_BLOCK: "list",
+    QUOTE: "blockquote",
+    HTML: "html",
 }
-_THEMATIC = "thematic_break"
-
-
-_PROSE_KINDS = frozenset({"paragraph", "list", "blockquote"})
-"""Blocks whose hard-wrapped lines are read as one line when a block over the cap is cut at
-sentences; code, tables, front matter and HTML keep every line break as a cut."""
-
-
-_TRANSITION_BREAK = "transition_break"
-OPENING_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    (_TRANSITION_BREAK, lexicon.TRANSITION_PHRASES),
-    *lexicon.LADDER_PHRASES.items(),
-)
-"""Every prefix rule with its phrases, in ladder order."""
-# Every phrase of every prefix rule in one pattern, longest first (ties: ladder order), each
-# in a group named after its position: the longest phrase a block opens with decides, so that
-# "that is" is elaboration and "this means" cause_effect although "that"/"this" open
-# reference_continuity, which comes first. A phrase must end at a word edge ("so" does not
-# match "some"); re.ASCII keeps case folding to ASCII letters.
-_BY_LENGTH = sorted(
-    ((phrase, rule) for rule, phrases in OPENING_RULES for phrase in phrases),
-    key=lambda pair: -len(pair[0]),
-)
-_OPENING = re.compile(
-    "|".join(
-        rf"(?P<p{i}>{re.escape(phrase)}(?![A-Za-z0-9]))" for i, (phrase, _) in enumerate(_BY_LENGTH)
-    ),
-    re.IGNORECASE | re.ASCII,
-)
-_RULE_OF_GROUP = {f"p{i}": rule for i, (_, rule) in enumerate(_BY_LENGTH)}
-_LEAD_WINDOW = 120
-"""Characters at a block's start in which its list/quote markers and first words are read."""
-# List bullets, quote marks and emphasis before a block's first word.
-_LEAD_MARKERS = re.compile(r"(?:[\s>*+\-_#]|\d{1,9}[.)])*")
-
-
-@dataclass(slots=True)
-class _Unit:
-    """A block as the ladder sees it. Its opening rule and keywords are read on demand."""
-
-    kind: BlockKind
-    start: int
-    end: int
-    opening: str | None = None
-    """The first prefix rule its opening matches ("" for none), once read."""
-    keywords: frozenset[Any] | None = None
-    """Its keywords, once read (only the keyword rules need them)."""
-
-
-@dataclass(slots=True)
-class _Open:
-    """The chunk being built."""
-
-    units: list[_Unit]
-    reasons: list[str] = field(default_factory=list)
-    keywords: set[Any] = field(default_factory=set)
-    keyed: int = 0
-    """How many of ``units`` have their keywords in ``keywords``."""
-
-
-def _capped(text: str, block: Block) -> list[Span]:
-    """The block's span, or its sentence/line-aligned pieces when it passes the cap."""
-    if block.end - block.start <= LEXICAL_MAX_CHARS:
-        return [Span(block.start, block.end)]
-    counter = CharacterCounter()
-    inner = text[block.start : block.end]
-    sentences = split_sentences(inner, soft_wraps=block.kind in _PROSE_KINDS)
-    pieces = [Span(s.start + block.start, s.end + block.start) for s in sentences]
-    return pack_spans(
-        text, cap_spans(text, pieces, counter, LEXICAL_MAX_CHARS), counter, LEXICAL_MAX_CHARS
-    )
-
-
-def _opening(text: str, unit: _Unit) -> str:
-    """The first prefix rule (``transition_break`` included) the unit's opening matches."""
-    if unit.opening is None:
-        window_end = min(unit.end, unit.start + _LEAD_WINDOW)
-        lead = _LEAD_MARKERS.match(text, unit.start, window_end).end()  # type: ignore[union-attr]
-        match = _OPENING.match(text, lead, window_end)
-        unit.opening = _RULE_OF_GROUP[match.lastgroup or ""] if match is not None else ""
-    return unit.opening
-
-
-def _unit_keywords(text: str, unit: _Unit, words: DocumentWords | None) -> frozenset[Any]:
-    if unit.keywords is None:
-        if words is not None:
-            unit.keywords = words.keywords(unit.start, unit.end)
-        else:
-            unit.keywords = keyword_set(text[unit.start : unit.end])
-    return unit.keywords
-
-
-def _chunk_keywords(text: str, chunk: _Open, words: DocumentWords | None) -> set[Any]:
-    units = chunk.units
-    for unit in units[chunk.keyed :]:
-        chunk.keywords.update(_unit_keywords(text, unit, words))
-    chunk.keyed = len(units)
-    return chunk.keywords
-
-
-def _merge_reason(text: str, chunk: _Open, unit: _Unit, words: DocumentWords | None) -> str | None:
-    opening = unit.opening
-    if opening is None:
-        opening = _opening(text, unit)
-    if opening:
-        return opening
-    previous = chunk.units[-1]
-    # Units carry no trailing whitespace (their spans are stripped), so the last character
-    # is almost always the one that ends the block.
-    tail = text[max(previous.start, previous.end - 1) : previous.end]
-    if tail.isspace():
-        tail = text[previous.start : previous.end].rstrip()[-1:]
-    if tail == "?":
-        return "question_answer"
-    if tail == ":" and previous.end - previous.start <= lexicon.LEAD_IN_MAX_CHARS:
-        return "definition_expansion"
-    if unit.kind == "paragraph" and unit.end - unit.start <= lexicon.SHORT_PARAGRAPH_CHARS:
-        return "short_paragraph"
-    shared = len(_unit_keywords(text, unit, words) & _chunk_keywords(text, chunk, words))
-    if unit.kind == "list" and shared >= lexicon.LIST_KEYWORD_OVERLAP_MIN:
-        return "list_continuation"
-    if shared >= lexicon.KEYWORD_OVERLAP_MIN:
-        return "keyword_overlap"
-    return None
+"""``block_types`` of each block kind."""
+_HEADING_TYPE, _PROSE_TYPE = "heading", "semantic"
+# content_type of a chunk whose blocks (headings and thematic breaks aside) are all of one
+# of these kinds.
+_ALONE_TYPES = {CODE: "code_block", TABLE: "table"}
 
 
 def primary_reason(reasons: list[str]) -> str:
@@ -212,38 +106,182 @@ def primary_reason(reasons: list[str]) -> str:
     return sorted(counts, key=lambda reason: (-counts[reason], reason))[0]
 
 
+def heading_title(text: str, start: int, end: int) -> tuple[int, str]:
+    """A heading block's level and words: an ATX heading's ``#`` marks (and closing ones) left
+    out; a setext or reStructuredText heading's underline left out, level 1 for ``=`` and 2
+    for any other rule character. Whitespace folded."""
+    raw = text[start:end]
+    if raw.startswith("#"):
+        marks = len(raw) - len(raw.lstrip("#"))
+        body = raw[marks:]
+        closing = len(body) - len(body.rstrip("#"))
+        if closing and (closing == len(body) or body[-closing - 1] in " \t"):
+            body = body[:-closing]
+        return marks, " ".join(body.split())
+    cut = raw.rfind("\n")
+    level = 1 if raw[cut + 1 :].lstrip().startswith("=") else 2
+    return level, " ".join(raw[: max(cut, 0)].split())
+
+
 def chunk_reference(
     text: str,
     doc_id: str = "",
     source: str = "",
     *,
     content_type: ContentType = "text/plain",
+    sizes: Sizes | None = None,
+    counter: PieceCounter | None = None,
 ) -> list[Chunk]:
-    """The strategy in Python: the reference that defines what ``_lexical_core`` returns."""
-    if content_type == "text/markdown":
-        blocks = split_blocks(text)
-    else:
-        blocks = [Block("paragraph", s.start, s.end) for s in split_paragraphs(text)]
-    builder = _Builder(text, doc_id, source)
-    for block in blocks:
-        builder.add(block)
-    builder.finish()
-    chunks = builder.chunks
-    if builder.words is not None and chunks:
-        for chunk, value in zip(chunks, builder.words.densities(chunks), strict=True):
+    """The strategy in Python: the reference that defines what ``_lexical_core`` returns
+    (``sizes``: the cap's, 1,500 characters by default; ``counter``: tokens, else
+    characters). ``content_type`` is accepted for the registry's contract: plain text and
+    markdown are read alike."""
+    sizes = sizes or Sizes(LEXICAL_MAX_CHARS)
+    measure = Measure(text, counter)
+    blocks = read_blocks(text)
+    units = read_units(text, measure, sizes.limit, sizes.cap, whole_paragraphs=True, blocks=blocks)
+    words = DocumentWords.of(text)
+    before = [measure.before(start) for _, start, _ in blocks]
+    found = verdicts(text, blocks, before, sizes.cap, words)
+    groups = pack(units, sizes, anchors=anchors(units, found), whole=False)
+    chunks = _Assembly(text, blocks, units, found, doc_id, source).chunks(groups)
+    if chunks:
+        for chunk, value in zip(chunks, _densities(text, chunks, words), strict=True):
             chunk.metadata["keyword_density"] = value
     return chunks
 
 
+def anchors(units: Units, found: list[str | None]) -> list[bool]:
+    """Packing's anchors: every break between two blocks, and inside a block too large for
+    one chunk the gaps :func:`..text.packing.is_anchor` picks (a share of its line breaks)."""
+    blocks = units.blocks
+    return [
+        k > 0
+        and (
+            found[blocks[k]] is None
+            if blocks[k] != blocks[k - 1]
+            else is_anchor(units.levels[k], units.hashes[k])
+        )
+        for k in range(len(blocks))
+    ]
+
+
+def _densities(text: str, chunks: list[Chunk], words: DocumentWords | None) -> list[float]:
+    """``keyword_density`` of every chunk: keyword occurrences over words in its text (by the
+    document's words when every chunk edge falls between words, which counts the same)."""
+    if words is not None and all(_at_word_edges(text, c) for c in chunks):
+        return words.densities(chunks)
+    found = []
+    for chunk in chunks:
+        count = word_count(chunk.text)
+        found.append(round(keyword_count(chunk.text) / count, 4) if count else 0.0)
+    return found
+
+
+def _at_word_edges(text: str, chunk: Chunk) -> bool:
+    start, end = chunk.start_index, chunk.end_index
+    return (start == 0 or text[start - 1].isspace()) and (end == len(text) or text[end].isspace())
+
+
+class _Assembly:
+    """The chunks of a packed document with their metadata."""
+
+    def __init__(
+        self,
+        text: str,
+        blocks: list[tuple[int, int, int]],
+        units: Units,
+        found: list[str | None],
+        doc_id: str,
+        source: str,
+    ) -> None:
+        self.text, self.blocks, self.units, self.found = text, blocks, units, found
+        self.extra: dict[str, object] = {}
+        if doc_id:
+            self.extra["doc_id"] = doc_id
+        if source:
+            self.extra["source"] = source
+        self.headings: list[tuple[int, str]] = []
+        self.read = 0
+        """Blocks whose headings are in ``headings``."""
+
+    def chunks(self, groups: list[tuple[int, int]]) -> list[Chunk]:
+        return [self._chunk(k, first, last) for k, (first, last) in enumerate(groups)]
+
+    def _path(self, through: int) -> list[tuple[int, str]]:
+        """The heading stack after block ``through``."""
+        while self.read <= through:
+            kind, start, end = self.blocks[self.read]
+            if kind == HEADING:
+                level, title = heading_title(self.text, start, end)
+                while self.headings and self.headings[-1][0] >= level:
+                    self.headings.pop()
+                self.headings.append((level, title))
+            self.read += 1
+        return self.headings
+
+    def _chunk(self, index: int, first: int, last: int) -> Chunk:
+        units, blocks = self.units, self.blocks
+        start, end = units.starts[first], units.ends[last]
+        touched = list(dict.fromkeys(units.blocks[first : last + 1]))
+        reasons = [
+            MINIMUM if self.found[b] is None else cast(str, self.found[b]) for b in touched[1:]
+        ]
+        content = [u for u in range(first, last + 1) if not units.headings[u]]
+        path = self._path(units.blocks[content[0] if content else last])
+        level, title = path[-1] if path else (0, "")
+        kinds = [blocks[b][0] for b in touched]
+        names = list(dict.fromkeys(KIND_NAMES[kind] for kind in kinds))
+        parts = [min(blocks[b][2], end) - max(blocks[b][1], start) for b in touched]
+        average = float(parts[0]) if len(parts) == 1 else round(sum(parts) / len(parts), 1)
+        metadata: dict[str, object] = {
+            "chunk_index": index,
+            "content_type": _content_type(kinds),
+            "heading_path": [t for _, t in path],
+            "section_heading": title,
+            "section_level": level,
+            "primary_merge_reason": primary_reason(reasons),
+            "merge_reasons": list(dict.fromkeys(reasons)),
+            "block_types": names,
+            "paragraph_count": kinds.count(PARAGRAPH),
+            "has_list": "list" in names,
+            "keyword_density": 0.0,
+            "avg_block_length": average,
+        }
+        metadata.update(self.extra)
+        size = units.before_end[last] - units.before_start[first]
+        return Chunk(self.text[start:end], start, end, size, NAME, metadata)
+
+
+def _content_type(kinds: list[int]) -> str:
+    """``code_block`` or ``table`` when every block but headings and thematic breaks is of
+    that kind, ``heading`` when there are only headings and breaks, else ``semantic``."""
+    content = {k for k in kinds if k not in (HEADING, RULE)}
+    if not content:
+        return _HEADING_TYPE
+    if len(content) == 1:
+        return _ALONE_TYPES.get(content.pop(), _PROSE_TYPE)
+    return _PROSE_TYPE
+
+
 class LexicalChunker:
-    """Block-by-block merging by lexical cues; markdown or plain text by content type.
+    """Block-by-block merging by lexical cues, content-defined cuts (module docstring).
 
     ``native=False`` always runs the Python reference; otherwise the compiled core runs when
-    it is built and allowed (:data:`NATIVE_CHUNK`), with the reference for the documents it hands
-    back (None).
+    it is built and allowed (:data:`NATIVE_CHUNK`), with the reference for the documents it
+    hands back (None).
     """
 
-    def __init__(self, *, native: bool = True) -> None:
+    def __init__(
+        self,
+        params: LexicalParams | None = None,
+        sizing: Sizing | None = None,
+        *,
+        native: bool = True,
+    ) -> None:
+        self.params = params or LexicalParams()
+        self.sizing = own_sizing(self.params.tokenizer) if sizing is None else sizing
+        self.sizes = Sizes(self.sizing.cap(self.params.chunk_size, characters=LEXICAL_MAX_CHARS))
         self._native = NATIVE_CHUNK if native else None
 
     def chunk(
@@ -254,158 +292,31 @@ class LexicalChunker:
         *,
         content_type: ContentType = "text/plain",
     ) -> list[Chunk]:
-        if self._native is not None:
-            chunks = self._native(text, doc_id, source, content_type == "text/markdown")
+        if self._native is not None and _CORE is not None:
+            counter = self.sizing.counter
+            memory = None if counter is None else native.piece_memory(counter, _CORE[1])
+            count = None if counter is None else counter.count_pieces
+            chunks = self._native(text, doc_id, source, self.sizes.cap, memory, count)
             if chunks is not None:
                 return chunks
-        return chunk_reference(text, doc_id, source, content_type=content_type)
+        return self.chunk_reference(text, doc_id, source, content_type=content_type)
 
-
-class _Builder:
-    """Walks the blocks of one document and emits chunks."""
-
-    def __init__(self, text: str, doc_id: str, source: str) -> None:
-        self.text = text
-        self.doc_id = doc_id
-        self.source = source
-        self.chunks: list[Chunk] = []
-        self.headings: list[tuple[int, str]] = []
-        self.path: list[str] = []
-        """The titles of ``headings`` (copied into each chunk's metadata)."""
-        self.section: tuple[int, str] = (0, "")
-        self.open: _Open | None = None
-        self.pending: _Unit | None = None
-        """A thematic break waiting for the block after it (only while no chunk is open)."""
-        self.words = DocumentWords.of(text)
-
-    def add(self, block: Block) -> None:
-        text = self.text
-        kind = block.kind
-        if kind == _THEMATIC:
-            self._thematic_break(_Unit(kind, block.start, block.end))
-            return
-        if kind == "heading":
-            self.close()
-            title = heading_text(text, block)
-            while self.headings and self.headings[-1][0] >= block.level:
-                self.headings.pop()
-            self.headings.append((block.level, title))
-            self.path = [title for _, title in self.headings]
-            self.section = (block.level, title)
-            for span in _capped(text, block):
-                units, reasons = self._after_pending(_Unit("heading", span.start, span.end))
-                self._emit(units, reasons, _HEADING_TYPE)
-            return
-        if kind in _STANDALONE:
-            self.close()
-            for span in _capped(text, block):
-                units, reasons = self._after_pending(_Unit(kind, span.start, span.end))
-                self._emit(units, reasons, _STANDALONE[kind], STRUCTURAL)
-            return
-        if block.end - block.start <= LEXICAL_MAX_CHARS:
-            self._walk(_Unit(kind, block.start, block.end))
-            return
-        for span in _capped(text, block):
-            self._walk(_Unit(kind, span.start, span.end))
-
-    def _thematic_break(self, unit: _Unit) -> None:
-        """A thematic break ends the open chunk, as its last unit when it fits the cap; with
-        no chunk open it waits for the block after it (and a waiting one stands alone)."""
-        chunk = self.open
-        if chunk is not None and unit.end - chunk.units[0].start <= LEXICAL_MAX_CHARS:
-            chunk.units.append(unit)
-            chunk.reasons.append(STRUCTURAL)
-            self.close()
-            return
-        self.close()
-        self._flush_pending()
-        self.pending = unit
-
-    def _after_pending(self, unit: _Unit) -> tuple[list[_Unit], list[str]]:
-        """``unit`` with the waiting thematic break before it, when both fit the cap."""
-        pending = self.pending
-        if pending is None:
-            return [unit], []
-        self.pending = None
-        if unit.end - pending.start <= LEXICAL_MAX_CHARS:
-            return [pending, unit], [STRUCTURAL]
-        self._emit([pending], [], _STANDALONE[_THEMATIC], STRUCTURAL)
-        return [unit], []
-
-    def _flush_pending(self) -> None:
-        if self.pending is not None:
-            self._emit([self.pending], [], _STANDALONE[_THEMATIC], STRUCTURAL)
-            self.pending = None
-
-    def finish(self) -> None:
-        """Closes the open chunk; a thematic break still waiting stands alone."""
-        self.close()
-        self._flush_pending()
-
-    def _walk(self, unit: _Unit) -> None:
-        chunk = self.open
-        if chunk is None and self.pending is not None:
-            units, reasons = self._after_pending(unit)
-            self.open = _Open(units, reasons)
-            return
-        if chunk is not None:
-            reason: str | None = None
-            if unit.end - chunk.units[0].start <= LEXICAL_MAX_CHARS:
-                reason = _merge_reason(self.text, chunk, unit, self.words)
-            if reason is not None and reason != _TRANSITION_BREAK:
-                chunk.units.append(unit)
-                chunk.reasons.append(reason)
-                return
-            self.close()
-        self.open = _Open([unit])
-
-    def close(self) -> None:
-        if self.open is not None:
-            self._emit(self.open.units, self.open.reasons, _PROSE_TYPE)
-            self.open = None
-
-    def _emit(
-        self, units: list[_Unit], reasons: list[str], content_type: str, primary: str = ""
-    ) -> None:
-        start, end = units[0].start, units[-1].end
-        body = self.text[start:end]
-        # Counted over the whole chunk at once: units are separated by whitespace, so its
-        # words and keyword occurrences are exactly those of its units together.
-        # With the document's words at hand, all chunks are counted at the end (chunk()).
-        density = 0.0
-        if self.words is None:
-            words = word_count(body)
-            density = round(keyword_count(body) / words, 4) if words else 0.0
-        level, title = self.section
-        if len(units) == 1:
-            kind = units[0].kind
-            kinds = [kind]
-            paragraphs = int(kind == "paragraph")
-            average = float(end - start)
-        else:
-            all_kinds = [u.kind for u in units]
-            kinds = list(dict.fromkeys(all_kinds))
-            paragraphs = all_kinds.count("paragraph")
-            average = round(sum([u.end - u.start for u in units]) / len(units), 1)
-        metadata: dict[str, object] = {
-            "chunk_index": len(self.chunks),
-            "content_type": content_type,
-            "heading_path": self.path.copy(),
-            "section_heading": title,
-            "section_level": level,
-            "primary_merge_reason": primary or primary_reason(reasons),
-            "merge_reasons": list(dict.fromkeys(reasons)) if reasons else [],
-            "block_types": kinds,
-            "paragraph_count": paragraphs,
-            "has_list": "list" in kinds,
-            "keyword_density": density,
-            "avg_block_length": average,
-        }
-        if self.doc_id:
-            metadata["doc_id"] = self.doc_id
-        if self.source:
-            metadata["source"] = self.source
-        self.chunks.append(Chunk(body, start, end, end - start, NAME, metadata))
+    def chunk_reference(
+        self,
+        text: str,
+        doc_id: str = "",
+        source: str = "",
+        *,
+        content_type: ContentType = "text/plain",
+    ) -> list[Chunk]:
+        return chunk_reference(
+            text,
+            doc_id,
+            source,
+            content_type=content_type,
+            sizes=self.sizes,
+            counter=self.sizing.counter,
+        )
 
 
 # -- the compiled core ----------------------------------------------------------------------------
@@ -418,25 +329,37 @@ def _configure(core: ModuleType) -> None:
     core.configure(
         chunk_type=Chunk,
         strategy=NAME,
-        reasons=(_TRANSITION_BREAK, *LADDER, INITIAL, STRUCTURAL),
+        reasons=REASONS,
         openings=(lexicon.TRANSITION_PHRASES, *lexicon.LADDER_PHRASES.values()),
-        standalone=_STANDALONE,
+        kinds=tuple(KIND_NAMES[kind] for kind in sorted(KIND_NAMES)),
+        alone_types={KIND_NAMES[kind]: name for kind, name in _ALONE_TYPES.items()},
         heading_type=_HEADING_TYPE,
         prose_type=_PROSE_TYPE,
         stop_words=sorted(lexicon.STOP_WORDS),
         abbreviations=sorted(ABBREVIATIONS),
-        max_chars=LEXICAL_MAX_CHARS,
         short_paragraph_chars=lexicon.SHORT_PARAGRAPH_CHARS,
-        lead_in_max_chars=lexicon.LEAD_IN_MAX_CHARS,
         keyword_min_letters=lexicon.KEYWORD_MIN_LETTERS,
         keyword_overlap_min=lexicon.KEYWORD_OVERLAP_MIN,
         list_keyword_overlap_min=lexicon.LIST_KEYWORD_OVERLAP_MIN,
-        lead_window=_LEAD_WINDOW,
+        lead_window=LEAD_WINDOW,
     )
 
 
-NATIVE_CHUNK = cast(
-    Callable[[str, str, str, bool], list[Chunk] | None] | None,
-    getattr(native.load("_lexical_core", _configure), "chunk", None),
-)
+# text, doc_id, source, cap, the cores' memory of piece counts and the PieceCounter's
+# count_pieces (None, None: characters) -> chunks, or None when the document needs the twin.
+_NativeChunk = Callable[
+    [str, str, str, int, object | None, Callable[[list[str]], list[int]] | None],
+    list[Chunk] | None,
+]
+
+
+def _load_core() -> tuple[_NativeChunk, Callable[[], object]] | None:
+    core = native.load("_lexical_core", _configure)
+    if core is None:
+        return None
+    return cast(_NativeChunk, core.chunk), cast(Callable[[], object], core.new_cache)
+
+
+_CORE = _load_core()
+NATIVE_CHUNK = None if _CORE is None else _CORE[0]
 """The configured core's entry point, or None when it is not built (or not allowed)."""

@@ -16,16 +16,14 @@ when it is built.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from types import ModuleType
 from typing import Annotated, cast
-from weakref import WeakKeyDictionary
 
 import msgspec
 
 from worker.chunking import _native as native
-from worker.chunking.rules.sizing import Sizing, own_sizing
+from worker.chunking.rules.sizing import SENTENCE_TOKENS, Sizing, own_sizing
 from worker.chunking.text.packing import Sizes, pack
 from worker.chunking.text.segment import ABBREVIATIONS
 from worker.chunking.text.tokens import PieceCounter
@@ -66,19 +64,12 @@ def _load_core() -> tuple[_NativeChunk, Callable[[], object]] | None:
 _CORE = _load_core()
 NATIVE_CHUNK = None if _CORE is None else _CORE[0]
 """The compiled core's entry point, or None when it is not built (or not allowed)."""
-# The core's memory of piece counts, one per tokenizer (per PieceCounter, which every chunker
-# of one tokenizer shares), dropped with it.
-_MEMORIES: WeakKeyDictionary[PieceCounter, object] = WeakKeyDictionary()
-_MEMORIES_LOCK = threading.Lock()
 
 
 def _memory(counter: PieceCounter) -> object:
-    with _MEMORIES_LOCK:
-        memory = _MEMORIES.get(counter)
-        if memory is None:
-            assert _CORE is not None
-            memory = _MEMORIES[counter] = _CORE[1]()
-        return memory
+    """The cores' memory of piece counts for ``counter`` (one per tokenizer, shared)."""
+    assert _CORE is not None
+    return native.piece_memory(counter, _CORE[1])
 
 
 class SentenceChunker:
@@ -87,7 +78,7 @@ class SentenceChunker:
     def __init__(self, params: SentenceParams | None = None, sizing: Sizing | None = None) -> None:
         self.params = params or SentenceParams()
         self.sizing = own_sizing(self.params.tokenizer) if sizing is None else sizing
-        self.sizes = Sizes(self.sizing.cap(self.params.chunk_size))
+        self.sizes = Sizes(self.sizing.cap(self.params.chunk_size, tokens=SENTENCE_TOKENS))
 
     def chunk(self, text: str, *, content_type: ContentType = "text/plain") -> list[Chunk]:
         """Chunks of ``text``: the compiled core when it is built, else

@@ -15,11 +15,37 @@ from dataclasses import dataclass
 from worker.chunking.text.tokens import CHARACTER, PieceCounter, piece_counter
 
 DEFAULT_TOKENS = 254
-"""The default cap in tokens when no window says otherwise: all-MiniLM-L6-v2's window (256
-less [CLS] and [SEP]). Provisional until the retrieval benchmark picks a size (docs/chunking.md,
-"Sizes")."""
+"""The default cap in tokens of ``adaptive`` and ``lexical`` when no window says otherwise:
+all-MiniLM-L6-v2's window (256 less [CLS] and [SEP])."""
+SENTENCE_TOKENS = 96
+"""``sentence``'s default size in tokens (the worker's default strategy): chosen on the
+retrieval benchmark's tune split, where 96 retrieved the most at a 2,000-character budget of
+64, 96, 128, 192 and 254 (0.379 against 0.315 for the window), and the best IoU of the five
+but 64's; held on the report split (docs/chunking.md, "Sizes")."""
 DEFAULT_CHARACTERS = 1000
 """The default cap in characters (``tokenizer="character"`` and no retrieval model)."""
+LEXICAL_CHARACTERS = 1500
+"""``lexical``'s default cap in characters: its design's fixed 1,500."""
+
+
+@dataclass(frozen=True)
+class AdaptiveSizes:
+    """``adaptive``'s four sizes: the window its density is read from, the target of the
+    densest text, the cap (the target of the sparsest text), the overlap."""
+
+    base_size: int
+    min_size: int
+    max_size: int | None
+    """None: the unit's default cap (the model's window in tokens)."""
+    overlap: int
+
+
+ADAPTIVE_CHARACTERS = AdaptiveSizes(base_size=512, min_size=100, max_size=1500, overlap=128)
+"""The design's defaults, in characters."""
+ADAPTIVE_TOKENS = AdaptiveSizes(base_size=128, min_size=25, max_size=None, overlap=32)
+"""The same in tokens: a quarter of each (English prose runs about four characters to a
+WordPiece token), the cap the model's window (254 for all-MiniLM-L6-v2: a quarter of 1,500
+would pass it)."""
 
 
 @dataclass(frozen=True)
@@ -34,13 +60,26 @@ class Sizing:
     def unit(self) -> str:
         return CHARACTER if self.counter is None else self.counter.unit
 
-    def cap(self, requested: int | None) -> int:
-        """The hard cap: the requested size (or the default of the unit), at most the window."""
+    def cap(
+        self,
+        requested: int | None,
+        characters: int = DEFAULT_CHARACTERS,
+        tokens: int | None = None,
+    ) -> int:
+        """The hard cap: the requested size (or the default of the unit: ``characters`` in
+        characters; in tokens ``tokens``, else the window, else :data:`DEFAULT_TOKENS`), at
+        most the window."""
         if requested is None:
-            requested = DEFAULT_CHARACTERS if self.counter is None else DEFAULT_TOKENS
-            if self.window is not None:
-                requested = self.window
+            if self.counter is None:
+                requested = characters
+            elif tokens is not None:
+                requested = tokens
+            else:
+                requested = DEFAULT_TOKENS if self.window is None else self.window
         return requested if self.window is None else min(requested, self.window)
+
+    def adaptive_defaults(self) -> AdaptiveSizes:
+        return ADAPTIVE_CHARACTERS if self.counter is None else ADAPTIVE_TOKENS
 
 
 CHARACTERS = Sizing()

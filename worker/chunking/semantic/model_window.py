@@ -19,8 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from worker.chunking.semantic.sizing import load_unit
 from worker.chunking.text.segment import split_to_cap
-from worker.chunking.text.tokens import CharacterCounter, TokenCounter, make_counter
+from worker.chunking.text.tokens import CharacterCounter, TokenCounter
 from worker.chunking.types import Span
 
 if TYPE_CHECKING:
@@ -60,4 +61,6 @@ def window_of(model: ModelRef | None) -> ModelWindow:
     if model is None:
         return character_window()
     window = model.window
-    return ModelWindow(make_counter(str(model.tokenizer)), _UNBOUNDED if window is None else window)
+    # The sizing unit's counter: it remembers words, so cutting long units costs sums.
+    counter = load_unit(str(model.tokenizer))
+    return ModelWindow(counter, _UNBOUNDED if window is None else window)

@@ -78,13 +78,19 @@ class TokenizerUnit:
     def __init__(self, path: str, tokenizer: Tokenizer) -> None:
         self._path = path
         self._tokenizer = tokenizer
+        # piece -> tokens (words repeat across documents: most are found here, and a text's
+        # count is then a sum, no tokenization). Replaced, never cleared, when full: a count
+        # running on another thread keeps the dictionary it started with.
+        self._known: dict[str, int] = {}
         config = json.loads(tokenizer.to_str())
         self.additive = _splits_at_whitespace(config.get("pre_tokenizer"))
         self.glue = frozenset(
             ch
             for ch in map(chr, range(0x3000 + 1))
             if ch.isspace()
-            and any(self.count(a + ch + b) != self.count(a) + self.count(b) for a, b in _PROBES)
+            and any(
+                self._encoded(a + ch + b) != self._encoded(a) + self._encoded(b) for a, b in _PROBES
+            )
         )
 
     def adds_up(self, text: str) -> bool:
@@ -95,22 +101,54 @@ class TokenizerUnit:
     def unit(self) -> str:
         return self._path
 
+    def _encoded(self, text: str) -> int:
+        return len(self._tokenizer.encode(text, add_special_tokens=False).ids) if text else 0
+
     def count(self, text: str) -> int:
         if not text:
             return 0
-        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+        if self.adds_up(text):
+            return int(self.count_many([text])[0])
+        return self._encoded(text)
 
     def count_many(self, texts: Sequence[str]) -> NDArray[np.int64]:
+        """Where counts add up: the sum of the remembered counts of each text's whitespace-
+        separated pieces, the unknown pieces counted in one call; elsewhere the tokenizer on
+        the whole text. The same numbers either way (tests/semantic/test_sizing.py)."""
         counts = np.zeros(len(texts), dtype=np.int64)
-        for at in range(0, len(texts), _COUNT_BATCH):
-            part = list(texts[at : at + _COUNT_BATCH])
-            encodings = self._tokenizer.encode_batch_fast(part, add_special_tokens=False)
-            counts[at : at + len(part)] = [len(e.ids) for e in encodings]
+        whole: list[int] = []
+        split: list[tuple[int, list[str]]] = []
+        for i, text in enumerate(texts):
+            if self.adds_up(text):
+                split.append((i, text.split()))
+            else:
+                whole.append(i)
+        if split:
+            known = self._known
+            missing = list({p for _, pieces in split for p in pieces if p not in known})
+            if missing:
+                if len(known) + len(missing) > _PIECE_MEMORY:
+                    known = self._known = {}
+                for at in range(0, len(missing), _COUNT_BATCH):
+                    part = missing[at : at + _COUNT_BATCH]
+                    encodings = self._tokenizer.encode_batch_fast(part, add_special_tokens=False)
+                    known.update(zip(part, (len(e.ids) for e in encodings), strict=True))
+            for i, pieces in split:
+                counts[i] = sum(known[p] for p in pieces)
+        for at in range(0, len(whole), _COUNT_BATCH):
+            indexes = whole[at : at + _COUNT_BATCH]
+            encodings = self._tokenizer.encode_batch_fast(
+                [texts[i] for i in indexes], add_special_tokens=False
+            )
+            counts[indexes] = [len(e.ids) for e in encodings]
         return counts
 
 
 _TOKENIZERS: dict[str, Tokenizer] = {}
 _LOCK = threading.Lock()
+# Pieces remembered per tokenizer; past it the memory starts afresh (a bound on what a stream
+# of ever-new words can hold).
+_PIECE_MEMORY = 1 << 15
 
 
 def load_unit(path: str) -> TokenizerUnit:

@@ -23,21 +23,19 @@ and a fixed read keeps the cost per chunk flat however large the range is.
 from __future__ import annotations
 
 import re
-from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable, Sequence
+from bisect import bisect_left
+from collections.abc import Iterable
 from typing import Any, Final
 
 import numpy as np
 from numpy.typing import NDArray
 
-from worker.chunking.text import terminators
 from worker.chunking.text.lexicon import (
     ARABIC_COMPLEX_MIN_LETTERS,
     CODE_PUNCTUATION,
     STOP_WORDS_ANY_CASE,
     TECH_WORDS,
 )
-from worker.chunking.text.segment import soft_line_break
 
 SAMPLE_CHARS: Final = 1024
 """Most characters read to estimate the density of any range."""
@@ -113,23 +111,15 @@ def density(text: str, start: int = 0, end: int | None = None) -> float:
 #
 # ``adaptive`` needs the density of many windows of one document. Instead of reading each
 # window's words again, one pass classifies every character (a lookup table on code points),
-# finds the words, the technical hits and the sentence-end candidates, and the density of any
-# window then comes from prefix sums. See :class:`DocumentProfile` for the exact definition.
+# finds the words and the technical hits, and the density of any window then comes from
+# prefix sums. See :class:`DocumentProfile` for the exact definition.
 
 # Character classes, one bit each.
 _SEP = 1  # whitespace or glue punctuation: separates words
 _PUNCT = 2  # code punctuation {}<>[]()=;
 _DIGIT = 4  # ASCII digit
 _DOT = 8  # "."
-_BREAK = 16  # a line break: always ends a sentence
-_LATIN = 32  # . ! ? … : ends a sentence when whitespace (or a closer, then whitespace) follows
-_MARK = 64  # CJK 。！？ and Arabic ؟۔؛ : end a sentence with or without a following space
-_FOLLOW = 128  # whitespace or a closing quote/bracket: may follow a Latin terminator
-
-LATIN_CLOSERS: Final = terminators.LATIN_CLOSERS
-CJK_CLOSERS: Final = terminators.CJK_CLOSERS
-CJK_MARKS: Final = terminators.CJK
-_LINE_BREAKS = terminators.LINE_BREAKS
+_BREAK = 16  # "\n": where a line, and so perhaps a code fence, starts (the core's scan)
 
 
 def _class_table() -> np.ndarray[Any, np.dtype[np.uint8]]:
@@ -137,21 +127,14 @@ def _class_table() -> np.ndarray[Any, np.dtype[np.uint8]]:
     # Every character str.isspace() accepts lies below U+3001.
     for code in range(0x3001):
         if chr(code).isspace():
-            table[code] |= _SEP | _FOLLOW
+            table[code] |= _SEP
     for ch in _GLUE:
         table[ord(ch)] |= _SEP
     for ch in CODE_PUNCTUATION:
         table[ord(ch)] |= _PUNCT
     table[ord("0") : ord("9") + 1] |= _DIGIT
     table[ord(".")] |= _DOT
-    for ch in _LINE_BREAKS:
-        table[ord(ch)] |= _BREAK
-    for ch in terminators.LATIN:
-        table[ord(ch)] |= _LATIN
-    for ch in terminators.CJK + terminators.ARABIC:
-        table[ord(ch)] |= _MARK
-    for ch in LATIN_CLOSERS:
-        table[ord(ch)] |= _FOLLOW
+    table[ord("\n")] |= _BREAK
     return table
 
 
@@ -211,23 +194,6 @@ def _hash_table(words: Iterable[str]) -> NDArray[np.uint64]:
 _TECH_HASHES = _hash_table(TECH_WORDS)
 _STOP_HASHES = _hash_table(STOP_WORDS_ANY_CASE)
 
-VOCABULARY_SPAN: Final = 50
-"""A word is new to a window when it did not occur among the previous this many words."""
-
-
-def _anchor_table() -> NDArray[np.bool_]:
-    """Indexed by ``class(mark) << 8 | class(next character)``: is the mark a candidate?"""
-    pair = np.arange(1 << 16)
-    mark, following = pair >> 8, pair & 0xFF
-    return (  # type: ignore[no-any-return]
-        ((mark & _BREAK) != 0)
-        | (((mark & _LATIN) != 0) & ((following & _FOLLOW) != 0))
-        | (((mark & _MARK) != 0) & ((following & _MARK) == 0))
-    )
-
-
-_ANCHOR = _anchor_table()
-
 
 def _member(sorted_table: NDArray[np.uint64], values: NDArray[np.uint64]) -> NDArray[np.bool_]:
     index = sorted_table.searchsorted(values)
@@ -237,15 +203,12 @@ def _member(sorted_table: NDArray[np.uint64], values: NDArray[np.uint64]) -> NDA
 
 def _word_features(
     codes: NDArray[Any], starts: NDArray[np.intp], ends: NDArray[np.intp], out: NDArray[np.int64]
-) -> int:
-    """Per word: ``out[:, 1]`` = is a technical word, ``out[:, 2]`` = is new to its window.
-    Returns the number of distinct words that are not stop words.
+) -> tuple[int, list[int]]:
+    """Per word: ``out[:, 1]`` = is a technical word. Returns the number of distinct words
+    that are not stop words, and each word's :func:`word_hash` (-1 for a stop word).
 
-    Words are told apart by :func:`word_hash`. The hashes are sorted once, each word's index
-    packed into the low 32 bits of its key, so equal words come out in document order.
-    """
+    Words are told apart by :func:`word_hash`, computed for all at once from prefix sums."""
     size = int(ends[-1])
-    count = len(starts)
     forward, backward = _power_tables(size)
     terms = codes[:size].astype(np.uint32)
     terms += 1
@@ -256,55 +219,35 @@ def _word_features(
     hashes = prefix[ends]
     hashes -= prefix[starts]
     hashes *= backward[starts]
-    keys = hashes.astype(np.uint64) << np.uint64(32)
-    keys |= np.arange(count, dtype=np.uint64)
-    keys.sort()
-    index = (keys & np.uint64(_MASK)).astype(np.intp)
-    ordered = keys >> np.uint64(32)
-    fresh = ~_member(_STOP_HASHES, ordered)
-    repeat = ordered[1:] == ordered[:-1]
-    distinct = int(fresh[0]) + int(np.count_nonzero(fresh[1:] & ~repeat))
-    repeat &= index[1:] - index[:-1] <= VOCABULARY_SPAN
-    fresh[1:] &= ~repeat
-    out[index, 1] = _member(_TECH_HASHES, ordered)
-    out[index, 2] = fresh
-    return distinct
+    wide = hashes.astype(np.uint64)
+    stop = _member(_STOP_HASHES, wide)
+    out[:, 1] = _member(_TECH_HASHES, wide)
+    keys = wide.astype(np.int64)
+    keys[stop] = -1
+    distinct = len(np.unique(keys[~stop]))
+    return distinct, keys.tolist()
 
 
 class DocumentProfile:
-    """One pass over a document: sentence-end candidates and the density of any window.
+    """One pass over a document: its density, and the density of any window of it.
 
-    ``anchors`` are the offsets of every character that may end a sentence, in order: line
-    breaks (but the soft ones of hard-wrapped prose, :func:`segment.soft_line_break`, which
-    are whitespace; ``fences`` are the code-fence lines), a Latin terminator followed by
-    whitespace, a closer or the end of the text, and
-    the last mark of a run of CJK/Arabic terminators. Exceptions (abbreviations, decimals…)
-    are *not* removed here: :class:`~worker.chunking.text.boundaries.SentenceIndex` checks them
-    lazily, only for the candidates a chunk boundary search reaches.
-
-    :meth:`window` gives the density of the window that starts just after the last anchor
-    before a position (at 0 when there is none) and spans ``base_size`` characters, cut at
-    ``section_end``. It is the formula of :func:`density` on window totals, with these
-    definitions (all additive, so prefix sums give every window at once):
+    :meth:`density` gives the density of a window ``[start, end)``: the formula of
+    :func:`density` on the window's totals, with these definitions (all additive, so that
+    prefix sums give every window):
 
     * words are the runs between whitespace/glue, as in :func:`density`; a word belongs to the
       window that holds its first character, and its letters count with it;
     * ``tech_hits``: code punctuation characters in the window, "digit.digit" dots in it
       (every such dot, so ``1.2.3`` counts two), and the window's words in ``TECH_WORDS``;
-    * ``unique_vocab_ratio``: the window's words that are not stop words and did not occur
-      among the :data:`VOCABULARY_SPAN` words before them, over all its words. On a window of
-      at most that many words this is exactly "distinct non-stop words / words"; on longer
-      ones a word repeated further back counts again, like a sliding vocabulary;
+    * ``unique_vocab_ratio``: the window's distinct words that are not stop words, over all
+      its words (told apart by :func:`word_hash`): the window's own vocabulary, so that its
+      density depends on its text alone (an edit before a window leaves its density alone);
     * Arabic complex words: counted by their first letter.
+
+    A window without words has density 0.
     """
 
-    def __init__(
-        self,
-        text: str,
-        base_size: int,
-        section_end: Callable[[NDArray[np.int64]], NDArray[np.int64]] | None = None,
-        fences: Sequence[int] = (),
-    ) -> None:
+    def __init__(self, text: str) -> None:
         size = len(text)
         # A trailing space is a sentinel: every look at "the next character" stays in bounds
         # and the last word ends before it.
@@ -318,32 +261,14 @@ class DocumentProfile:
             codes = np.frombuffer((text + " ").encode("utf-32-le", "surrogatepass"), np.uint32)
             classes = _CLASS.take(codes)
             arabic = _ARABIC_LETTER.search(text) is not None
-        # -- the sparse characters: sentence marks, code punctuation, dots (one scan)
-        sparse = ((classes & (_BREAK | _LATIN | _MARK | _PUNCT | _DOT)) != 0).nonzero()[0]
-        sparse_classes = classes[sparse]
-        marks = sparse[(sparse_classes & (_BREAK | _LATIN | _MARK)) != 0]
-        kind = classes[marks]
-        following = classes[marks + 1]
-        pairs = kind.astype(np.uint16) << 8
-        pairs |= following
-        keep = _ANCHOR[pairs]
-        if not ascii_text:
-            # A CJK run followed by an Arabic one (or the reverse) ends twice.
-            both = (kind & following & _MARK) != 0
-            if both.any():
-                cjk = codes[marks] >= 0x3000
-                keep |= both & (cjk != (codes[marks + 1] >= 0x3000))
-        anchors = marks[keep]
-        line_breaks = anchors[(classes[anchors] & _BREAK) != 0]
-        if len(line_breaks):
-            anchors = _without_soft_breaks(text, anchors, line_breaks.tolist(), fences)
-        self.anchors: list[int] = anchors.tolist()
-        # Technical marks: code punctuation, and dots between two digits (a sparse character
+        # Technical marks: code punctuation, and dots between two digits (a marked character
         # is never the first one when it is a dot with a digit before it; index -1 is the
         # sentinel, not a digit).
+        sparse = ((classes & (_PUNCT | _DOT)) != 0).nonzero()[0]
+        sparse_classes = classes[sparse]
         decimal = (sparse_classes & _DOT) != 0
         decimal &= (classes[sparse - 1] & classes[sparse + 1] & _DIGIT) != 0
-        hit_marks = sparse[((sparse_classes & _PUNCT) != 0) | decimal]
+        self._hit_marks: list[int] = sparse[((sparse_classes & _PUNCT) != 0) | decimal].tolist()
         # -- words: maximal runs of non-separators (the sentinel ends the last one)
         separator = (classes & _SEP).view(bool)
         edges = (separator[1:] != separator[:-1]).nonzero()[0]
@@ -352,12 +277,14 @@ class DocumentProfile:
             edges = np.concatenate(([0], edges))
         starts, ends = edges[0::2], edges[1::2]
         count = len(starts)
-        # Running totals by word index: letters, technical words, new words.
-        totals = np.zeros((count + 1, 3), dtype=np.int64)
+        # Running totals by word index: letters, technical words.
+        totals = np.zeros((count + 1, 2), dtype=np.int64)
         totals[1:, 0] = ends - starts
-        distinct = _word_features(codes, starts, ends, totals[1:]) if count else 0
+        distinct, self._keys = _word_features(codes, starts, ends, totals[1:]) if count else (0, [])
         totals.cumsum(axis=0, out=totals)
-        complex_words = [m.start() for m in _ARABIC_COMPLEX.finditer(text)] if arabic else []
+        self._complex: list[int] = (
+            [m.start() for m in _ARABIC_COMPLEX.finditer(text)] if arabic else []
+        )
         self.document_density = _document_density(
             text if not ascii_text else raw,
             size,
@@ -365,53 +292,32 @@ class DocumentProfile:
             distinct,
             int(np.count_nonzero(sparse_classes & _PUNCT)) + int(totals[-1, 1]),
             int(totals[-1, 0]),
-            len(complex_words),
+            len(self._complex),
         )
-        # -- windows
-        window_start = np.empty(len(anchors) + 1, dtype=np.int64)
-        window_start[0] = 0
-        np.add(anchors, 1, out=window_start[1:])
-        window_end = np.minimum(window_start + base_size, size)
-        if section_end is not None:
-            np.minimum(window_end, section_end(window_start), out=window_end)
-        first = starts.searchsorted(window_start)
-        last = starts.searchsorted(window_end)
-        sums = totals[last] - totals[first]
-        words = np.maximum(last - first, 1)
-        chars = window_end - window_start
-        hits = hit_marks.searchsorted(window_end) - hit_marks.searchsorted(window_start)
-        hits += sums[:, 1]
-        per_100 = np.maximum(chars / 100, 1)
-        score = 0.4 * np.minimum(hits / per_100, 1.0)
-        score += 0.3 * sums[:, 2] / words
-        score += 0.2 * np.minimum(sums[:, 0] / words / 10, 1.0)
-        if complex_words:
-            complex_starts = np.array(complex_words, dtype=np.int64)
-            in_window = complex_starts.searchsorted(window_end)
-            in_window -= complex_starts.searchsorted(window_start)
-            score += 0.1 * np.minimum(in_window / np.maximum(chars / 200, 1), 1.0)
-        np.clip(score, 0.0, 1.0, out=score)
-        score[last == first] = 0.0
-        self._densities: list[float] = score.round(4).tolist()
+        self._word_starts: list[int] = starts.tolist()
+        self._letters: list[int] = totals[:, 0].tolist()
+        self._tech: list[int] = totals[:, 1].tolist()
 
-    def window(self, position: int) -> float:
-        """The local density for a chunk starting at ``position``."""
-        return self._densities[bisect_left(self.anchors, position)]
-
-
-def _without_soft_breaks(
-    text: str, anchors: NDArray[np.intp], line_breaks: list[int], fences: Sequence[int]
-) -> NDArray[np.intp]:
-    """``anchors`` without the line breaks that :func:`segment.soft_line_break` calls soft
-    (hard-wrapped prose; ``fences`` are the code-fence lines, inside which none is soft)."""
-    soft = [
-        at
-        for at in line_breaks
-        if soft_line_break(text, at, in_code=bisect_right(fences, at) % 2 == 1)
-    ]
-    if not soft:
-        return anchors
-    return anchors[~np.isin(anchors, np.array(soft, dtype=anchors.dtype))]
+    def density(self, start: int, end: int) -> float:
+        """The density of the window ``text[start:end]`` (see the class docstring)."""
+        first = bisect_left(self._word_starts, start)
+        last = bisect_left(self._word_starts, end)
+        if last == first:
+            return 0.0
+        words = last - first
+        chars = end - start
+        hits = bisect_left(self._hit_marks, end) - bisect_left(self._hit_marks, start)
+        hits += self._tech[last] - self._tech[first]
+        score = 0.4 * min(hits / max(chars / 100, 1), 1.0)
+        vocabulary = set(self._keys[first:last])
+        vocabulary.discard(-1)
+        score += 0.3 * len(vocabulary) / words
+        score += 0.2 * min((self._letters[last] - self._letters[first]) / words / 10, 1.0)
+        if self._complex:
+            found = bisect_left(self._complex, end) - bisect_left(self._complex, start)
+            score += 0.1 * min(found / max(chars / 200, 1), 1.0)
+        # As numpy's round(4), which the compiled core follows: rint(x * 10**4) / 10**4.
+        return round(min(max(score, 0.0), 1.0) * 10000.0) / 10000.0
 
 
 def _document_density(
@@ -476,4 +382,4 @@ def native_tables() -> tuple[bytes, list[int], list[int]]:
 def local_density(text: str, start: int = 0, end: int | None = None) -> float:
     """The density :class:`DocumentProfile` gives the window ``text[start:end]``."""
     piece = text[start:end]
-    return DocumentProfile(piece, max(len(piece), 1)).window(0)
+    return DocumentProfile(piece).density(0, len(piece))

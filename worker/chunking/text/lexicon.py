@@ -61,13 +61,10 @@ ARABIC_COMPLEX_MIN_LETTERS: Final = 7
 # -- lexical: the block ladder ------------------------------------------------------------------
 
 LEXICAL_MAX_CHARS: Final = 1500
-"""Hard cap on a lexical chunk, in characters (a constant, not a parameter)."""
+"""``lexical``'s default cap in characters (its ``chunk_size`` when sizes are characters)."""
 
 SHORT_PARAGRAPH_CHARS: Final = 120
 """A paragraph this short (or shorter) rarely stands alone: it joins its neighbour."""
-
-LEAD_IN_MAX_CHARS: Final = 200
-"""A block ending in ':' and at most this long introduces the next one."""
 
 KEYWORD_MIN_LETTERS: Final = 4
 """Keywords are words of at least this many letters that are not stop words."""

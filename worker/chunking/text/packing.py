@@ -29,6 +29,7 @@ The compiled core states this module again in C (``_native/_packing.h``).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from itertools import pairwise
 
 from worker.chunking.text.structure import BLOCK, ITEM, LINE, SECTION, SENTENCE
@@ -40,9 +41,9 @@ HASH_RANGE = 1 << 16
 class Sizes:
     """The three sizes packing works with, in the unit of the measure."""
 
-    def __init__(self, cap: int) -> None:
+    def __init__(self, cap: int, minimum: int | None = None) -> None:
         self.cap = cap
-        self.minimum = max(1, cap // 8)
+        self.minimum = max(1, cap // 8) if minimum is None else minimum
         """No chunk is smaller, but a document that is (or a remainder no cut can avoid)."""
         self.target = max(self.minimum, cap * 3 // 4)
         """Where paragraph breaks stop being optional and sentence breaks start to be."""
@@ -50,6 +51,12 @@ class Sizes:
         """Units are at most this large (words up to the cap), so a chunk that must end
         before the cap can always end at a size from the minimum to the cap while leaving the
         minimum after it."""
+
+
+ChunkSizes = Callable[[int], Sizes]
+"""The sizes of the chunk that starts at a unit, for a strategy whose chunks differ in size
+(``adaptive``: the density of the text there). Its cap is a soft one, at most the hard cap
+of the document's :class:`Sizes`; the thresholds of the chunk's gaps follow it."""
 
 
 ANCHOR_SHARE = HASH_RANGE // 4
@@ -78,18 +85,30 @@ def threshold(level: int, hash16: int, sizes: Sizes) -> int:
     return cap + 1
 
 
-def pack(units: Units, sizes: Sizes) -> list[tuple[int, int]]:
+def pack(
+    units: Units,
+    sizes: Sizes,
+    *,
+    anchors: Sequence[bool] | None = None,
+    whole: bool = True,
+    chunk_sizes: ChunkSizes | None = None,
+) -> list[tuple[int, int]]:
     """Chunks as ``(first unit, last unit)``, in order, covering every unit.
 
     The anchors cut the document into segments, but an anchor less than the minimum (or only
     headings) after the anchor before it, and the last one when less than the minimum is
     left after it; each segment is packed on its own (:func:`pack_segment`), so an edit moves
     boundaries only in its own segment and, where it changes the stretch between two anchors,
-    in the one next to it."""
+    in the one next to it.
+
+    ``anchors[k]``: whether the gap before unit ``k`` is an anchor (default:
+    :func:`is_anchor`); ``whole``: a document within the cap is one chunk; ``chunk_sizes``:
+    see :data:`ChunkSizes`."""
     count = len(units.starts)
     if count == 0:
         return []
-    if units.before_end[-1] - units.before_start[0] <= sizes.cap:
+    first_sizes = sizes if chunk_sizes is None else chunk_sizes(0)
+    if whole and units.before_end[-1] - units.before_start[0] <= first_sizes.cap:
         return [(0, count - 1)]  # a document within the cap is one chunk
     # An anchor is kept when the stretch since the anchor before it (kept or not) makes a
     # chunk of its own: a rule of the two anchors alone, so that dropping one never decides
@@ -97,7 +116,8 @@ def pack(units: Units, sizes: Sizes) -> list[tuple[int, int]]:
     bounds = [0]
     candidate = 0
     for k in range(1, count):
-        if is_anchor(units.levels[k], units.hashes[k]):
+        anchor = is_anchor(units.levels[k], units.hashes[k]) if anchors is None else anchors[k]
+        if anchor:
             if _fills(units, candidate, k - 1, sizes):
                 bounds.append(k)
             candidate = k
@@ -106,7 +126,7 @@ def pack(units: Units, sizes: Sizes) -> list[tuple[int, int]]:
     bounds.append(count)
     chunks: list[tuple[int, int]] = []
     for first, after in pairwise(bounds):
-        chunks.extend(pack_segment(units, sizes, first, after - 1))
+        chunks.extend(pack_segment(units, sizes, first, after - 1, chunk_sizes))
     return settle(chunks, units, sizes)
 
 
@@ -117,22 +137,27 @@ def _fills(units: Units, first: int, last: int, sizes: Sizes) -> bool:
     )
 
 
-def pack_segment(units: Units, sizes: Sizes, first: int, end: int) -> list[tuple[int, int]]:
+def pack_segment(
+    units: Units, sizes: Sizes, first: int, end: int, chunk_sizes: ChunkSizes | None = None
+) -> list[tuple[int, int]]:
     """The chunks of the segment of units ``first..end``: the rest of the segment once it fits
     the cap, else from the chunk's start the first gap whose threshold the chunk reaches
-    (leaving the minimum to the segment's end), else the strongest gap before the cap."""
+    (leaving the minimum to the segment's end), else the strongest gap before the cap. With
+    ``chunk_sizes``, the fit and the thresholds read the sizes of the chunk's first unit; the
+    hard cap and the minimum stay ``sizes``'."""
     before_start, before_end = units.before_start, units.before_end
     levels, hashes, headings = units.levels, units.hashes, units.headings
     cap, minimum = sizes.cap, sizes.minimum
     total = before_end[end]
     chunks: list[tuple[int, int]] = []
     while first <= end:
+        own = sizes if chunk_sizes is None else chunk_sizes(first)
         base = before_start[first]
-        if total - base <= cap:
+        if total - base <= own.cap:
             chunks.append((first, end))
             break
-        cut = best = -1
-        best_key = -1
+        cut = best = soft = -1
+        best_key = soft_key = -1
         last = first
         content = False  # the chunk holds more than heading and rule lines
         while last < end:
@@ -145,13 +170,23 @@ def pack_segment(units: Units, sizes: Sizes, first: int, end: int) -> list[tuple
                 cut = last
                 break
             if content and size >= minimum and total - before_start[last + 1] >= minimum:
-                if size >= threshold(level, hashes[last + 1], sizes):
+                if size >= threshold(level, hashes[last + 1], own):
                     cut = last
                     break
                 key = level * HASH_RANGE + hashes[last + 1]
                 if key >= best_key:
                     best, best_key = last, key
+                if level >= SENTENCE and key >= soft_key:
+                    soft, soft_key = last, key
             last += 1
+        if cut < 0 and total - base <= cap:
+            # The rest fits the hard cap but not the chunk's soft cap, and no threshold was
+            # reached: the strongest gap that has a threshold, else the rest whole (never a
+            # glue, line or word gap the hard cap does not force).
+            if soft < 0:
+                chunks.append((first, end))
+                break
+            cut = soft
         if cut < 0:
             cut = best if best >= 0 else max(last - 1, first)
         chunks.append((first, cut))
@@ -174,9 +209,12 @@ def settle(chunks: list[tuple[int, int]], units: Units, sizes: Sizes) -> list[tu
             k += 1
             continue
         sides = (1, -1) if bare else (-1, 1)
-        if not any(_join(settled, k, side, units, sizes) for side in sides):
+        joined = next((side for side in sides if _join(settled, k, side, units, sizes)), 0)
+        if joined < 0:
+            k -= 1  # the joined chunk is the one before: looked at again, then what follows
+        elif joined == 0:
             any(_lend(settled, k, side, units, sizes) for side in sides)
-        k += 1
+            k += 1
     return [(first, last) for first, last in settled]
 
 

@@ -14,7 +14,8 @@ Every unit but the first has a *level*: how good a place the gap before it is fo
 strongest first: ``SECTION`` (before a heading or a rule line), ``BLOCK`` (between blocks),
 ``ITEM`` (between two list items), ``SENTENCE`` (inside a paragraph), then ``GLUE`` (after a
 heading or a rule line, after a block whose text ends with ``:``: what it introduces follows),
-``LINE``, ``WORD`` and ``CHAR`` (inside a unit too large to keep whole: see :func:`read_units`).
+``LINE``, ``CLAUSE`` (after an Arabic comma, for the strategies that cut there), ``WORD`` and
+``CHAR`` (inside a unit too large to keep whole: see :func:`.units.read_units`).
 
 The reading is line-based: lines end at ``\\n`` (a ``\\r`` before it is whitespace); a fence
 line is any line whose first characters after spaces and tabs are three backticks or tildes
@@ -26,12 +27,13 @@ from __future__ import annotations
 
 from typing import Final
 
-SECTION: Final = 7
-BLOCK: Final = 6
-ITEM: Final = 5
-SENTENCE: Final = 4
-GLUE: Final = 3
-LINE: Final = 2
+SECTION: Final = 8
+BLOCK: Final = 7
+ITEM: Final = 6
+SENTENCE: Final = 5
+GLUE: Final = 4
+LINE: Final = 3
+CLAUSE: Final = 2
 WORD: Final = 1
 CHAR: Final = 0
 

@@ -3,9 +3,8 @@
 Invariants:
 
 - Every sentence splitter here reads its marks from this module: segmentation
-  (:mod:`.segment`), the sentence index (:mod:`.boundaries`), the density profile's class table
-  (:mod:`.density`) and the soft-wrap rejoining of the embedding strategies
-  (:mod:`worker.chunking.semantic.units`).
+  (:mod:`.segment`), the rule strategies' units and token pieces (:mod:`.units`) and the
+  soft-wrap rejoining of the embedding strategies (:mod:`worker.chunking.semantic.units`).
 - The compiled cores state the same sets in C (``_native/_sentence_rules.h``, whose comments
   point here); the twin-versus-core tests (tests/chunking/test_*_native.py) run both on
   arbitrary text, so a set changed on one side only fails them.

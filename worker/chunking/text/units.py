@@ -11,7 +11,7 @@ punctuation (BERT's; :mod:`.tokens` refuses others), so no candidate chunk is ev
 from __future__ import annotations
 
 import re
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from itertools import accumulate
 
 import msgspec
@@ -20,6 +20,7 @@ from worker.chunking.text import terminators
 from worker.chunking.text.segment import CANDIDATE, is_false_stop
 from worker.chunking.text.structure import (
     CHAR,
+    CLAUSE,
     HEADING,
     LINE,
     PARAGRAPH,
@@ -60,6 +61,8 @@ class Units(msgspec.Struct):
     before_end: list[int]
     headings: list[bool]
     """Whether each unit is (part of) a heading or rule line."""
+    blocks: list[int]
+    """The index, in :func:`.structure.read_blocks`'s list, of the block each unit is (part of)."""
 
 
 class Measure:
@@ -85,6 +88,16 @@ class Measure:
 
     def size(self, start: int, end: int) -> int:
         return self.before(end) - self.before(start)
+
+    def advance(self, start: int, amount: int) -> int:
+        """The end of the longest stretch from ``start`` (between pieces) of at most
+        ``amount``: in characters ``start + amount`` (within the text); in tokens the end of
+        the last whole piece it holds (``start`` when the first piece is larger)."""
+        if not self.tokens:
+            return min(start + amount, len(self.text))
+        first = bisect_left(self._ends, start + 1)
+        last = bisect_right(self._cumulative, self._cumulative[first] + amount) - 1
+        return self._ends[last - 1] if last > first else start
 
     def separates(self, start: int, end: int) -> bool:
         """Whether a cut in the gap ``text[start:end]`` between two units leaves every piece
@@ -141,12 +154,13 @@ def _append_stripped(text: str, spans: list[tuple[int, int]], start: int, end: i
 
 def _lines(text: str, start: int, end: int) -> list[tuple[int, int]]:
     """The lines of ``text[start:end]``, stripped, blank ones left out; a fenced block inside
-    (a list item's code) stays one piece, from its opening fence line to its closing one."""
+    (a list item's code) stays one piece, from its opening fence line to its closing one (a
+    fenced code block's own lines are lines: it starts with its fence)."""
     spans: list[tuple[int, int]] = []
     at = start
     while at < end:
         stop = _line_end(text, at, end)
-        if _fence_at(text, at, stop):
+        if at > start and _fence_at(text, at, stop):
             closing = stop + 1
             while closing < end and not _fence_at(text, closing, _line_end(text, closing, end)):
                 closing = _line_end(text, closing, end) + 1
@@ -174,37 +188,78 @@ def _words(text: str, start: int, end: int, tokens: bool) -> list[tuple[int, int
     return [(m.start(), m.end()) for m in pattern.finditer(text, start, end)]
 
 
+ARABIC_COMMA = "\u060c"
+
+
+def _clauses(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """``text[start:end]`` cut after every Arabic comma that a separator follows (whitespace
+    but the ignored controls of :data:`.tokens.NOT_SEPARATORS`: in tokens the cut then falls
+    between pieces), stripped."""
+    spans: list[tuple[int, int]] = []
+    begin = start
+    at = text.find(ARABIC_COMMA, start, end)
+    while at >= 0:
+        if at + 1 < end and text[at + 1].isspace() and text[at + 1] not in NOT_SEPARATORS:
+            _append_stripped(text, spans, begin, at + 1)
+            begin = at + 1
+        at = text.find(ARABIC_COMMA, at + 1, end)
+    _append_stripped(text, spans, begin, end)
+    return spans
+
+
 _NOT_SPACE = re.compile(r"\S+")
 # What a range over the limit is cut into next.
-_BLOCK, _TEXT, _WORD = 0, 1, 2
+_BLOCK, _TEXT, _CLAUSE, _WORD = 0, 1, 2, 3
 
 
-def read_units(text: str, measure: Measure, limit: int, cap: int) -> Units:
+def read_units(
+    text: str,
+    measure: Measure,
+    limit: int,
+    cap: int,
+    *,
+    whole_paragraphs: bool = False,
+    clauses: bool = False,
+    blocks: list[tuple[int, int, int]] | None = None,
+) -> Units:
     """The units of ``text``, none larger than ``limit`` but words of at most ``cap``: a block
     unit over the limit is cut into lines, a sentence or line into words, a word over ``cap``
     into characters (every ``cap`` characters; in tokens into the longest prefixes of at most
     ``cap`` tokens, counted exactly, with :data:`FORCED` gaps between them, since two of them
-    together would not count as their sum)."""
+    together would not count as their sum).
+
+    ``whole_paragraphs``: a paragraph within the cap is one unit, like any other block (else a
+    paragraph is always its sentences). ``clauses``: a sentence or line over the limit is cut
+    after its Arabic commas (:data:`.structure.CLAUSE` gaps) before its words. ``blocks``:
+    :func:`.structure.read_blocks` of ``text`` when the caller has read them already."""
     flat: list[_Raw] = []
     previous: tuple[int, int, int] | None = None
-    for block in read_blocks(text):
+    if blocks is None:
+        blocks = read_blocks(text)
+    for index, block in enumerate(blocks):
         level = SENTENCE if previous is None else gap_level(previous, block, text)
-        if block[0] == PARAGRAPH:
+        if block[0] == PARAGRAPH and not (
+            whole_paragraphs and measure.size(block[1], block[2]) <= cap
+        ):
             for k, (a, b) in enumerate(paragraph_sentences(text, block[1], block[2])):
-                flat.append((a, b, level if k == 0 else SENTENCE, False, False))
+                flat.append((a, b, level if k == 0 else SENTENCE, False, False, index))
         else:
-            flat.append((block[1], block[2], level, True, block[0] in (HEADING, RULE)))
+            heading = block[0] in (HEADING, RULE)
+            flat.append((block[1], block[2], level, True, heading, index))
         previous = block
-    units: list[tuple[int, int, int, bool]] = []
-    for start, end, level, whole_block, heading in _join_uncuttable(flat, measure):
+    units: list[_Unit] = []
+    for start, end, level, whole_block, heading, index in _join_uncuttable(flat, measure):
         depth = _BLOCK if whole_block else _TEXT
-        _split(text, measure, limit, cap, (start, end, level, heading), depth, units)
+        unit = (start, end, level, heading, index)
+        _split(text, measure, (limit, cap, clauses), unit, depth, units)
     return _finish(text, measure, units)
 
 
-_Raw = tuple[int, int, int, bool, bool]
+_Raw = tuple[int, int, int, bool, bool, int]
 """A unit before splitting: start, end, level before, whether it is a whole block, whether it
-is a heading or rule line (a chunk of nothing else is never cut off: packing)."""
+is a heading or rule line (a chunk of nothing else is never cut off: packing), its block."""
+_Unit = tuple[int, int, int, bool, int]
+"""A unit: start, end, level before, heading, block."""
 
 
 FORCED = -1
@@ -216,8 +271,8 @@ def _join_uncuttable(flat: list[_Raw], measure: Measure) -> list[_Raw]:
     joined: list[_Raw] = []
     for unit in flat:
         if joined and not measure.separates(joined[-1][1], unit[0]):
-            start, _, level, _, heading = joined[-1]
-            joined[-1] = (start, unit[1], level, True, heading and unit[4])
+            start, _, level, _, heading, index = joined[-1]
+            joined[-1] = (start, unit[1], level, True, heading and unit[4], index)
         else:
             joined.append(unit)
     return joined
@@ -226,14 +281,14 @@ def _join_uncuttable(flat: list[_Raw], measure: Measure) -> list[_Raw]:
 def _split(
     text: str,
     measure: Measure,
-    limit: int,
-    cap: int,
-    unit: tuple[int, int, int, bool],
+    bounds: tuple[int, int, bool],
+    unit: _Unit,
     depth: int,
-    out: list[tuple[int, int, int, bool]],
+    out: list[_Unit],
 ) -> None:
-    """Appends ``unit`` (start, end, level, heading) whole, or cut one step finer."""
-    start, end, level, heading = unit
+    """Appends ``unit`` whole, or cut one step finer (``bounds``: limit, cap, clauses)."""
+    limit, cap, clauses = bounds
+    start, end, level, heading, index = unit
     size = measure.size(start, end)
     if size <= limit or (depth in (_WORD, _BLOCK) and size <= cap):
         out.append(unit)
@@ -242,15 +297,17 @@ def _split(
         pieces = _characters(measure, cap, start, end)
         inner = FORCED if measure.tokens else CHAR
         for k, (a, b) in enumerate(pieces):
-            out.append((a, b, level if k == 0 else inner, heading))
+            out.append((a, b, level if k == 0 else inner, heading, index))
         return
     if depth == _BLOCK:
-        parts, inner = _lines(text, start, end), LINE
+        parts, inner, deeper = _lines(text, start, end), LINE, _TEXT
+    elif depth == _TEXT and clauses:
+        parts, inner, deeper = _clauses(text, start, end), CLAUSE, _CLAUSE
     else:
-        parts, inner = _words(text, start, end, measure.tokens), WORD
+        parts, inner, deeper = _words(text, start, end, measure.tokens), WORD, _WORD
     for k, (a, b) in enumerate(parts):
-        part = (a, b, level if k == 0 else inner, heading)
-        _split(text, measure, limit, cap, part, depth + 1, out)
+        part = (a, b, level if k == 0 else inner, heading, index)
+        _split(text, measure, bounds, part, deeper, out)
 
 
 def _characters(measure: Measure, cap: int, start: int, end: int) -> list[tuple[int, int]]:
@@ -274,7 +331,7 @@ def _characters(measure: Measure, cap: int, start: int, end: int) -> list[tuple[
     return pieces
 
 
-def _finish(text: str, measure: Measure, units: list[tuple[int, int, int, bool]]) -> Units:
+def _finish(text: str, measure: Measure, units: list[_Unit]) -> Units:
     starts = [u[0] for u in units]
     ends = [u[1] for u in units]
     levels = [u[2] for u in units]
@@ -289,6 +346,7 @@ def _finish(text: str, measure: Measure, units: list[tuple[int, int, int, bool]]
         [measure.before(s) for s in starts],
         [measure.before(e) for e in ends],
         [u[3] for u in units],
+        [u[4] for u in units],
     )
 
 
