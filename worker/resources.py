@@ -74,6 +74,12 @@ BATCH_RESERVE: dict[ModelKind, int] = {"static": 16 * MiB, "int8": 240 * MiB, "f
 # measured) and the bounded memories of token counts per piece (the Python one ≤ 65,536 pieces,
 # the compiled core's ≤ 262,144 slots and 4 Mi code points: ~6 + 16 MiB at most).
 SIZING_RESERVE = 48 * MiB
+# The same for the embedding strategies, which size in the retrieval model's tokens since
+# issue 21 without a compiled core: the tokenizer (+20 MiB) and two Python piece memories
+# (the sizing unit's and the boundary model window's, ≤ 16,384 pieces each, ~2 MiB).
+EMBEDDING_SIZING_RESERVE = 24 * MiB
+# The strategies with a compiled core, whose own piece memory the larger reserve counts.
+_CORE_STRATEGIES = frozenset({"sentence", "adaptive", "lexical"})
 # Allocator slack and whatever the terms above miss.
 HEADROOM = 32 * MiB
 # Fetched records wait undecoded in the consumer: one response (≤ fetch_max_bytes) per broker
@@ -195,8 +201,10 @@ def memory_bound(s: Settings, strategies: list[str], models: Sequence[ModelKind]
       + FETCH_BROKERS × fetch_max_bytes                           # by one document
     """
     reserve = BASE_RESERVE + HEADROOM
-    if sizes_in_tokens(strategies):
-        reserve += SIZING_RESERVE
+    in_tokens = sizes_in_tokens(strategies)
+    if in_tokens:
+        with_core = sizes_in_tokens([n for n in strategies if n in _CORE_STRATEGIES])
+        reserve += SIZING_RESERVE if with_core else EMBEDDING_SIZING_RESERVE
     for kind in models:
         reserve += MODEL_RESERVE[kind] + BATCH_RESERVE[kind] * s.concurrent_batches
     window = expansion(strategies) * (s.max_in_flight_bytes + s.max_document_bytes)

@@ -124,3 +124,20 @@ def test_sizes_are_hard(data: st.DataObject) -> None:
             assert size >= minimum, (first, stop, size)
         assert not all(heading[first:stop])
         assert not heading[stop - 1] or stop == count
+
+
+def test_a_cut_only_a_heading_allowed_is_repaired() -> None:
+    """Found by hypothesis (CI, 2026-12-01): the cap splits a run of small grains at its
+    leftmost gap, which leaves a heading and a large grain just over the cap with no gap but the
+    one after the heading; the fallback cut there, and the chunk ended with the heading. The
+    repair cuts the chunks around it again, and none ends with a heading."""
+    sizes = [1] * 13 + [9, 20] + [1] * 38
+    benefit = [0.0] * len(sizes)
+    benefit[24] = 1.0
+    heading = [False] * len(sizes)
+    heading[13] = True
+    got = pieces(grains(sizes, benefit, heading=heading), Caps(40, 10, 40))
+    assert got[-1][1] == len(sizes)
+    for first, stop in got:
+        assert 10 <= sum(sizes[first:stop]) <= 40
+        assert not heading[stop - 1]

@@ -163,5 +163,6 @@ def test_remembered_pieces_count_what_the_tokenizer_counts(texts: list[str]) -> 
     assert list(unit.count_many(texts)) == expected  # cold
     assert list(unit.count_many(texts)) == expected  # every piece remembered
     assert [unit.count(t) for t in texts] == expected
-    unit._known = {str(n): 0 for n in range(1 << 15)}  # full: the next call starts afresh
-    assert list(unit.count_many(texts)) == expected
+    # Nearly full: the next call starts afresh, and must count the pieces it knew again.
+    unit._known = {**unit._known, **{str(n): 0 for n in range((1 << 14) - len(unit._known))}}
+    assert list(unit.count_many([*texts, "brand-new-piece-xyz"]))[:-1] == expected

@@ -251,11 +251,13 @@ def _best_window(grains: Grains, first: int, stop: int, caps: Caps) -> list[int]
 
 
 def _repair(grains: Grains, starts: list[int], caps: Caps) -> list[int]:
-    """Chunk starts with every cut that breaks an atom fitting the cap cut again around it,
-    when another cutting of the chunks near it keeps every atom whole."""
+    """Chunk starts with every cut that breaks an atom fitting the cap, or that follows a
+    heading (the fallback's last resort), cut again around it, when another cutting of the
+    chunks near it keeps every atom whole (its cuts never follow a heading: such gaps have
+    no value)."""
     at = 1
     while at < len(starts):
-        if not grains.whole[starts[at]]:
+        if not grains.whole[starts[at]] and not grains.heading[starts[at] - 1]:
             at += 1
             continue
         low = max(0, at - REPAIR_REACH)

@@ -125,10 +125,13 @@ class TokenizerUnit:
                 whole.append(i)
         if split:
             known = self._known
-            missing = list({p for _, pieces in split for p in pieces if p not in known})
+            wanted = {p for _, pieces in split for p in pieces}
+            missing = [p for p in wanted if p not in known]
+            if missing and len(known) + len(missing) > _PIECE_MEMORY:
+                # Afresh, with every piece this call needs (the ones known so far included).
+                known = self._known = {}
+                missing = list(wanted)
             if missing:
-                if len(known) + len(missing) > _PIECE_MEMORY:
-                    known = self._known = {}
                 for at in range(0, len(missing), _COUNT_BATCH):
                     part = missing[at : at + _COUNT_BATCH]
                     encodings = self._tokenizer.encode_batch_fast(part, add_special_tokens=False)
@@ -148,7 +151,7 @@ _TOKENIZERS: dict[str, Tokenizer] = {}
 _LOCK = threading.Lock()
 # Pieces remembered per tokenizer; past it the memory starts afresh (a bound on what a stream
 # of ever-new words can hold).
-_PIECE_MEMORY = 1 << 15
+_PIECE_MEMORY = 1 << 14
 
 
 def load_unit(path: str) -> TokenizerUnit:
