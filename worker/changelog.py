@@ -58,10 +58,11 @@ class Changelog:
         started = time.perf_counter()
         tp = TopicPartition(self.topic, partition)
         consumer = self._consumer
+        # The offsets first, unassigned: no fetch of this partition is in flight ahead of them.
+        begin = int((await consumer.beginning_offsets([tp]))[tp])
+        end = int((await consumer.end_offsets([tp]))[tp])
         consumer.assign([tp])
         try:
-            begin = int((await consumer.beginning_offsets([tp]))[tp])
-            end = int((await consumer.end_offsets([tp]))[tp])
             checkpoint = self.store.checkpoint(partition)
             self.store.clear_checkpoint(partition)
             usable = checkpoint is not None and begin <= checkpoint <= end
