@@ -30,6 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from worker.chunking.text.tokens import CHARACTER, CharacterCounter, TokenCounter
+from worker.chunking.text.tokens import _load_tokenizer as load_tokenizer
 from worker.models.manifest import ManifestError
 from worker.models.reference import describe
 
@@ -147,7 +148,6 @@ class TokenizerUnit:
         return counts
 
 
-_TOKENIZERS: dict[str, Tokenizer] = {}
 _LOCK = threading.Lock()
 # Pieces remembered per tokenizer; past it the memory starts afresh (a bound on what a stream
 # of ever-new words can hold).
@@ -157,24 +157,8 @@ _PIECE_MEMORY = 1 << 14
 def load_unit(path: str) -> TokenizerUnit:
     """The unit of the ``tokenizer.json`` at ``path`` (loaded once per process); a
     ``ValueError`` names the file when it cannot be read."""
-    from tokenizers import Tokenizer
-
-    key = str(Path(path).resolve())
-    with _LOCK:
-        tokenizer = _TOKENIZERS.get(key)
-        if tokenizer is None:
-            if not Path(key).is_file():
-                raise ValueError(f"tokenizer file not found: {path!r}")
-            try:
-                tokenizer = Tokenizer.from_file(key)
-            except Exception as exc:  # the library raises plain Exception on a bad file
-                raise ValueError(f"cannot load tokenizer {path!r}: {exc}") from exc
-            # Counting must see the whole text: a truncating tokenizer would call every long
-            # text short.
-            tokenizer.no_truncation()
-            tokenizer.no_padding()
-            _TOKENIZERS[key] = tokenizer
-    return TokenizerUnit(path, tokenizer)
+    # One loaded tokenizer per file for the whole process, shared with the rule strategies.
+    return TokenizerUnit(path, load_tokenizer(path))
 
 
 def count_many(counter: TokenCounter, texts: Sequence[str]) -> NDArray[np.int64]:
