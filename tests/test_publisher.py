@@ -169,17 +169,3 @@ async def test_a_document_without_chunk_events_sends_nothing_and_waits_for_nothi
     publisher = publisher_for(producer, linger_ms=60_000)  # a batch would hold it a minute
     assert await publisher.publish_chunks("empty", []) == 0
     assert producer.batches == 0
-
-
-async def test_an_unlingered_lane_sends_at_once_while_other_lanes_linger() -> None:
-    producer = FakeProducer(partitions=1)
-    publisher = publisher_for(producer, linger_ms=60_000)  # a lingering batch: a minute
-    # The state topic's lane: the document waits for it, so it must not wait out linger.ms.
-    await asyncio.wait_for(
-        publisher.publish("state", 0, [(b"doc", b"state", [])], linger=False), timeout=30
-    )
-    assert producer.sent == [("state", b"doc", b"state", 0)]
-    lingering = asyncio.create_task(publisher.publish("chunks", 0, [(b"c", b"v", [])]))
-    await asyncio.sleep(0.05)
-    assert not lingering.done()  # the other lane still lingers
-    lingering.cancel()

@@ -167,19 +167,16 @@ class Publisher:
             raise OutputRecordTooLarge(f"the output topic refused a chunk event: {exc}") from None
         return sum(sizes)
 
-    async def publish(
-        self, topic: str, partition: int, records: Sequence[Record], *, linger: bool = True
-    ) -> None:
+    async def publish(self, topic: str, partition: int, records: Sequence[Record]) -> None:
         """Append ``records`` in order to the (topic, partition) lane and return once every
         one is acknowledged; a refused batch raises (our own copy of its error).
 
-        ``linger=False`` (fixed by a lane's first use): the lane's batches go as soon as the
-        lane's previous batch is queued, without waiting ``linger.ms`` for more records. For
-        records a document waits on after its chunk events are acknowledged (its state):
-        lingering there only adds ``linger.ms`` to every document, while records still gather
-        in the open batch whenever the one before it is on its way."""
+        Every lane lingers (``linger.ms``), the state changelog's too: a document then waits
+        up to ``linger.ms`` more for its state, but its state record shares a produce request
+        with other records instead of costing the broker and the client one of its own
+        (docs/lifecycle.md, "Throughput with the lifecycle on")."""
         # No await between the first append and the last: the records sit together, in order.
-        acks = self._append(topic, partition, records, linger)
+        acks = self._append(topic, partition, records)
         try:
             for acked in acks:
                 await acked
@@ -196,13 +193,13 @@ class Publisher:
         return int(_PARTITIONER(key, partitions, partitions))
 
     def _append(
-        self, topic: str, partition: int, records: Sequence[Record], linger: bool = True
+        self, topic: str, partition: int, records: Sequence[Record]
     ) -> list[asyncio.Future[None]]:
         """Append the records to the lane's open batch (sealing full ones); the futures of
         the batches they went into, in order."""
         lane = self._lanes.get((topic, partition))
         if lane is None:
-            lane = self._lanes[(topic, partition)] = _Lane(self._linger_s if linger else 0.0)
+            lane = self._lanes[(topic, partition)] = _Lane(self._linger_s)
         batch = lane.open or self._new_batch(lane)
         acks = [batch.acked]
         for key, value, headers in records:

@@ -69,8 +69,7 @@ class DocumentStates:
         # the changelog and erase it; :meth:`expire_markers` checks this map synchronously.
         markers.pop(doc_id, None)
         record: Record = (doc_id.encode(), encode_state(state), [])
-        # Unlingered: the document is done only once this is acknowledged (docs/lifecycle.md).
-        await self._publisher.publish(self.topic, partition, [record], linger=False)
+        await self._publisher.publish(self.topic, partition, [record])
         self.store.put(partition, doc_id, state)
         if state.deleted:
             markers[doc_id] = state.offset
@@ -118,7 +117,7 @@ class DocumentStates:
                 continue
             records: list[Record] = [(doc_id.encode(), None, []) for doc_id, _ in due]
             try:
-                await self._publisher.publish(self.topic, partition, records, linger=False)
+                await self._publisher.publish(self.topic, partition, records)
             except KafkaError as exc:
                 log.warning("delete markers not expired yet", extra={"error": repr(exc)})
                 continue
