@@ -63,8 +63,9 @@ ModelKind = Literal["static", "int8", "fp32"]
 # What a loaded model adds to a ready worker: its ready RSS minus the rule-only worker's (63 MiB),
 # measured in one session with deploy/k8s/measure-sizing (600 × 4.8 KB documents, semantic, one
 # inference thread) on 2026-12-01: static +115 MiB (matrix, tokenizer and what loading leaves
-# behind), int8 +124 MiB, fp32 +180 MiB (both with onnxruntime itself, ~22 MiB, paid once).
-MODEL_RESERVE: dict[ModelKind, int] = {"static": 120 * MiB, "int8": 128 * MiB, "fp32": 192 * MiB}
+# behind; with its memory of token ids per piece, ≤ 32,768 pieces, ~4.5 MiB more at most),
+# int8 +124 MiB, fp32 +180 MiB (both with onnxruntime itself, ~22 MiB, paid once).
+MODEL_RESERVE: dict[ModelKind, int] = {"static": 124 * MiB, "int8": 128 * MiB, "fp32": 192 * MiB}
 # What one running batch adds at its peak (same runs: peak RSS − ready RSS − the window's
 # expansion, 160 × 128 KiB = 20 MiB): static 9 MiB (a gather and a float64 mean); int8 226 MiB
 # and fp32 253 MiB — onnxruntime's arena keeps the largest activations a 4096-token batch
@@ -75,9 +76,9 @@ BATCH_RESERVE: dict[ModelKind, int] = {"static": 16 * MiB, "int8": 240 * MiB, "f
 # the compiled core's ≤ 262,144 slots and 4 Mi code points: ~6 + 16 MiB at most).
 SIZING_RESERVE = 48 * MiB
 # The same for the embedding strategies, which size in the retrieval model's tokens since
-# issue 21 without a compiled core: the tokenizer (+20 MiB) and two Python piece memories
-# (the sizing unit's and the boundary model window's, ≤ 16,384 pieces each, ~2 MiB).
-EMBEDDING_SIZING_RESERVE = 24 * MiB
+# issue 21 without a compiled core: the tokenizer (+20 MiB) and one Python memory of token counts
+# per piece, shared by the sizing unit and the boundary model's window (≤ 65,536 pieces, ~6 MiB).
+EMBEDDING_SIZING_RESERVE = 28 * MiB
 # The strategies with a compiled core, whose own piece memory the larger reserve counts.
 _CORE_STRATEGIES = frozenset({"sentence", "adaptive", "lexical"})
 # Allocator slack and whatever the terms above miss.

@@ -16,8 +16,14 @@ from worker.chunking import registry
 from worker.chunking.semantic.context import ContextChunker
 from worker.chunking.semantic.sdpm import SDPMChunker
 from worker.chunking.semantic.semantic import SemanticChunker
-from worker.chunking.semantic.sizing import CHARACTERS, TokenizerUnit, load_unit, resolve_sizing
-from worker.chunking.text.tokens import CharacterCounter, make_counter
+from worker.chunking.semantic.sizing import (
+    CHARACTERS,
+    PieceMemory,
+    TokenizerUnit,
+    load_unit,
+    resolve_sizing,
+)
+from worker.chunking.text.tokens import PIECE_CACHE_LIMIT, CharacterCounter, make_counter
 from worker.models.reference import ModelRef
 from worker.pipeline import chunk_document_sync
 
@@ -160,9 +166,11 @@ def test_remembered_pieces_count_what_the_tokenizer_counts(texts: list[str]) -> 
     whole.no_padding()
     expected = [len(whole.encode(t, add_special_tokens=False).ids) for t in texts]
     unit = load_unit(str(TOKENIZER))
+    unit._memory = PieceMemory()  # its own: the test fills it with made-up counts below
     assert list(unit.count_many(texts)) == expected  # cold
     assert list(unit.count_many(texts)) == expected  # every piece remembered
     assert [unit.count(t) for t in texts] == expected
     # Nearly full: the next call starts afresh, and must count the pieces it knew again.
-    unit._known = {**unit._known, **{str(n): 0 for n in range((1 << 14) - len(unit._known))}}
+    known = unit._memory.known
+    unit._memory.known = {**known, **{str(n): 0 for n in range(PIECE_CACHE_LIMIT - len(known))}}
     assert list(unit.count_many([*texts, "brand-new-piece-xyz"]))[:-1] == expected

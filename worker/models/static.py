@@ -30,6 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 from tokenizers import Tokenizer
 
+from worker.models.piece_ids import PieceIds
 from worker.models.static_layout import (
     CONFIG_FILE,
     MATRIX_FILE,
@@ -45,7 +46,6 @@ from worker.models.tensorfile import TensorFileError, read_tensors
 
 _NORM_EPS = 1e-32  # model2vec's: keeps an all-zero mean at zero instead of NaN
 _ID_CACHE_SIZE = 16384  # token ids measured by token_lengths and not yet embedded
-_TOKENIZE_SLICE = 1024  # texts tokenized per call of the tokenizer
 
 
 @dataclass(frozen=True)
@@ -141,6 +141,7 @@ class StaticEmbedder:
 
     def __init__(self, model: StaticModel) -> None:
         self.model = model
+        self._pieces: PieceIds | None = None  # made on the first tokenization
         self._measured: OrderedDict[str, NDArray[np.int64]] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -213,22 +214,18 @@ class StaticEmbedder:
 
     def _tokenize(self, texts: Sequence[str]) -> list[NDArray[np.int64]]:
         model = self.model
-        cut = [t[: model.max_chars] for t in texts] if model.max_chars is not None else list(texts)
+        cut = [t[: model.max_chars] for t in texts] if model.max_chars is not None else texts
         unk = model.unk_id
-        ids = []
-        # A slice at a time: the tokenizer's encodings (tokens, offsets, masks: ~100 bytes a
-        # token, outside Python's heap) of a whole large document at once were most of the
-        # CLI's peak on a 21 MB file; the ids kept are 8 bytes a token.
-        for begin in range(0, len(cut), _TOKENIZE_SLICE):
-            encodings = model.tokenizer.encode_batch_fast(
-                cut[begin : begin + _TOKENIZE_SLICE], add_special_tokens=False
-            )
-            for encoding in encodings:
-                raw = encoding.ids
-                if unk is not None and unk in raw:  # rare: filter only the texts that have one
-                    raw = [token for token in raw if token != unk]
-                ids.append(np.array(raw, dtype=np.int64))
-            del encodings
+        # Most words were seen before: their ids come from the piece memory, joined
+        # (worker.models.piece_ids), not from a new tokenization.
+        pieces = self._pieces
+        if pieces is None:
+            pieces = self._pieces = PieceIds(model.tokenizer, model.max_length)
+        ids = pieces.ids(cut)
+        if unk is not None:
+            for i, row in enumerate(ids):
+                if unk in row:  # rare: filter only the texts that have one
+                    ids[i] = row[row != unk]
         return ids
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,7 +30,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
-from worker.chunking.text.tokens import CHARACTER, CharacterCounter, TokenCounter
+from worker.chunking.text.tokens import (
+    CHARACTER,
+    PIECE_CACHE_LIMIT,
+    CharacterCounter,
+    TokenCounter,
+)
 from worker.chunking.text.tokens import _load_tokenizer as load_tokenizer
 from worker.models.manifest import ManifestError
 from worker.models.reference import describe
@@ -76,13 +82,12 @@ class TokenizerUnit:
     is dropped by the tokenizer's normaliser instead (BERT drops the controls ``\x0b``, ``\x0c``,
     ``\x1c``–``\x1f``, ``\x85``): :attr:`glue` lists those, found by probing."""
 
-    def __init__(self, path: str, tokenizer: Tokenizer) -> None:
+    def __init__(self, path: str, tokenizer: Tokenizer, memory: PieceMemory | None = None) -> None:
         self._path = path
         self._tokenizer = tokenizer
         # piece -> tokens (words repeat across documents: most are found here, and a text's
-        # count is then a sum, no tokenization). Replaced, never cleared, when full: a count
-        # running on another thread keeps the dictionary it started with.
-        self._known: dict[str, int] = {}
+        # count is then a sum, no tokenization), shared by every unit of the same tokenizer.
+        self._memory = PieceMemory() if memory is None else memory
         config = json.loads(tokenizer.to_str())
         self.additive = _splits_at_whitespace(config.get("pre_tokenizer"))
         self.glue = frozenset(
@@ -93,10 +98,14 @@ class TokenizerUnit:
                 self._encoded(a + ch + b) != self._encoded(a) + self._encoded(b) for a, b in _PROBES
             )
         )
+        # One scan in C per text instead of a test per glue character.
+        self._glued = (
+            re.compile(f"[{re.escape(''.join(sorted(self.glue)))}]") if self.glue else None
+        )
 
     def adds_up(self, text: str) -> bool:
         """Whether counts add up over the whitespace of ``text``."""
-        return self.additive and not any(ch in text for ch in self.glue)
+        return self.additive and (self._glued is None or self._glued.search(text) is None)
 
     @property
     def unit(self) -> str:
@@ -125,12 +134,12 @@ class TokenizerUnit:
             else:
                 whole.append(i)
         if split:
-            known = self._known
+            known = self._memory.known
             wanted = {p for _, pieces in split for p in pieces}
             missing = [p for p in wanted if p not in known]
-            if missing and len(known) + len(missing) > _PIECE_MEMORY:
+            if missing and len(known) + len(missing) > PIECE_CACHE_LIMIT:
                 # Afresh, with every piece this call needs (the ones known so far included).
-                known = self._known = {}
+                known = self._memory.known = {}
                 missing = list(wanted)
             if missing:
                 for at in range(0, len(missing), _COUNT_BATCH):
@@ -148,17 +157,32 @@ class TokenizerUnit:
         return counts
 
 
+class PieceMemory:
+    """Token counts of pieces, replaced (never cleared) when full: a count running on another
+    thread keeps the dictionary it started with. At most ``PIECE_CACHE_LIMIT`` pieces (65,536:
+    ~6 MiB) plus those of one call."""
+
+    __slots__ = ("known",)
+
+    def __init__(self) -> None:
+        self.known: dict[str, int] = {}
+
+
 _LOCK = threading.Lock()
-# Pieces remembered per tokenizer; past it the memory starts afresh (a bound on what a stream
-# of ever-new words can hold).
-_PIECE_MEMORY = 1 << 14
+# One memory per tokenizer *content*: the retrieval model's tokenizer (sizing) and the boundary
+# model's (its window) are usually the same file in two directories.
+_MEMORIES: dict[str, PieceMemory] = {}
 
 
 def load_unit(path: str) -> TokenizerUnit:
     """The unit of the ``tokenizer.json`` at ``path`` (loaded once per process); a
     ``ValueError`` names the file when it cannot be read."""
     # One loaded tokenizer per file for the whole process, shared with the rule strategies.
-    return TokenizerUnit(path, load_tokenizer(path))
+    tokenizer = load_tokenizer(path)
+    digest = _digest(Path(path).resolve())
+    with _LOCK:
+        memory = _MEMORIES.setdefault(digest, PieceMemory())
+    return TokenizerUnit(path, tokenizer, memory)
 
 
 def count_many(counter: TokenCounter, texts: Sequence[str]) -> NDArray[np.int64]:
@@ -208,16 +232,20 @@ _DIGESTS: dict[Path, str] = {}
 
 def unit_identity(model: ModelRef) -> str:
     """``tokens:<sha256 of tokenizer.json, 16 hex>:<window>``: the sizing unit of ``model``."""
-    path = model.tokenizer.resolve()
+    return f"tokens:{_digest(model.tokenizer.resolve())[:16]}:{model.window}"
+
+
+def _digest(path: Path) -> str:
+    """The sha256 of the (resolved) tokenizer file ``path``, read once per process."""
     with _LOCK:
         digest = _DIGESTS.get(path)
         if digest is None:
             try:
-                digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+                digest = hashlib.sha256(path.read_bytes()).hexdigest()
             except OSError as exc:
                 raise ValueError(f"cannot read tokenizer {str(path)!r}: {exc}") from None
             _DIGESTS[path] = digest
-    return f"tokens:{digest}:{model.window}"
+    return digest
 
 
 def resolve_sizing(tokenizer: str | None, retrieval: ModelRef | None) -> Sizing:

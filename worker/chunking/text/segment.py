@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import Final
 
 from worker.chunking.text import terminators
-from worker.chunking.text.tokens import CharacterCounter, TokenCounter
+from worker.chunking.text.tokens import CharacterCounter, TokenCounter, count_each
 from worker.chunking.types import Span
 
 # Words that end in a period without ending the sentence. Lower case, without the final dot.
@@ -279,14 +279,17 @@ def pack_spans(text: str, spans: Sequence[Span], counter: TokenCounter, cap: int
             groups.append(Span(start, spans[j - 1].end))
             i = j
         return groups
-    sizes = [counter.count(text[s.start : s.end]) for s in spans]
+    # The spans and the gaps between them counted up front, in one call each where the counter
+    # can (a memory of words answers most of it): the same counts as one by one.
+    sizes = count_each(counter, [text[s.start : s.end] for s in spans])
+    gaps = count_each(counter, [text[spans[k - 1].end : spans[k].start] for k in range(1, count)])
     i = 0
     while i < count:
         start = spans[i].start
         total = sizes[i]
         j = i + 1
         while j < count:
-            grown = total + counter.count(text[spans[j - 1].end : spans[j].start]) + sizes[j]
+            grown = total + gaps[j - 1] + sizes[j]
             if grown > cap:
                 break
             total = grown
@@ -312,12 +315,13 @@ def split_to_cap(text: str, span: Span, counter: TokenCounter, cap: int) -> list
     elif counter.count(text[span.start : span.end]) <= cap:
         return [span]
     pieces: list[Span] = []
-    for word in split_words(text, span):
-        if isinstance(counter, CharacterCounter):
-            fits = word.end - word.start <= cap
-        else:
-            fits = counter.count(text[word.start : word.end]) <= cap
-        if fits:
+    words = split_words(text, span)
+    if isinstance(counter, CharacterCounter):
+        sizes = [word.end - word.start for word in words]
+    else:
+        sizes = count_each(counter, [text[word.start : word.end] for word in words])
+    for word, size in zip(words, sizes, strict=True):
+        if size <= cap:
             pieces.append(word)
         else:
             pieces.extend(_split_characters(text, word, counter, cap))
