@@ -4,6 +4,9 @@ import itertools
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 from tests.semantic.fakes import (
     RecordingEmbedder,
@@ -14,8 +17,9 @@ from tests.semantic.fakes import (
 )
 from tests.semantic.invariants import assert_contiguous
 from worker.chunking import registry
-from worker.chunking.semantic.sdpm import LEVEL_REACH, SDPMChunker, cut_levels
+from worker.chunking.semantic.sdpm import LEVEL_REACH, SDPMChunker, _Run, cut_levels, run_similarity
 from worker.chunking.semantic.semantic import SemanticChunker
+from worker.chunking.semantic.similarity import cosine
 from worker.chunking.text.tokens import CharacterCounter
 
 COUNTER = CharacterCounter()
@@ -124,3 +128,22 @@ def test_registry() -> None:
     assert built.chunker.params.skip_window == 2
     with pytest.raises(registry.InvalidParameters, match="skip_window"):
         registry.build("sdpm", {"skip_window": "0"})
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    pair=st.integers(1, 64).flatmap(
+        lambda n: st.tuples(
+            *[hnp.arrays(np.float32, n, elements=st.floats(-1e3, 1e3, width=32))] * 2
+        )
+    )
+)
+def test_run_similarity_is_the_cosine_bit_for_bit(
+    pair: tuple[np.ndarray, np.ndarray],  # type: ignore[type-arg]
+) -> None:
+    """The merge loop's similarity from each run's norm, computed once, is the cosine it
+    replaced, to the last bit (merges, and so boundaries and chunk ids, do not move)."""
+    left, right = pair
+    expected = cosine(left, right)
+    found = run_similarity(_Run(0, 1, left), _Run(1, 2, right))
+    assert found == expected or (np.isnan(found) and np.isnan(expected))

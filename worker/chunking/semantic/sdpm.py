@@ -40,7 +40,7 @@ from worker.chunking.semantic.semantic import (
     make_chunk,
     start_metadata,
 )
-from worker.chunking.semantic.similarity import cosine, gap_similarities, local_minima
+from worker.chunking.semantic.similarity import gap_similarities, local_minima
 from worker.chunking.semantic.sizing import Sizing
 from worker.chunking.semantic.units import SentencePlan, UnitVectors, merge_params
 from worker.chunking.types import Chunk, ContentType, EmbeddingPlan, Metadata, Span
@@ -108,6 +108,18 @@ class _Run:
     stop: int
     vector: NDArray[np.float32]
     merges: list[Metadata] = field(default_factory=list)
+    norm: np.float32 = field(init=False)
+    """``np.linalg.norm(vector)``, as that computes it (float32), once per run: the merge loop
+    compares each run with several partners, pass after pass."""
+
+    def __post_init__(self) -> None:
+        self.norm = np.sqrt(self.vector.dot(self.vector))
+
+
+def run_similarity(left: _Run, right: _Run) -> float:
+    """:func:`.similarity.cosine` of the two runs' vectors, bit for bit, from their norms."""
+    norm = float(left.norm * right.norm)
+    return float(np.dot(left.vector, right.vector)) / norm if norm > 0 else 0.0
 
 
 class SDPMChunker:
@@ -186,7 +198,7 @@ class SDPMChunker:
             while i < len(runs) - 1:
                 best: tuple[float, int, float] | None = None
                 for j in range(i + 1, min(len(runs), i + 1 + p.skip_window)):
-                    similarity = cosine(runs[i].vector, runs[j].vector)
+                    similarity = run_similarity(runs[i], runs[j])
                     # A merge must pass the level at every cut it removes.
                     level = float(at_cut[runs[i].stop : runs[j].first + 1].max())
                     if similarity <= level or (best is not None and similarity <= best[0]):
