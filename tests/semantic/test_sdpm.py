@@ -17,7 +17,14 @@ from tests.semantic.fakes import (
 )
 from tests.semantic.invariants import assert_contiguous
 from worker.chunking import registry
-from worker.chunking.semantic.sdpm import LEVEL_REACH, SDPMChunker, _Run, cut_levels, run_similarity
+from worker.chunking.semantic.sdpm import (
+    LEVEL_REACH,
+    SDPMChunker,
+    _Run,
+    cut_levels,
+    row_percentiles,
+    run_similarity,
+)
 from worker.chunking.semantic.semantic import SemanticChunker
 from worker.chunking.semantic.similarity import cosine
 from worker.chunking.text.tokens import CharacterCounter
@@ -147,3 +154,27 @@ def test_run_similarity_is_the_cosine_bit_for_bit(
     expected = cosine(left, right)
     found = run_similarity(_Run(0, 1, left), _Run(1, 2, right))
     assert found == expected or (np.isnan(found) and np.isnan(expected))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    rows=st.integers(1, 30).flatmap(
+        lambda width: st.lists(
+            st.lists(
+                st.floats(-1, 1, allow_nan=False) | st.just(float("nan")),
+                min_size=width,
+                max_size=width,
+            ).filter(lambda row: not all(np.isnan(row))),
+            min_size=1,
+            max_size=20,
+        )
+    ),
+    percentile=st.sampled_from([0.0, 0.25, 0.5, 0.75, 0.9, 1.0]) | st.floats(0, 1),
+)
+def test_row_percentiles_are_numpys_nanpercentile_bit_for_bit(
+    rows: list[list[float]], percentile: float
+) -> None:
+    values = np.array(rows, dtype=np.float64)
+    # Zeros signless: numpy's partition puts -0.0 and 0.0 in whatever order (see the function).
+    expected = np.nanpercentile(values + 0.0, percentile * 100.0, axis=1)
+    assert row_percentiles(values.copy(), percentile).tobytes() == expected.tobytes()

@@ -95,7 +95,32 @@ def cut_levels(
     chosen = np.where(inside & plain[np.clip(at, 0, count - 1)], values, np.nan)
     none_plain = np.isnan(chosen).all(axis=1)
     chosen[none_plain] = values[none_plain]
-    levels: NDArray[np.float64] = np.nanpercentile(chosen, percentile * 100.0, axis=1)
+    return row_percentiles(chosen, percentile)
+
+
+def row_percentiles(values: NDArray[np.float64], percentile: float) -> NDArray[np.float64]:
+    """``np.nanpercentile(values, percentile * 100.0, axis=1)`` (linear method) bit for bit,
+    for rows with at least one number, in whole-array steps: numpy's own goes row by row in
+    Python (``apply_along_axis``), a tenth of ``sdpm``'s CPU. The same steps as numpy's
+    ``_quantile``: virtual index ``(n - 1) * q``, its floor and the next, and ``_lerp``.
+    Zeros are read as +0.0 (numpy's partition orders -0.0 and 0.0 as it happens to, so the
+    sign of a zero level was arbitrary before; a cosine's sign of zero means nothing)."""
+    q = np.true_divide(percentile * 100.0, 100)  # what nanpercentile makes of its q
+    ordered = np.sort(values + 0.0, axis=1)  # NaN last; -0.0 + 0.0 is +0.0
+    counts = np.count_nonzero(~np.isnan(values), axis=1)
+    virtual = (counts - 1) * q
+    previous = np.floor(virtual)
+    last = counts - 1
+    above = virtual >= last
+    lower = np.where(above, last, previous.astype(np.intp))
+    upper = np.where(above, last, np.minimum(lower + 1, last))
+    gamma = virtual - np.where(above, -1.0, previous)  # numpy's, from its index -1
+    rows = np.arange(len(values))
+    low, high = ordered[rows, lower], ordered[rows, upper]
+    diff = high - low
+    levels: NDArray[np.float64] = low + diff * gamma
+    upper_half = gamma >= 0.5
+    levels[upper_half] = (high - diff * (1 - gamma))[upper_half]
     return levels
 
 
