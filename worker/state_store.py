@@ -28,6 +28,7 @@ from pathlib import Path
 
 import msgspec
 
+from worker.key_filter import KeyFilter
 from worker.lifecycle import DocumentState
 
 # SQLite's page cache, the store's memory: negative = KiB (SQLite's convention).
@@ -76,6 +77,11 @@ class StateStore:
         self._counts: dict[int, int] = {}
         # (partition, document) → row to write, or None to delete; read before SQLite.
         self._pending: dict[tuple[int, str], _Row | None] = {}
+        # Every key a row was ever written for (worker.key_filter): a new document's lookup
+        # needs no query. A file left by an earlier process brings its keys along.
+        self._written = KeyFilter()
+        for partition, doc_id in self._db.execute("SELECT part, doc_id FROM state"):
+            self._written.add(partition, doc_id)
 
     def close(self) -> None:
         self.flush()
@@ -105,6 +111,8 @@ class StateStore:
         if key in self._pending:
             waiting = self._pending[key]
             return None if waiting is None else decode_state(waiting[4])
+        if not self._written.may_hold(partition, doc_id):
+            return None  # never written: certainly not in the file
         row = self._db.execute(
             "SELECT value FROM state WHERE part = ? AND doc_id = ?", (partition, doc_id)
         ).fetchone()
@@ -167,6 +175,9 @@ class StateStore:
         return applied
 
     def _upsert_many(self, rows: list[_Row]) -> None:
+        written = self._written
+        for row in rows:
+            written.add(row[0], row[1])
         self._db.executemany(
             "INSERT INTO state VALUES (?, ?, ?, ?, ?) ON CONFLICT (part, doc_id) DO UPDATE SET"
             " offset = excluded.offset, deleted = excluded.deleted, value = excluded.value",
