@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Mapping
+from typing import Any
 
 from aiokafka.errors import KafkaError
 
@@ -51,6 +52,9 @@ class DocumentStates:
         # Live (not deleted) documents per partition: counted once after a restore, then
         # kept by each state written (no count query per sample).
         self._documents: dict[int, int] = {}
+        # Their gauges, looked up once per assignment (a labels() lookup per document cost
+        # more than the count it sets).
+        self._gauges: dict[int, Any] = {}
 
     def get(self, partition: int, doc_id: str) -> DocumentState | None:
         return self.store.get(partition, doc_id)
@@ -77,7 +81,7 @@ class DocumentStates:
         change = int(not state.deleted) - int(was_live)
         if change and partition in self._documents:
             self._documents[partition] += change
-            self._metrics.state_documents.labels(str(partition)).set(self._documents[partition])
+            self._gauges[partition].set(self._documents[partition])
 
     async def restore(self, partition: int) -> Restored:
         """Bring the partition's state back from the changelog; its delete markers become
@@ -86,7 +90,8 @@ class DocumentStates:
             restored = await self._changelog.restore(partition)
         self._markers[partition] = dict(self.store.markers(partition))
         self._documents[partition] = self.store.count(partition)
-        self._metrics.state_documents.labels(str(partition)).set(self._documents[partition])
+        gauge = self._gauges[partition] = self._metrics.state_documents.labels(str(partition))
+        gauge.set(self._documents[partition])
         return restored
 
     def documents(self, partition: int) -> int:
@@ -98,6 +103,7 @@ class DocumentStates:
         for partition in partitions:
             self._markers.pop(partition, None)
             self._documents.pop(partition, None)
+            self._gauges.pop(partition, None)
             with contextlib.suppress(KeyError):  # never sampled
                 self._metrics.state_documents.remove(str(partition))
         self.store.flush()
