@@ -71,10 +71,9 @@ class _Batch:
 class _Lane:
     """One output partition's batches not yet handed to the client, oldest first."""
 
-    __slots__ = ("driver", "linger_s", "open", "sealed")
+    __slots__ = ("driver", "open", "sealed")
 
-    def __init__(self, linger_s: float) -> None:
-        self.linger_s = linger_s  # how long an open batch waits for more records
+    def __init__(self) -> None:
         self.open: _Batch | None = None  # still taking records
         self.sealed: deque[_Batch] = deque()  # full, waiting for their turn
         self.driver: asyncio.Task[None] | None = None  # hands batches over while any wait
@@ -199,7 +198,7 @@ class Publisher:
         the batches they went into, in order."""
         lane = self._lanes.get((topic, partition))
         if lane is None:
-            lane = self._lanes[(topic, partition)] = _Lane(self._linger_s)
+            lane = self._lanes[(topic, partition)] = _Lane()
         batch = lane.open or self._new_batch(lane)
         acks = [batch.acked]
         for key, value, headers in records:
@@ -231,7 +230,7 @@ class Publisher:
                     batch = lane.sealed.popleft()
                 else:
                     assert lane.open is not None
-                    wait = lane.open.created + lane.linger_s - loop.time()
+                    wait = lane.open.created + self._linger_s - loop.time()
                     if wait > 0:  # linger.ms: give it time to fill, then look again
                         await asyncio.sleep(wait)
                         continue
