@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from worker.lifecycle import DocumentState
-from worker.state_store import StateStore, encode_state, open_store
+from worker.state_store import (
+    SWEEP_AFTER_S,
+    TEMPORARY_PREFIX,
+    StateStore,
+    encode_state,
+    open_store,
+)
 
 A = DocumentState(3, 1, bytes(16))
 B = DocumentState(7, None, bytes(range(32)))
@@ -103,3 +112,73 @@ def test_an_unreadable_store_file_is_rebuilt(tmp_path: Path) -> None:
     assert store.get(0, "doc") is None
     store.put(0, "doc", A)
     assert store.get(0, "doc") == A
+
+
+def _hold_temporary_store(scratch: Path) -> subprocess.Popen[str]:
+    """A process that opens a temporary store under ``scratch`` and keeps running."""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import pathlib, time; from worker.state_store import open_store; "
+            f"s = open_store(None, 'g', scratch=pathlib.Path({str(scratch)!r})); "
+            "print(s.path.parent, flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None
+    return holder
+
+
+def _backdate(directory: Path) -> None:
+    old = time.time() - 10 * SWEEP_AFTER_S
+    os.utime(directory, (old, old))
+
+
+def test_a_temporary_store_is_removed_when_it_closes(tmp_path: Path) -> None:
+    store = open_store(None, "g", scratch=tmp_path)
+    store.put(0, "doc", A)
+    assert store.get(0, "doc") == A
+    directory = store.path.parent
+    assert directory.parent == tmp_path
+    assert directory.is_dir()
+    store.close()
+    assert not directory.exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_killed_process_temporary_store_is_swept_by_the_next_one(tmp_path: Path) -> None:
+    killed = _hold_temporary_store(tmp_path)
+    alive = _hold_temporary_store(tmp_path)
+    try:
+        assert killed.stdout is not None
+        assert alive.stdout is not None
+        killed_dir = Path(killed.stdout.readline().strip())
+        alive_dir = Path(alive.stdout.readline().strip())
+        killed.send_signal(signal.SIGKILL)
+        killed.wait()
+        foreign = tmp_path / f"{TEMPORARY_PREFIX}not-ours"  # no lock file: not made by us
+        foreign.mkdir()
+        for directory in (killed_dir, alive_dir, foreign):
+            assert directory.is_dir()
+            _backdate(directory)
+        young = _hold_temporary_store(tmp_path)  # lock free once killed, but too young
+        assert young.stdout is not None
+        young_dir = Path(young.stdout.readline().strip())
+        young.send_signal(signal.SIGKILL)
+        young.wait()
+        young.stdout.close()
+
+        store = open_store(None, "g", scratch=tmp_path)
+        assert not killed_dir.exists()  # its process is gone: swept
+        assert alive_dir.is_dir()  # its process holds the lock
+        assert foreign.is_dir()  # not ours to judge
+        assert young_dir.is_dir()  # may not be locked yet by its maker
+        store.close()
+    finally:
+        for process in (killed, alive):
+            process.kill()
+            process.wait()
+            assert process.stdout is not None
+            process.stdout.close()

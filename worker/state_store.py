@@ -15,14 +15,20 @@ Invariants:
   does with its ``.checkpoint`` file under at-least-once).
 - One process owns a store file at a time (an exclusive lock); a second process pointed at the
   same directory gets a fresh file of its own.
+- A fresh file lives in a temporary directory that is the process's alone: removed when the
+  store closes, and — since a killed process cannot remove anything — swept by the next
+  process that makes one, once no process holds its lock. Without this every pod restart (and
+  every test run) left megabytes behind in the temporary directory for good.
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 import sqlite3
 import tempfile
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -53,8 +59,10 @@ def decode_state(value: bytes) -> DocumentState:
 class StateStore:
     """Document states by (partition, document id), with per-partition checkpoints."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, temporary: Path | None = None) -> None:
         self.path = path
+        # A directory of this process's own, removed on close (see open_store).
+        self._temporary = temporary
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         for pragma in (
             "journal_mode=WAL",  # a killed process leaves a readable file behind
@@ -86,6 +94,8 @@ class StateStore:
     def close(self) -> None:
         self.flush()
         self._db.close()
+        if self._temporary is not None:
+            shutil.rmtree(self._temporary, ignore_errors=True)
 
     def flush(self) -> None:
         """Write the pending changes in one transaction."""
@@ -229,22 +239,66 @@ class StateStore:
         self._db.execute("DELETE FROM checkpoint WHERE part = ?", (partition,))
 
 
-def open_store(state_dir: str | None, group_id: str) -> StateStore:
+def open_store(state_dir: str | None, group_id: str, *, scratch: Path | None = None) -> StateStore:
     """The store of this process: in ``state_dir`` (reused across restarts, checkpoints and
-    all) when it names one that no other process holds; else in a fresh temporary directory."""
+    all) when it names one that no other process holds; else in a fresh temporary directory
+    under ``scratch`` (the system's temporary directory unless given)."""
     if state_dir:
         directory = Path(state_dir) / _safe(group_id)
         directory.mkdir(parents=True, exist_ok=True)
-        lock = os.open(directory / "store.lock", os.O_CREAT | os.O_RDWR, 0o600)
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(lock)  # held by another process: use a file of our own
-        else:
+        lock = _try_lock(directory / LOCK_FILE)
+        if lock is not None:
             # The lock lives as long as the process (the descriptor is never closed).
             return _open_or_rebuild(directory / "store.sqlite")
-    fresh = Path(tempfile.mkdtemp(prefix="chunkstream-state-"))
-    return StateStore(fresh / "store.sqlite")
+    return _temporary_store(Path(scratch or tempfile.gettempdir()))
+
+
+LOCK_FILE = "store.lock"
+TEMPORARY_PREFIX = "chunkstream-state-"
+# A temporary directory younger than this is never swept: its maker may not hold its lock yet.
+SWEEP_AFTER_S = 60.0
+
+
+def _try_lock(path: Path) -> int | None:
+    """An exclusive lock on ``path`` (its descriptor), or None if another process holds it."""
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _temporary_store(scratch: Path) -> StateStore:
+    sweep_abandoned(scratch)
+    directory = Path(tempfile.mkdtemp(prefix=TEMPORARY_PREFIX, dir=scratch))
+    # Held until the process ends (closing the store removes the directory, lock file too).
+    if _try_lock(directory / LOCK_FILE) is None:  # pragma: no cover - a fresh directory
+        raise RuntimeError(f"cannot lock the fresh state directory {directory}")
+    return StateStore(directory / "store.sqlite", temporary=directory)
+
+
+def sweep_abandoned(scratch: Path) -> list[Path]:
+    """Remove the temporary store directories under ``scratch`` that no living process holds
+    (their process was killed before it could remove them); return them."""
+    removed = []
+    for directory in scratch.glob(f"{TEMPORARY_PREFIX}*"):
+        lock_path = directory / LOCK_FILE
+        try:
+            if time.time() - directory.stat().st_mtime < SWEEP_AFTER_S or not lock_path.exists():
+                continue  # too young to judge, or not made by this code
+            lock = _try_lock(lock_path)
+        except OSError:
+            continue  # gone meanwhile, or not ours to open
+        if lock is None:
+            continue  # its process is alive
+        try:
+            shutil.rmtree(directory, ignore_errors=True)
+            removed.append(directory)
+        finally:
+            os.close(lock)
+    return removed
 
 
 def _open_or_rebuild(path: Path) -> StateStore:
