@@ -98,9 +98,8 @@ async def restore(bootstrap: str, topic: str, partitions: int, state_dir: str) -
     try:
         changelog = Changelog(reader, topic, store)
         started = time.perf_counter()
-        records = 0
-        for partition in range(partitions):
-            records += (await changelog.restore(partition)).records
+        restored = await changelog.restore(list(range(partitions)))
+        records = sum(r.records for r in restored)
         seconds = time.perf_counter() - started
         documents = sum(store.count(p) for p in range(partitions))
         await changelog.checkpoint(list(range(partitions)))  # as a clean hand-over does

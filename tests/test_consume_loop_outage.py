@@ -11,7 +11,7 @@ from typing import Any
 from aiokafka.errors import KafkaTimeoutError
 
 from tests.kafka.fakes import FakeConsumer
-from tests.test_consume_loop import P0, Gated, until
+from tests.test_consume_loop import P0, P1, Gated, until
 from worker import connectivity
 from worker.changelog import Restored
 from worker.config import load_settings
@@ -63,11 +63,11 @@ class FlakyStates:
         self.attempts = 0
         self.released: list[tuple[set[int], set[int]]] = []
 
-    async def restore(self, partition: int) -> Restored:
+    async def restore(self, partitions: list[int]) -> list[Restored]:
         self.attempts += 1
         if self.attempts <= 2:
             raise KafkaTimeoutError()
-        return Restored(partition, 0, 0.0, False)
+        return [Restored(partition, 0, 0.0, False) for partition in partitions]
 
     def documents(self, partition: int) -> int:
         return 0
@@ -103,3 +103,44 @@ async def test_a_restore_failing_on_kafka_is_tried_again_and_a_shutdown_while_do
     await asyncio.wait_for(loop.finish(), 30)  # the drain gives up after 1 s: Kafka is away
     assert consumer.committed_offset(P0) is None
     assert states.released == [({0}, set())]  # let go without a checkpoint
+
+
+class GatedStates(FlakyStates):
+    """Document states whose restores wait until the test lets them finish."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.restores: list[list[int]] = []
+        self.gate = asyncio.Event()
+
+    async def restore(self, partitions: list[int]) -> list[Restored]:
+        self.restores.append(list(partitions))
+        await self.gate.wait()
+        return [Restored(partition, 0, 0.0, False) for partition in partitions]
+
+
+async def test_one_restore_covers_an_assignment_and_a_partial_revoke_restarts_the_rest() -> None:
+    consumer = FakeConsumer()
+    consumer.assign(P0, P1)
+    consumer.feed(P0, [b"a"])
+    consumer.feed(P1, [b"b"])
+    process = Gated()
+    states = GatedStates()
+    loop, stopping = loop_with(consumer, process, [True], states)
+    loop.on_assigned({P0, P1})
+    running = asyncio.create_task(loop.run())
+    await until(lambda: states.restores == [[0, 1]], consumer)
+    assert loop.restoring == {P0, P1}
+    assert process.started == []  # nothing is consumed before its state is back
+    # P0 goes while the shared restore waits: P1 alone is restored again, then consumed.
+    consumer._assigned.discard(P0)  # as aiokafka does before the listener runs
+    await loop.on_revoked({P0})
+    await until(lambda: states.restores == [[0, 1], [1]], consumer)
+    assert loop.restoring == {P1}
+    states.gate.set()
+    await until(lambda: process.started == [(1, 0)], consumer)
+    assert loop.restoring == set()
+    stopping.set()
+    process.release(1, 0)
+    await running
+    await asyncio.wait_for(loop.finish(), 30)

@@ -254,7 +254,7 @@ class ConsumeLoop:
     async def finish(self) -> None:
         """Shutdown: let in-flight documents finish within the drain timeout, commit, and
         checkpoint the state of the partitions let go cleanly."""
-        for task in self._restores.values():
+        for task in set(self._restores.values()):
             task.cancel()
         # Kafka gone: nothing in flight can be acknowledged, and a commit or a checkpoint
         # cannot happen; keep the wait short, leave the offsets to be replayed.
@@ -396,8 +396,14 @@ class ConsumeLoop:
 
     async def on_revoked(self, revoked: set[TopicPartition]) -> None:
         self._owned -= revoked
-        for tp in revoked & set(self._restores):
-            self._restores.pop(tp).cancel()
+        tasks = {self._restores.pop(tp) for tp in revoked if tp in self._restores}
+        for task in tasks:
+            task.cancel()
+        # A restore covers a whole assignment: the partitions that shared one with a revoked
+        # partition and stay ours start a restore of their own.
+        kept = {tp for tp, task in self._restores.items() if task in tasks}
+        if kept:
+            self._start_restore(kept)
         # Bounded by the rebalance timeout: the group waits for us, so leave headroom.
         budget = max(1.0, self.settings.rebalance_timeout_ms / 1000 - 5.0)
         abandoned = await self.drain(min(budget, self.settings.drain_timeout_s), revoked)
@@ -433,42 +439,51 @@ class ConsumeLoop:
             self._consumer.pause(*assigned)
             self.restoring |= assigned
             self._metrics.restoring_partitions.set(len(self.restoring))
-            for tp in sorted(assigned, key=lambda tp: tp.partition):
-                self._restores[tp] = asyncio.create_task(self._restore(tp))
+            self._start_restore(assigned)
 
-    async def _restore(self, tp: TopicPartition) -> None:
-        """Restore one partition's state, then let its records in."""
+    def _start_restore(self, partitions: set[TopicPartition]) -> None:
+        task = asyncio.create_task(self._restore(sorted(partitions, key=lambda tp: tp.partition)))
+        for tp in partitions:
+            self._restores[tp] = task
+
+    async def _restore(self, tps: list[TopicPartition]) -> None:
+        """Restore the partitions' state (together: worker.changelog), then let their
+        records in."""
         assert self._states is not None
         states = self._states
-        try:  # Kafka away: the partition waits, paused, and the restore is tried again
-            restored = await retrying(lambda: states.restore(tp.partition), tp.partition)
+        partitions = [tp.partition for tp in tps]
+        try:  # Kafka away: the partitions wait, paused, and the restore is tried again
+            restored = await retrying(lambda: states.restore(partitions), partitions)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            # The store cannot be trusted and the partition cannot be consumed without it.
+            # The store cannot be trusted and the partitions cannot be consumed without it.
             log.exception(
-                "state restore failed; stopping the worker", extra={"partition": tp.partition}
+                "state restore failed; stopping the worker", extra={"partitions": partitions}
             )
             self.fatal = exc
             self._stopping.set()
             return
         finally:
-            self._restores.pop(tp, None)
-        self.restoring.discard(tp)
+            for tp in tps:
+                if self._restores.get(tp) is asyncio.current_task():
+                    del self._restores[tp]
+        for tp, done in zip(tps, restored, strict=True):
+            self.restoring.discard(tp)
+            self._metrics.state_restore_seconds.observe(done.seconds)
+            log.info(
+                "state restored",
+                extra={
+                    "partition": tp.partition,
+                    "records": done.records,
+                    "seconds": round(done.seconds, 3),
+                    "from_checkpoint": done.from_checkpoint,
+                    "documents": self._states.documents(tp.partition),
+                },
+            )
+            if tp in self._owned and not self.paused and tp not in self.stuck:
+                self._consumer.resume(tp)
         self._metrics.restoring_partitions.set(len(self.restoring))
-        self._metrics.state_restore_seconds.observe(restored.seconds)
-        log.info(
-            "state restored",
-            extra={
-                "partition": tp.partition,
-                "records": restored.records,
-                "seconds": round(restored.seconds, 3),
-                "from_checkpoint": restored.from_checkpoint,
-                "documents": self._states.documents(tp.partition),
-            },
-        )
-        if tp in self._owned and not self.paused and tp not in self.stuck:
-            self._consumer.resume(tp)
 
     async def _release(
         self, partitions: set[TopicPartition], abandoned: set[TopicPartition]

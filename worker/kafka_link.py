@@ -171,8 +171,8 @@ class KafkaLink:
                 await self._stopping.wait()
 
 
-async def retrying(attempt: Callable[[], Awaitable[T]], partition: int) -> T:
-    """``attempt()`` (a partition's state restore) until it raises no :class:`KafkaError`,
+async def retrying(attempt: Callable[[], Awaitable[T]], partitions: Sequence[int]) -> T:
+    """``attempt()`` (the partitions' state restore) until it raises no :class:`KafkaError`,
     waiting 0.5 s doubling to 30 s between tries; each failure logged."""
     backoff = Backoff()
     while True:
@@ -182,6 +182,10 @@ async def retrying(attempt: Callable[[], Awaitable[T]], partition: int) -> T:
             wait_s = backoff.next(Kind.OTHER)
             log.warning(
                 "state restore failed; retrying",
-                extra={"partition": partition, "error": repr(exc), "retry_in_s": round(wait_s, 1)},
+                extra={
+                    "partitions": list(partitions),
+                    "error": repr(exc),
+                    "retry_in_s": round(wait_s, 1),
+                },
             )
             await asyncio.sleep(wait_s)

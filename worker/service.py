@@ -37,7 +37,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 
 from worker import cgroups, resources
-from worker.changelog import Changelog
+from worker.changelog import Changelog, learn_topic
 from worker.chunking import registry
 from worker.codec import EventEncoder
 from worker.config import Settings, redacted, state_topic
@@ -313,6 +313,10 @@ class Worker:
             for client in clients:
                 await client.start()
             await self._check_topics(consumer)
+            if reader is not None:
+                # Before joining the group: the first assignment's restore then finds the
+                # changelog's metadata known.
+                await learn_topic(reader, state_topic(s))
         except BaseException:
             for client in clients:
                 await _stop_within(client)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aiokafka.errors import KafkaError
@@ -83,15 +83,17 @@ class DocumentStates:
             self._documents[partition] += change
             self._gauges[partition].set(self._documents[partition])
 
-    async def restore(self, partition: int) -> Restored:
-        """Bring the partition's state back from the changelog; its delete markers become
+    async def restore(self, partitions: Sequence[int]) -> list[Restored]:
+        """Bring the partitions' state back from the changelog; their delete markers become
         ours to expire."""
         async with self._reading:
-            restored = await self._changelog.restore(partition)
-        self._markers[partition] = dict(self.store.markers(partition))
-        self._documents[partition] = self.store.count(partition)
-        gauge = self._gauges[partition] = self._metrics.state_documents.labels(str(partition))
-        gauge.set(self._documents[partition])
+            restored = await self._changelog.restore(partitions)
+        for partition in partitions:
+            self._markers[partition] = dict(self.store.markers(partition))
+            self._documents[partition] = self.store.count(partition)
+            gauge = self._metrics.state_documents.labels(str(partition))
+            self._gauges[partition] = gauge
+            gauge.set(self._documents[partition])
         return restored
 
     def documents(self, partition: int) -> int:
