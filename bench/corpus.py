@@ -10,8 +10,10 @@ wherever the same pins are installed. Third-party text stays in site-packages.
 
 from __future__ import annotations
 
+import email.message
 import importlib.metadata
 import re
+from typing import cast
 
 import msgspec
 
@@ -40,7 +42,9 @@ def installed_closure(root: str = PROJECT, extras: tuple[str, ...] = EXTRAS) -> 
     among the installed distributions (requirements whose markers do not apply are skipped)."""
     from packaging.requirements import Requirement
 
-    installed = {_key(d.metadata.get("Name") or ""): d for d in importlib.metadata.distributions()}
+    installed = {
+        _key(_metadata(d).get("Name") or ""): d for d in importlib.metadata.distributions()
+    }
     found: set[str] = set()
     todo: list[tuple[str, frozenset[str]]] = [(_key(root), frozenset(extras))]
     while todo:
@@ -60,13 +64,19 @@ def installed_closure(root: str = PROJECT, extras: tuple[str, ...] = EXTRAS) -> 
     return found
 
 
+def _metadata(dist: importlib.metadata.Distribution) -> email.message.Message:
+    """A distribution's metadata as what it is at run time: the standard library types it as
+    a protocol without ``get``/``get_payload``, but hands out an ``email.message.Message``."""
+    return cast(email.message.Message, dist.metadata)
+
+
 def gather(min_chars: int = 500, *, everything: bool = False) -> list[Document]:
     """One document per distribution whose description has ``min_chars`` or more: of the
     project's dependency closure (:func:`installed_closure`), or of every installed one."""
     seen: dict[str, Document] = {}
     closure = None if everything else installed_closure()
     for dist in importlib.metadata.distributions():
-        meta = dist.metadata
+        meta = _metadata(dist)
         name = (meta.get("Name") or "").lower()
         if not name or name in seen:
             continue
