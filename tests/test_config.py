@@ -8,8 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from worker.config import load_settings, redacted, settings_table
+from worker.config import (
+    DEFAULT_BATCH_BYTES,
+    Settings,
+    batch_bytes,
+    load_settings,
+    redacted,
+    settings_table,
+)
 from worker.errors import ConfigError
+from worker.kafka import make_producer
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -47,6 +55,29 @@ def test_embedding_concurrency_defaults_to_the_batchers_measured_default() -> No
 def test_json_params() -> None:
     s = load_settings({}, env={"CHUNKSTREAM_STRATEGY_PARAMS": '{"chunk_size": 77}'})
     assert s.strategy_params == {"chunk_size": "77"}
+
+
+async def test_the_batch_size_is_derived_unless_set_and_never_above_the_record_limit() -> None:
+    assert batch_bytes(load_settings({}, env={})) == DEFAULT_BATCH_BYTES
+    small = load_settings({}, env={"CHUNKSTREAM_MAX_RECORD_BYTES": "65536"})
+    assert batch_bytes(small) == 65536  # capped, not refused
+    chosen = load_settings({}, env={"CHUNKSTREAM_BATCH_SIZE": "4096"})
+    assert batch_bytes(chosen) == 4096
+    # What the client is given: its batch builder takes records of 1,000 bytes up to it.
+    assert await _records_per_batch(chosen, 1000) <= 4
+    assert 500 <= await _records_per_batch(load_settings({}, env={}), 1000) <= 524
+
+
+async def _records_per_batch(settings: Settings, value_bytes: int) -> int:
+    producer = make_producer(settings)
+    try:
+        builder = producer.create_batch()
+        taken = 0
+        while builder.append(key=None, value=bytes(value_bytes), timestamp=None) is not None:
+            taken += 1
+        return taken
+    finally:
+        await producer.stop()
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,7 @@ from aiokafka.errors import (
 )
 from aiokafka.helpers import create_ssl_context
 
-from worker.config import Settings, read_password_file, state_topic
+from worker.config import Settings, batch_bytes, read_password_file, state_topic
 from worker.connectivity import Failure, Kind
 from worker.errors import ConfigError
 from worker.resources import fetch_max_bytes
@@ -105,7 +105,7 @@ def make_producer(settings: Settings) -> AIOKafkaProducer:
         linger_ms=settings.linger_ms,
         max_request_size=settings.max_record_bytes,
         # A record larger than this still goes out, alone in its batch.
-        max_batch_size=settings.batch_size,
+        max_batch_size=batch_bytes(settings),
         **connection_options(settings),
     )
 
