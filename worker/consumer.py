@@ -46,6 +46,7 @@ from worker.kafka_link import retrying
 from worker.metrics import Metrics
 from worker.offsets import OffsetTracker
 from worker.records import InputRecord
+from worker.restores import Restores
 from worker.state import DocumentStates
 from worker.unreadable import StuckPartitions, locate
 from worker.waiting import unless_set, wait_while
@@ -131,9 +132,9 @@ class ConsumeLoop:
         self.joined = False
         self.fatal: BaseException | None = None
         self._states = states
-        # Partitions paused until their state is restored, and the task restoring them.
+        # Partitions paused until their state is restored, and the tasks restoring them.
         self.restoring: set[TopicPartition] = set()
-        self._restores: dict[TopicPartition, asyncio.Task[None]] = {}
+        self._restores: Restores[TopicPartition] = Restores(self._restore)
         self._expiring: asyncio.Task[None] | None = None
         self._kafka_up = kafka_up
         # Measurements for the backlog estimate and the per-partition commit age.
@@ -254,8 +255,7 @@ class ConsumeLoop:
     async def finish(self) -> None:
         """Shutdown: let in-flight documents finish within the drain timeout, commit, and
         checkpoint the state of the partitions let go cleanly."""
-        for task in set(self._restores.values()):
-            task.cancel()
+        self._restores.cancel_all()
         # Kafka gone: nothing in flight can be acknowledged, and a commit or a checkpoint
         # cannot happen; keep the wait short, leave the offsets to be replayed.
         up = self._kafka_up()
@@ -396,14 +396,7 @@ class ConsumeLoop:
 
     async def on_revoked(self, revoked: set[TopicPartition]) -> None:
         self._owned -= revoked
-        tasks = {self._restores.pop(tp) for tp in revoked if tp in self._restores}
-        for task in tasks:
-            task.cancel()
-        # A restore covers a whole assignment: the partitions that shared one with a revoked
-        # partition and stay ours start a restore of their own.
-        kept = {tp for tp, task in self._restores.items() if task in tasks}
-        if kept:
-            self._start_restore(kept)
+        self._restores.revoke(revoked)
         # Bounded by the rebalance timeout: the group waits for us, so leave headroom.
         budget = max(1.0, self.settings.rebalance_timeout_ms / 1000 - 5.0)
         abandoned = await self.drain(min(budget, self.settings.drain_timeout_s), revoked)
@@ -439,18 +432,14 @@ class ConsumeLoop:
             self._consumer.pause(*assigned)
             self.restoring |= assigned
             self._metrics.restoring_partitions.set(len(self.restoring))
-            self._start_restore(assigned)
-
-    def _start_restore(self, partitions: set[TopicPartition]) -> None:
-        task = asyncio.create_task(self._restore(sorted(partitions, key=lambda tp: tp.partition)))
-        for tp in partitions:
-            self._restores[tp] = task
+            self._restores.start(assigned)
 
     async def _restore(self, tps: list[TopicPartition]) -> None:
         """Restore the partitions' state (together: worker.changelog), then let their
         records in."""
         assert self._states is not None
         states = self._states
+        tps = sorted(tps, key=lambda tp: tp.partition)
         partitions = [tp.partition for tp in tps]
         try:  # Kafka away: the partitions wait, paused, and the restore is tried again
             restored = await retrying(lambda: states.restore(partitions), partitions)
@@ -464,10 +453,6 @@ class ConsumeLoop:
             self.fatal = exc
             self._stopping.set()
             return
-        finally:
-            for tp in tps:
-                if self._restores.get(tp) is asyncio.current_task():
-                    del self._restores[tp]
         for tp, done in zip(tps, restored, strict=True):
             self.restoring.discard(tp)
             self._metrics.state_restore_seconds.observe(done.seconds)
