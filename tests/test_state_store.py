@@ -169,6 +169,8 @@ def test_a_killed_process_temporary_store_is_swept_by_the_next_one(tmp_path: Pat
         young.send_signal(signal.SIGKILL)
         young.wait()
         young.stdout.close()
+        now = time.time()  # touched just before the sweep: a full SWEEP_AFTER_S of margin
+        os.utime(young_dir, (now, now))
 
         store = open_store(None, "g", scratch=tmp_path)
         assert not killed_dir.exists()  # its process is gone: swept

@@ -60,19 +60,23 @@ class Changelog:
         ends = await self._consumer.end_offsets(tps)
         return {tp.partition: int(offset) for tp, offset in ends.items()}
 
+    async def beginning_offsets(self, partitions: Sequence[int]) -> dict[int, int]:
+        tps = [TopicPartition(self.topic, p) for p in partitions]
+        begins = await self._consumer.beginning_offsets(tps)
+        return {tp.partition: int(offset) for tp, offset in begins.items()}
+
     async def restore(self, partitions: Sequence[int]) -> list[Restored]:
         """Bring the store's rows of ``partitions`` up to the changelog's end, all together:
         one offsets request each way for all of them, one fetch stream. Restored one by one,
         three empty partitions took ~190 ms of every assignment (docs/lifecycle.md)."""
         started = time.perf_counter()
         consumer = self._consumer
-        tps = [TopicPartition(self.topic, p) for p in partitions]
-        begins = await consumer.beginning_offsets(tps)
-        ends = {tp: int(offset) for tp, offset in (await consumer.end_offsets(tps)).items()}
+        begins = await self.beginning_offsets(partitions)
+        ends = await self.end_offsets(partitions)
         starts: dict[TopicPartition, int] = {}
         usable: dict[int, bool] = {}
-        for tp in tps:
-            begin, end = int(begins[tp]), ends[tp]
+        for tp in (TopicPartition(self.topic, p) for p in partitions):
+            begin, end = begins[tp.partition], ends[tp.partition]
             checkpoint = self.store.checkpoint(tp.partition)
             self.store.clear_checkpoint(tp.partition)
             usable[tp.partition] = checkpoint is not None and begin <= checkpoint <= end
@@ -95,7 +99,7 @@ class Changelog:
                     for tp, fetched in batch.items():
                         records[tp.partition] += self._apply(tp.partition, fetched)
                     for tp in list(reading):
-                        if await consumer.position(tp) >= ends[tp]:
+                        if await consumer.position(tp) >= ends[tp.partition]:
                             reading.discard(tp)
             finally:
                 # Paused, not unassigned: nothing is fetched meanwhile, and the reader keeps

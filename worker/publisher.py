@@ -34,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -43,6 +43,7 @@ import msgspec
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError, MessageSizeTooLargeError, RecordTooLargeError
 from aiokafka.partitioner import DefaultPartitioner
+from aiokafka.producer.message_accumulator import BatchBuilder
 
 from worker.codec import DOC_ID_HEADER, Encoding, EventEncoder, Headers
 from worker.errors import OutputRecordTooLarge
@@ -89,6 +90,8 @@ class Publisher:
         dlq_topic: str,
         max_record_bytes: int,
         linger_ms: int = 0,
+        uncompressed_topics: Collection[str] = (),
+        batch_bytes: int = 16384,
     ) -> None:
         self._producer = producer
         self._encoder = encoder
@@ -98,6 +101,11 @@ class Publisher:
         self.max_value_bytes = max_record_bytes - _RECORD_OVERHEAD
         self._linger_s = linger_ms / 1000
         self._lanes: dict[tuple[str, int], _Lane] = {}
+        # Topics whose records compress to nothing (the state changelog: random 16-byte chunk
+        # ids) go out uncompressed, in batches of ``batch_bytes``: zstd there cost the worker
+        # and the broker CPU for no bytes saved (docs/lifecycle.md).
+        self._uncompressed = frozenset(uncompressed_topics)
+        self._batch_bytes = batch_bytes
 
     @property
     def content_headers(self) -> Headers:
@@ -199,14 +207,14 @@ class Publisher:
         lane = self._lanes.get((topic, partition))
         if lane is None:
             lane = self._lanes[(topic, partition)] = _Lane()
-        batch = lane.open or self._new_batch(lane)
+        batch = lane.open or self._new_batch(lane, topic)
         acks = [batch.acked]
         for key, value, headers in records:
             if batch.builder.append(timestamp=None, key=key, value=value, headers=headers) is None:
                 # Full (batch.size): it waits its turn; the record opens the next batch. A
                 # builder always takes its first record, however large.
                 lane.sealed.append(batch)
-                batch = self._new_batch(lane)
+                batch = self._new_batch(lane, topic)
                 batch.builder.append(timestamp=None, key=key, value=value, headers=headers)
                 acks.append(batch.acked)
         if lane.driver is None:
@@ -214,9 +222,14 @@ class Publisher:
             lane.driver = loop.create_task(self._drive(lane, topic, partition))
         return acks
 
-    def _new_batch(self, lane: _Lane) -> _Batch:
+    def _new_batch(self, lane: _Lane, topic: str) -> _Batch:
         loop = asyncio.get_running_loop()
-        lane.open = _Batch(self._producer.create_batch(), loop.create_future(), loop.time())
+        if topic in self._uncompressed:
+            # The client's own builder, as create_batch makes it, but without compression.
+            builder: Any = BatchBuilder(self._batch_bytes, 0)
+        else:
+            builder = self._producer.create_batch()
+        lane.open = _Batch(builder, loop.create_future(), loop.time())
         return lane.open
 
     async def _drive(self, lane: _Lane, topic: str, partition: int) -> None:

@@ -40,7 +40,7 @@ from worker import cgroups, resources
 from worker.changelog import Changelog, learn_topic
 from worker.chunking import registry
 from worker.codec import EventEncoder
-from worker.config import Settings, redacted, state_topic
+from worker.config import Settings, batch_bytes, redacted, state_topic
 from worker.consumer import ConsumeLoop
 from worker.document import DocumentHandler
 from worker.errors import ConfigError, ModelNotBuilt
@@ -241,6 +241,8 @@ class Worker:
                 dlq_topic=s.dlq_topic,
                 max_record_bytes=s.max_record_bytes,
                 linger_ms=s.linger_ms,
+                uncompressed_topics=[state_topic(s)] if s.document_lifecycle else [],
+                batch_bytes=batch_bytes(s),
             )
             states = (
                 self._open_states(stack, publisher, session.reader)

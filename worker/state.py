@@ -72,9 +72,10 @@ class DocumentStates:
         # Before the append: from now on a marker's tombstone would land after this state in
         # the changelog and erase it; :meth:`expire_markers` checks this map synchronously.
         markers.pop(doc_id, None)
-        record: Record = (doc_id.encode(), encode_state(state), [])
+        encoded = encode_state(state)
+        record: Record = (doc_id.encode(), encoded, [])
         await self._publisher.publish(self.topic, partition, [record])
-        self.store.put(partition, doc_id, state)
+        self.store.put(partition, doc_id, state, encoded)
         if state.deleted:
             markers[doc_id] = state.offset
         was_live = previous is not None and not previous.deleted

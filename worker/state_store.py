@@ -128,13 +128,16 @@ class StateStore:
         ).fetchone()
         return None if row is None else decode_state(row[0])
 
-    def put(self, partition: int, doc_id: str, state: DocumentState) -> None:
+    def put(
+        self, partition: int, doc_id: str, state: DocumentState, encoded: bytes | None = None
+    ) -> None:
+        """``encoded``: the state's :func:`encode_state` bytes when the caller has them."""
         self._pending[(partition, doc_id)] = (
             partition,
             doc_id,
             state.offset,
             int(state.deleted),
-            encode_state(state),
+            encode_state(state) if encoded is None else encoded,
         )
         self._counts.pop(partition, None)
         if len(self._pending) >= PENDING_WRITES:

@@ -16,7 +16,7 @@ from tests.conftest import free_port
 from tests.kafka import helpers
 from tests.kafka.test_full_worker import http_get, scrape, total
 from tests.kafka.test_worker_kafka import check_complete, make_docs, run_worker_until
-from worker.config import Settings
+from worker.config import Settings, state_topic
 from worker.service import Worker
 
 pytestmark = pytest.mark.kafka
@@ -87,6 +87,11 @@ async def test_every_input_codec_is_read_and_the_output_codec_is_written(
         assert set(segment_codecs(run_dir / "data", settings.input_topic)) == {
             CODEC_IDS[c] for c in CODECS
         }
+        # The state changelog is random chunk ids: written uncompressed whatever the codec.
+        assert settings.document_lifecycle
+        state = segment_codecs(run_dir / "data", state_topic(settings))
+        assert state, "no batches found in the state changelog's segments"
+        assert set(state) == {CODEC_IDS["none"]}
 
 
 def _shadow_cramjam(tmp_path: Path) -> Path:
