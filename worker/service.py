@@ -36,7 +36,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 
-from worker import cgroups, resources
+from worker import cgroups, heap, resources
 from worker.changelog import Changelog, learn_topic
 from worker.chunking import registry
 from worker.codec import EventEncoder
@@ -219,6 +219,7 @@ class Worker:
             stack.push_async_callback(self._stop_background)
             self._spawn(watch_loop_lag(self.metrics))
             models = await self._start_models(stack, refs) if self._needs_model else None
+            heap.settle()  # what start-up loaded is never scanned again (worker.heap)
 
             session = await self.kafka.connect(self._open_session)
             if session is None:  # stopped while waiting for Kafka: nothing was consumed
