@@ -132,7 +132,8 @@ SETTING_HELP: dict[str, str] = {
     "max_poll_interval_ms": "consumer max poll interval",
     "auto_offset_reset": "where a group with no committed offset starts",
     "compression_type": "Kafka's compression.type of produced events: none, gzip, snappy, lz4 "
-    "or zstd (every codec is always readable on input)",
+    "or zstd (every codec is always readable on input; the state changelog, random chunk ids, "
+    "is always written uncompressed)",
     "linger_ms": "Kafka's linger.ms: how long the producer waits to fill a batch",
     "batch_size": "Kafka's batch.size: bytes of events per partition batch before compression "
     "(0 = 512 KiB, or CHUNKSTREAM_MAX_RECORD_BYTES if that is lower; at least 1024 and at most "
