@@ -17,7 +17,9 @@ class Node:
 
 
 @pytest.fixture
-def restored_gc() -> Iterator[None]:
+def restored_gc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A process that has not settled yet, and the collector as it was afterwards."""
+    monkeypatch.setattr(heap, "_settled", False)
     thresholds = gc.get_threshold()
     yield
     gc.unfreeze()
@@ -46,3 +48,12 @@ def test_a_cycle_made_after_settle_is_collected_without_being_asked(restored_gc:
     keep = [[i] for i in range(3 * heap.YOUNG_THRESHOLD)]
     assert len(keep) == 3 * heap.YOUNG_THRESHOLD
     assert gone() is None
+
+
+def test_settle_acts_once_per_process(restored_gc: None) -> None:
+    heap.settle()
+    frozen = gc.get_freeze_count()
+    finished_worker = [Node()]  # alive when a second worker of the same process starts
+    heap.settle()
+    assert gc.get_freeze_count() == frozen
+    assert any(o is finished_worker for o in gc.get_objects())  # still collectable

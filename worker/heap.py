@@ -21,9 +21,20 @@ OLDER_THRESHOLDS = (10, 10)
 """CPython's defaults: collections of one generation between two of the next."""
 
 
+_settled = False
+
+
 def settle() -> None:
     """Collect once, move everything alive to the permanent generation, and raise the youngest
-    generation's threshold. Call it once start-up is done (models loaded), before consuming."""
+    generation's threshold. Call it once start-up is done (models loaded), before consuming.
+
+    Once per process: a process that runs several workers one after another (the test suite,
+    the benches) would otherwise freeze each finished worker's objects too, and a frozen cycle
+    is never collected."""
+    global _settled
+    if _settled:
+        return
+    _settled = True
     gc.collect()
     gc.freeze()
     gc.set_threshold(YOUNG_THRESHOLD, *OLDER_THRESHOLDS)
