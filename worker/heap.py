@@ -5,10 +5,10 @@ Why: CPython's cyclic collector runs after every 700 net container allocations (
 and scans the whole heap on every full collection. A worker allocates a few thousand containers
 per document (records, events, futures), almost all freed by reference counting, so the
 collector ran ~430 times per 20 MB pass and cost 7-9 % of the event-loop thread's CPU
-(docs/worker.md, "Fourth round: the garbage collector"). The modules, the models and the client objects loaded at
-start-up live as long as the process; frozen, no collection scans them again. Cycles (an
-exception's traceback, a failed task) are still collected, after 10,000 allocations instead of
-700: a few documents later.
+(docs/worker.md, "Fourth round: the garbage collector"). The modules, the models and the
+client objects loaded at start-up live as long as the process; frozen, no collection scans them
+again. Cycles (an exception's traceback, a failed task) are still collected, after 10,000
+allocations instead of 700: a few documents later.
 """
 
 from __future__ import annotations
