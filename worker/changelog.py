@@ -17,7 +17,7 @@ Invariants:
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 import msgspec
@@ -56,14 +56,19 @@ class Changelog:
         self.store = store
 
     async def end_offsets(self, partitions: Sequence[int]) -> dict[int, int]:
-        tps = [TopicPartition(self.topic, p) for p in partitions]
-        ends = await self._consumer.end_offsets(tps)
-        return {tp.partition: int(offset) for tp, offset in ends.items()}
+        return await self._offsets(self._consumer.end_offsets, partitions)
 
     async def beginning_offsets(self, partitions: Sequence[int]) -> dict[int, int]:
-        tps = [TopicPartition(self.topic, p) for p in partitions]
-        begins = await self._consumer.beginning_offsets(tps)
-        return {tp.partition: int(offset) for tp, offset in begins.items()}
+        return await self._offsets(self._consumer.beginning_offsets, partitions)
+
+    async def _offsets(
+        self,
+        request: Callable[[list[TopicPartition]], Awaitable[dict[TopicPartition, int]]],
+        partitions: Sequence[int],
+    ) -> dict[int, int]:
+        """One offsets request for ``partitions`` of the changelog, by partition number."""
+        found = await request([TopicPartition(self.topic, p) for p in partitions])
+        return {tp.partition: int(offset) for tp, offset in found.items()}
 
     async def restore(self, partitions: Sequence[int]) -> list[Restored]:
         """Bring the store's rows of ``partitions`` up to the changelog's end, all together:
