@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+from aiokafka.errors import MessageSizeTooLargeError
 
 from tests.kafka.fakes import FakeProducer
 from tests.test_document_handler import record
@@ -23,6 +24,7 @@ from worker.resolver import StrategyResolver
 from worker.state import DocumentStates
 from worker.state_store import StateStore, decode_state
 
+STATE_TOPIC = "chunkstream-document-state-changelog"
 V1 = "Alpha one here. Beta two there. Gamma three now."
 V2 = "Alpha one here. Beta was changed. Gamma three now."
 
@@ -80,14 +82,17 @@ async def test_an_edit_publishes_the_new_chunks_then_retracts_the_old_then_write
     kept = {k for k, t in out if t is not None} & set(first)
     assert {first[k] for k in kept} == {"Alpha one here.", "Gamma three now."}
     assert [first[k] for k in tombstones] == ["Beta two there."]
-    # Chunk records first, the state last (written only after they are acknowledged).
-    topics = [topic for topic, *_ in sent]
-    assert topics[-1] == "chunkstream-document-state-changelog"
-    assert set(topics[:-1]) == {"chunks"}
-    (_, key, value, partition) = sent[-1]
+    # One state record beside the chunk records (staged with them, awaited together), to the
+    # input record's own partition of the changelog.
+    states = [r for r in sent if r[0] == STATE_TOPIC]
+    assert {topic for topic, *_ in sent} == {"chunks", STATE_TOPIC}
+    assert len(states) == 1
+    (_, key, value, partition) = states[0]
     assert key == b"d"
     assert partition == 1
-    assert decode_state(value).offset == 4
+    state = decode_state(value)
+    assert state.offset == 4
+    assert [first[k] for k in state.retracted_ids] == ["Beta two there."]
 
 
 async def test_skip_mode_publishes_only_new_ids(tmp_path: Path) -> None:
@@ -125,3 +130,49 @@ async def test_unkeyed_tombstones_and_mismatched_keys_are_dead_letters(tmp_path:
     await handler.process(record(doc(V1), key=b"not-d"))
     kinds = [decode_as(v, [], DeadLetterEvent).error_kind for t, _, v, _ in producer.sent]
     assert kinds == ["unkeyed_tombstone", "key_mismatch"]
+
+
+async def test_the_record_at_the_states_offset_is_done_again_in_full(tmp_path: Path) -> None:
+    """Its state reached the changelog, maybe not all of its events (they go out together): a
+    replay of that very record publishes every chunk and every tombstone of it again."""
+    producer = FakeProducer()
+    handler = lifecycle_handler(producer, tmp_path, unchanged_chunks="skip")
+    await handler.process(record(doc(V1), offset=1, key=b"d"))
+    await handler.process(record(doc(V2), offset=2, key=b"d"))
+    edit = chunks_of(producer.sent)[-2:]  # skip mode: the changed chunk, then its tombstone
+    producer.sent.clear()
+    await handler.process(record(doc(V2), offset=2, key=b"d"))  # the crash's replay
+    again = chunks_of(producer.sent)
+    assert [t for _, t in again if t is not None] == ["Alpha one here.", "Beta was changed.",
+                                                      "Gamma three now."]  # fmt: skip
+    assert [(k, t) for k, t in again if t is None] == [edit[1]]
+    assert edit[0] in again
+    producer.sent.clear()
+    await handler.process(record(doc(V1), offset=1, key=b"d"))  # before it: a replay
+    assert producer.sent == []
+
+
+async def test_a_chunk_batch_refused_for_size_puts_the_previous_state_back(
+    tmp_path: Path,
+) -> None:
+    """The document is dead-lettered; its new state may have reached the changelog beside the
+    refused batch, and must not stay there: the next version would not retract the chunks the
+    sink still holds."""
+    producer = FakeProducer()
+    handler = lifecycle_handler(producer, tmp_path)
+    await handler.process(record(doc(V1), offset=1, key=b"d"))
+    producer.sent.clear()
+    producer.fail_next = [MessageSizeTooLargeError()]  # the chunk lane's batch goes first
+    await handler.process(record(doc(V2), offset=2, key=b"d"))
+    written = [decode_state(v) for t, _, v, _ in producer.sent if t == STATE_TOPIC if v]
+    assert [s.offset for s in written] == [2, 1]  # the staged state, then the one before it
+    dead = [
+        decode_as(v, [], DeadLetterEvent)
+        for t, _, v, _ in producer.sent
+        if t == handler.settings.dlq_topic
+    ]
+    assert [d.error_kind for d in dead] == ["output_record_too_large"]
+    assert handler._states is not None
+    remembered = handler._states.get(1, "d")
+    assert remembered is not None
+    assert remembered.offset == 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 
+import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -40,7 +41,7 @@ def test_an_edit_retracts_what_is_gone_and_keeps_what_stayed() -> None:
 
 def test_replays_and_older_integer_versions_change_nothing() -> None:
     state = DocumentState(10, 3, lifecycle.ids_to_bytes(ids("a")))
-    assert lifecycle.update(state, 10, 3, ids("a"), emit_unchanged=True) is Skip.REPLAYED
+    assert lifecycle.update(state, 9, 3, ids("a"), emit_unchanged=True) is Skip.REPLAYED
     assert lifecycle.update(state, 7, 4, ids("x"), emit_unchanged=True) is Skip.REPLAYED
     assert lifecycle.update(state, 11, 2, ids("x"), emit_unchanged=True) is Skip.OLDER_VERSION
     # Equal versions and strings do not block: the last record by offset wins.
@@ -55,6 +56,44 @@ def test_replays_and_older_integer_versions_change_nothing() -> None:
         lifecycle.update(strings, 11, "v10", [], emit_unchanged=True), lifecycle.Update
     )
     assert lifecycle.delete(state, 9) is Skip.REPLAYED
+
+
+def test_the_record_the_state_came_from_is_done_again_in_full() -> None:
+    """A crash after the state was written and before its chunk events were: the replay of
+    that record must publish every chunk again and tombstone what it had tombstoned."""
+    old = DocumentState(5, 1, lifecycle.ids_to_bytes(ids("a", "b", "c")))
+    edit = lifecycle.update(old, 9, 2, ids("a", "B"), emit_unchanged=False)
+    assert isinstance(edit, lifecycle.Update)
+    assert edit.emit == [1]
+    assert edit.state.retracted_ids == ids("b", "c")
+    again = lifecycle.update(edit.state, 9, 2, ids("a", "B"), emit_unchanged=False)
+    assert isinstance(again, lifecycle.Update)
+    assert again.emit == [0, 1]  # which events reached the topic is unknown: all of them
+    assert again.retract == ids("b", "c")
+    assert again.state == edit.state
+    # The strategy changed between the crash and the replay: what the state names and the
+    # chunks no longer have is tombstoned too.
+    changed = lifecycle.update(edit.state, 9, 2, ids("A", "B"), emit_unchanged=False)
+    assert isinstance(changed, lifecycle.Update)
+    assert changed.emit == [0, 1]
+    assert set(changed.retract) == set(ids("b", "c", "a"))
+    # A delete is done again the same way: its marker keeps the ids it tombstoned.
+    gone = lifecycle.delete(edit.state, 12)
+    assert isinstance(gone, lifecycle.Delete)
+    assert gone.state.retracted_ids == ids("a", "B")
+    redo = lifecycle.delete(gone.state, 12)
+    assert isinstance(redo, lifecycle.Delete)
+    assert redo.retract == ids("a", "B")
+    assert redo.state == gone.state
+    assert lifecycle.delete(gone.state, 11) is Skip.REPLAYED
+
+
+def test_a_state_written_before_retracted_existed_still_decodes() -> None:
+    """States in a changelog written by the previous release have four fields."""
+    four = msgspec.msgpack.encode([7, 2, lifecycle.ids_to_bytes(ids("a")), False])
+    state = msgspec.msgpack.decode(four, type=DocumentState)
+    assert state == DocumentState(7, 2, lifecycle.ids_to_bytes(ids("a")))
+    assert state.retracted == b""
 
 
 def test_deletes_retract_everything_and_leave_a_marker_until_commits_pass_it() -> None:
@@ -94,9 +133,17 @@ ops = st.lists(
 
 
 @settings(max_examples=300, deadline=None)
-@given(ops, st.lists(st.integers(0, 24), max_size=10), st.booleans())
+@given(
+    ops,
+    st.lists(st.integers(0, 24), max_size=10),
+    st.booleans(),
+    st.lists(st.tuples(st.integers(0, 24), st.floats(0, 1)), max_size=6),
+)
 def test_a_stock_sink_ends_with_exactly_the_current_version(
-    records: list[Op], replays: list[int], emit_unchanged: bool
+    records: list[Op],
+    replays: list[int],
+    emit_unchanged: bool,
+    crashes: list[tuple[int, float]],
 ) -> None:
     state: DocumentState | None = None
     sink: set[str] = set()  # chunk ids the sink holds: upsert by key, delete on null
@@ -110,7 +157,11 @@ def test_a_stock_sink_ends_with_exactly_the_current_version(
         # Occurrences make equal texts distinct, as worker.records.chunk_ids does.
         return [f"{t}#{texts[:i].count(t)}" for i, t in enumerate(texts)]
 
-    def apply(offset: int) -> None:
+    # A crash after the state record was acknowledged and before all of the record's chunk
+    # events and tombstones were (they go out together): only a share of them arrived.
+    lost = dict(crashes)
+
+    def apply(offset: int, arrived: float = 1.0) -> None:
         nonlocal state
         kind, version, texts = records[offset]
         chunk_ids = ids(*texts_of(texts))
@@ -121,13 +172,23 @@ def test_a_stock_sink_ends_with_exactly_the_current_version(
         )
         if isinstance(decision, Skip):
             return
+        effects: list[tuple[str, str]] = []
         if isinstance(decision, lifecycle.Update):
-            sink.update(chunk_ids[i] for i in decision.emit)
-        sink.difference_update(decision.retract)
+            effects += [("upsert", chunk_ids[i]) for i in decision.emit]
+        effects += [("delete", chunk_id) for chunk_id in decision.retract]
+        for action, chunk_id in effects[: round(len(effects) * arrived)]:
+            if action == "upsert":
+                sink.add(chunk_id)
+            else:
+                sink.discard(chunk_id)
         state = decision.state
 
     for offset, (kind, version, texts) in enumerate(records):
-        apply(offset)
+        if offset in lost:
+            apply(offset, arrived=lost[offset])
+            apply(offset)  # the replay after the crash
+        else:
+            apply(offset)
         # A crash after the state was written replays earlier records: they change nothing.
         for replay in replays:
             if replay <= offset:

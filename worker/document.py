@@ -3,8 +3,8 @@
 Invariants:
 
 - A record ends in exactly one of three ways: everything it changes downstream is acknowledged
-  (chunk events, tombstones of retracted chunks, and then its document state), or its dead
-  letter is, or it changes nothing (a replay, an older version, a delete of an unknown
+  (chunk events, tombstones of retracted chunks and its document state, sent together), or its
+  dead letter is, or it changes nothing (a replay, an older version, a delete of an unknown
   document: worker.lifecycle). :meth:`DocumentHandler.process` returns only then; the caller
   may then mark the offset done.
 - Records of one document are handled one at a time, in arrival order (worker.turns): each
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from aiokafka.errors import KafkaError
+from aiokafka.errors import KafkaError, MessageSizeTooLargeError, RecordTooLargeError
 from numpy.typing import NDArray
 
 from worker import lifecycle
@@ -48,9 +48,10 @@ from worker.errors import (
 )
 from worker.event_bytes import ChunkEventWriter
 from worker.events import DocumentChunksEvent, DocumentEvent, SourceRecord
+from worker.lifecycle import DocumentState
 from worker.metrics import Metrics
 from worker.pipeline import EmbedFn, ModelRequired, chunk_document
-from worker.publisher import Publisher
+from worker.publisher import Publisher, refused
 from worker.records import InputRecord, chunk_ids, dead_letter, doc_version
 from worker.resolver import StrategyResolver
 from worker.state import DocumentStates
@@ -225,11 +226,12 @@ class DocumentHandler:
         )
         keys = [ids[i].encode() for i in emit]
         retracted = decision.retract if states is not None else []
-        published = await self._publisher.publish_encoded(doc.id, keys, values, headers, retracted)
+        acks, published = await self._publisher.stage_encoded(
+            doc.id, keys, values, headers, retracted
+        )
         if self._documents_topic is not None:
-            await self._publish_document_chunks(rec, doc, built.name, ids)
-        if states is not None:
-            await states.remember(rec.partition, doc.id, decision.state, state)
+            acks += await self._stage_document_chunks(rec, doc, built.name, ids)
+        await self._settle(rec.partition, doc.id, acks, decision.state, state)
         self._stats["chunks"] += len(values)
         chunks_produced, completed, seconds = self._strategy_metrics(built.name)
         chunks_produced.inc(len(values))
@@ -252,19 +254,49 @@ class DocumentHandler:
         if isinstance(decision, lifecycle.Skip):
             m.documents_skipped.labels(decision.value).inc()
             return
-        assert states is not None  # a known state needs the lifecycle
-        await self._publisher.publish_chunks(doc_id, [], headers, decision.retract)
+        acks, _ = await self._publisher.stage_encoded(doc_id, [], [], headers, decision.retract)
         if self._documents_topic is not None:
             key = doc_id.encode()
             partition = await self._publisher.partition_for(self._documents_topic, key)
-            await self._publisher.publish(self._documents_topic, partition, [(key, None, [])])
-        await states.remember(rec.partition, doc_id, decision.state, state)
+            acks += self._publisher.stage(self._documents_topic, partition, [(key, None, [])])
+        await self._settle(rec.partition, doc_id, acks, decision.state, state)
         m.documents_deleted.inc()
         m.chunks_retracted.inc(len(decision.retract))
 
-    async def _publish_document_chunks(
-        self, rec: InputRecord, doc: DocumentEvent, strategy: str, ids: Sequence[str]
+    async def _settle(
+        self,
+        partition: int,
+        doc_id: str,
+        acks: list[asyncio.Future[None]],
+        state: DocumentState | None,
+        previous: DocumentState | None,
     ) -> None:
+        """Stage the document's new ``state`` beside its records (``acks``) and wait for all of
+        them: one linger and one round trip per document, not two (the state is not sent after
+        the chunks: worker.lifecycle's rule for the record at the remembered offset makes a
+        crash in between safe). Only then does the local store take the state."""
+        states = self._states
+        encoded = b""
+        if states is not None:
+            assert state is not None
+            staged, encoded = states.stage(partition, doc_id, state)
+            acks += staged
+        try:
+            await self._publisher.wait(acks)
+        except (MessageSizeTooLargeError, RecordTooLargeError) as exc:
+            # The topic's own max.message.bytes is below ours: the document is dead-lettered.
+            # Its state may have been written meanwhile: the one before goes back, or the next
+            # version would not retract the chunks the sink still holds.
+            if states is not None:
+                await states.rewrite(partition, doc_id, previous)
+            raise refused(exc) from None
+        if states is not None:
+            assert state is not None
+            states.applied(partition, doc_id, state, previous, encoded)
+
+    async def _stage_document_chunks(
+        self, rec: InputRecord, doc: DocumentEvent, strategy: str, ids: Sequence[str]
+    ) -> list[asyncio.Future[None]]:
         """The document's current chunk ids on the documents topic (keyed by its id)."""
         assert self._documents_topic is not None
         event = DocumentChunksEvent(
@@ -278,7 +310,7 @@ class DocumentHandler:
         key = doc.id.encode()
         value = self._publisher.encode(event)
         partition = await self._publisher.partition_for(self._documents_topic, key)
-        await self._publisher.publish(
+        return self._publisher.stage(
             self._documents_topic, partition, [(key, value, list(self._publisher.content_headers))]
         )
 

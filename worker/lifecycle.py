@@ -12,10 +12,15 @@ Invariants:
 - **Last write wins by offset**, except where versions compare: when both the remembered and
   the arriving version are integers, an older version never replaces a newer one (a producer
   re-sending an old version, a late CDC event). Strings are opaque: they never compare.
-- **A record at or before the remembered offset is a replay** (the worker crashed after the
-  state was written and before the offset was committed, or a rebalance moved the partition):
-  it changes nothing, so a replayed old version cannot resurrect retracted chunks. A delete is
-  remembered as a marker carrying its offset for as long as a replay could reach it.
+- **A record before the remembered offset is a replay** (the worker crashed before committing
+  the offset, or a rebalance moved the partition): it changes nothing, so a replayed old version
+  cannot resurrect retracted chunks. A delete is remembered as a marker carrying its offset for
+  as long as a replay could reach it.
+- **The record at the remembered offset is done again.** A document's state record goes out
+  beside its chunk events and tombstones, not after them (worker.document), so a crash can leave
+  the state written and some of its chunk events not: the state then names its own record.
+  Doing that record again publishes every chunk event of it and the tombstones it had published
+  (the state carries them: ``retracted``), which is idempotent for a sink that upserts by key.
 - **Retraction is by id**: the chunks of the previous version whose ids the new version does
   not have are tombstoned; an unchanged chunk keeps its id (content-addressed:
   worker.records.chunk_ids), so a sink need not re-embed it.
@@ -41,10 +46,18 @@ class DocumentState(msgspec.Struct, frozen=True, array_like=True):
     version: str | int | None  # the document's version field then
     chunk_ids: bytes  # the ids of its chunk events, 16 bytes each, in index order
     deleted: bool = False  # a delete marker: kept until no replay can reach its offset
+    # The chunk ids that record tombstoned (16 bytes each): doing it again after a crash must
+    # tombstone them again, and by then the state before it is gone. Empty for most records
+    # (a new document retracts nothing); states written before this field decode with it empty.
+    retracted: bytes = b""
 
     @property
     def ids(self) -> list[str]:
         return ids_from_bytes(self.chunk_ids)
+
+    @property
+    def retracted_ids(self) -> list[str]:
+        return ids_from_bytes(self.retracted)
 
 
 def ids_to_bytes(ids: Sequence[str]) -> bytes:
@@ -58,7 +71,7 @@ def ids_from_bytes(data: bytes) -> list[str]:
 class Skip(enum.Enum):
     """Why a record changes nothing (the metric label of chunkstream_documents_skipped_total)."""
 
-    REPLAYED = "replayed"  # at or before the offset the state already reflects
+    REPLAYED = "replayed"  # before the offset the state already reflects
     OLDER_VERSION = "older_version"  # an integer version below the remembered one
     UNKNOWN_DELETE = "unknown_delete"  # a tombstone for a document never seen (or deleted)
 
@@ -82,7 +95,12 @@ class Delete:
 
 
 def _superseded(state: DocumentState | None, offset: int) -> bool:
-    return state is not None and offset <= state.offset
+    return state is not None and offset < state.offset
+
+
+def _redone(state: DocumentState | None, offset: int) -> bool:
+    """The state came from this very record: it is being done again (see the invariants)."""
+    return state is not None and offset == state.offset
 
 
 def _older(state: DocumentState | None, version: str | int | None) -> bool:
@@ -108,18 +126,26 @@ def update(
         return Skip.REPLAYED
     if _older(state, version):
         return Skip.OLDER_VERSION
-    previous = [] if state is None or state.deleted else state.ids
-    state_after = DocumentState(offset, version, ids_to_bytes(ids))
+    if state is not None and _redone(state, offset) and not state.deleted:
+        # Everything again: which of its chunk events reached the topic is unknown. What it
+        # retracted, and whatever its state names that the chunks no longer have (the
+        # strategy changed since), is tombstoned.
+        previous = [*state.retracted_ids, *state.ids]
+        emit_unchanged = True
+    else:
+        previous = [] if state is None or state.deleted else state.ids
     if not previous:  # a new document (the usual case): every chunk is new, nothing retracts
+        state_after = DocumentState(offset, version, ids_to_bytes(ids))
         return Update(emit=list(range(len(ids))), unchanged=0, retract=[], state=state_after)
     kept = set(previous)
     current = set(ids)
     emit = [i for i, chunk_id in enumerate(ids) if emit_unchanged or chunk_id not in kept]
+    retract = list(dict.fromkeys(chunk_id for chunk_id in previous if chunk_id not in current))
     return Update(
         emit=emit,
         unchanged=sum(1 for chunk_id in ids if chunk_id in kept),
-        retract=[chunk_id for chunk_id in previous if chunk_id not in current],
-        state=state_after,
+        retract=retract,
+        state=DocumentState(offset, version, ids_to_bytes(ids), retracted=ids_to_bytes(retract)),
     )
 
 
@@ -127,9 +153,12 @@ def delete(state: DocumentState | None, offset: int) -> Delete | Skip:
     """The decision for a tombstone of the document."""
     if _superseded(state, offset):
         return Skip.REPLAYED
+    if state is not None and _redone(state, offset) and state.deleted:
+        return Delete(retract=state.retracted_ids, state=state)  # its tombstones again
     if state is None or state.deleted:
         return Skip.UNKNOWN_DELETE
-    return Delete(retract=state.ids, state=DocumentState(offset, None, b"", deleted=True))
+    marker = DocumentState(offset, None, b"", deleted=True, retracted=state.chunk_ids)
+    return Delete(retract=state.ids, state=marker)
 
 
 def marker_expired(state: DocumentState, committed: int) -> bool:

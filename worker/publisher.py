@@ -144,13 +144,30 @@ class Publisher:
         headers: Headers = (),
         retracted: Sequence[str] = (),
     ) -> int:
-        """Send a document's encoded chunk events (``keys``: their chunk ids) in index order,
-        then the tombstones of its ``retracted`` chunk ids, to the document's partition, and
-        return once the broker acknowledged all of them. ``headers`` (trace context,
-        forwarded input headers) go on every record (beside the content type on events;
-        beside the document id on tombstones). Returns the bytes published."""
+        """Send a document's encoded chunk events and tombstones (:meth:`stage_encoded`) and
+        return once the broker acknowledged all of them. Returns the bytes published."""
+        acks, published = await self.stage_encoded(doc_id, keys, values, headers, retracted)
+        try:
+            await self.wait(acks)
+        except (MessageSizeTooLargeError, RecordTooLargeError) as exc:
+            raise refused(exc) from None
+        return published
+
+    async def stage_encoded(
+        self,
+        doc_id: str,
+        keys: Sequence[bytes],
+        values: Sequence[bytes],
+        headers: Headers = (),
+        retracted: Sequence[str] = (),
+    ) -> tuple[list[asyncio.Future[None]], int]:
+        """Append a document's encoded chunk events (``keys``: their chunk ids) in index order,
+        then the tombstones of its ``retracted`` chunk ids, to the document's partition; the
+        acknowledgements to :meth:`wait` for, and the bytes appended. ``headers`` (trace
+        context, forwarded input headers) go on every record (beside the content type on
+        events; beside the document id on tombstones)."""
         if not values and not retracted:
-            return 0  # nothing to wait for (a document that chunked to nothing, as before)
+            return [], 0  # nothing to wait for (a document that chunked to nothing, as before)
         sizes = list(map(len, values))
         if sizes and max(sizes) + 32 > self.max_value_bytes:
             index = next(i for i, n in enumerate(sizes) if n + 32 > self.max_value_bytes)
@@ -167,31 +184,35 @@ class Publisher:
         if retracted:
             tombstone_headers = [(DOC_ID_HEADER, doc_id.encode()), *headers]
             records.extend((chunk_id.encode(), None, tombstone_headers) for chunk_id in retracted)
-        try:
-            await self.publish(self.output_topic, partition, records)
-        except (MessageSizeTooLargeError, RecordTooLargeError) as exc:
-            # The topic's own max.message.bytes is below ours: no retry can succeed.
-            raise OutputRecordTooLarge(f"the output topic refused a chunk event: {exc}") from None
-        return sum(sizes)
+        return self.stage(self.output_topic, partition, records), sum(sizes)
 
     async def publish(self, topic: str, partition: int, records: Sequence[Record]) -> None:
         """Append ``records`` in order to the (topic, partition) lane and return once every
         one is acknowledged; a refused batch raises (our own copy of its error).
 
-        Every lane lingers (``linger.ms``), the state changelog's too: a document then waits
-        up to ``linger.ms`` more for its state, but its state record shares a produce request
-        with other records instead of costing the broker and the client one of its own
-        (docs/lifecycle.md, "Throughput with the lifecycle on")."""
-        # No await between the first append and the last: the records sit together, in order.
-        acks = self._append(topic, partition, records)
+        Every lane lingers (``linger.ms``), the state changelog's too: its records share
+        produce requests with other records instead of costing the broker and the client one
+        each (docs/lifecycle.md, "Throughput with the lifecycle on")."""
+        await self.wait(self.stage(topic, partition, records))
+
+    def stage(
+        self, topic: str, partition: int, records: Sequence[Record]
+    ) -> list[asyncio.Future[None]]:
+        """Append ``records`` in order to the (topic, partition) lane, without waiting: the
+        acknowledgements of the batches they went into, for :meth:`wait`. Records staged in
+        one step (no await between) sit together, in order."""
+        return self._append(topic, partition, records)
+
+    async def wait(self, acks: Sequence[asyncio.Future[None]]) -> None:
+        """Return once every batch of ``acks`` is acknowledged; a refused batch raises (our
+        own copy of its error: a batch's error is shared by every document in it, and
+        tracebacks would pile up on one exception object)."""
         try:
             for acked in acks:
                 await acked
         except (MessageSizeTooLargeError, RecordTooLargeError):
             raise
         except KafkaError as exc:
-            # A batch's error is shared by every document in it: raise our own copy, so
-            # tracebacks do not pile up on one exception object.
             raise copy.copy(exc) from None
 
     async def partition_for(self, topic: str, key: bytes) -> int:
@@ -276,6 +297,12 @@ class Publisher:
             self.dlq_topic, value=value, key=event.key, headers=[*self._headers, *headers]
         )
         await ack
+
+
+def refused(exc: KafkaError) -> OutputRecordTooLarge:
+    """The broker's "too large" as the document's error: the topic's own max.message.bytes is
+    below ours, and no retry can succeed."""
+    return OutputRecordTooLarge(f"the output topic refused a chunk event: {exc}")
 
 
 def _settle(acked: asyncio.Future[None], delivered: asyncio.Future[Any]) -> None:

@@ -141,7 +141,8 @@ def asyncapi() -> dict[str, Any]:
         "title": "DocumentState",
         "contentType": CONTENT_TYPES["msgpack"],
         "summary": "A document's state: [input offset, version, chunk ids (16 bytes each, "
-        "concatenated, index order), deleted]; always msgpack.",
+        "concatenated, index order), deleted, the chunk ids that record tombstoned (16 bytes "
+        "each; absent from states written by earlier releases)]; always msgpack.",
         "payload": {"$ref": "#/components/schemas/DocumentState"},
     }
     for _, names, _, key, _, _ in _CHANNELS.values():

@@ -3,11 +3,13 @@ changelog topic (the truth, co-partitioned with the input) and a local copy (wor
 
 Invariants:
 
-- A document's state is written to the changelog only after everything it describes is
-  acknowledged downstream (the caller's order: chunk events and tombstones first), and to the
-  local copy only after the changelog acknowledged it. A crash in between replays the record;
-  a replay sees either the old state (and publishes the same ids again: idempotent) or the new
-  one (and skips: worker.lifecycle).
+- A document's state goes to the changelog beside everything it describes (its chunk events
+  and tombstones, appended in the same step: worker.document), and to the local copy only after
+  all of them were acknowledged; the input offset is committed only after that too. A crash in
+  between replays the record: a replay sees either the old state (and publishes the same ids
+  again: idempotent) or the new one, which names this very record, and then does it again in
+  full (worker.lifecycle). Waiting for the chunks before sending the state, as the first
+  version did, cost every document a second linger and round trip (docs/lifecycle.md).
 - The state of input partition p is written to changelog partition p, keyed by document id.
 - A delete leaves a marker (worker.lifecycle.DocumentState ``deleted``) that blocks replays of
   older records; once the group's committed offset of its partition has passed it, no replay
@@ -59,30 +61,45 @@ class DocumentStates:
     def get(self, partition: int, doc_id: str) -> DocumentState | None:
         return self.store.get(partition, doc_id)
 
-    async def remember(
-        self,
-        partition: int,
-        doc_id: str,
-        state: DocumentState,
-        previous: DocumentState | None,
-    ) -> None:
-        """Write ``state`` (which follows ``previous``) to the changelog (acknowledged), then
-        to the local copy."""
+    def stage(
+        self, partition: int, doc_id: str, state: DocumentState
+    ) -> tuple[list[asyncio.Future[None]], bytes]:
+        """Append ``state`` to the changelog without waiting: the acknowledgements to wait
+        for, and the encoded state for :meth:`applied`."""
         markers = self._markers.setdefault(partition, {})
         # Before the append: from now on a marker's tombstone would land after this state in
         # the changelog and erase it; :meth:`expire_markers` checks this map synchronously.
         markers.pop(doc_id, None)
         encoded = encode_state(state)
         record: Record = (doc_id.encode(), encoded, [])
-        await self._publisher.publish(self.topic, partition, [record])
+        return self._publisher.stage(self.topic, partition, [record]), encoded
+
+    def applied(
+        self,
+        partition: int,
+        doc_id: str,
+        state: DocumentState,
+        previous: DocumentState | None,
+        encoded: bytes,
+    ) -> None:
+        """``state`` (which follows ``previous``) was acknowledged by the changelog, and
+        everything it describes downstream: the local copy takes it."""
         self.store.put(partition, doc_id, state, encoded)
         if state.deleted:
-            markers[doc_id] = state.offset
+            self._markers.setdefault(partition, {})[doc_id] = state.offset
         was_live = previous is not None and not previous.deleted
         change = int(not state.deleted) - int(was_live)
         if change and partition in self._documents:
             self._documents[partition] += change
             self._gauges[partition].set(self._documents[partition])
+
+    async def rewrite(self, partition: int, doc_id: str, state: DocumentState | None) -> None:
+        """Put ``state`` back in the changelog (a tombstone for None) after a staged state
+        whose chunk events the broker refused: the local copy never took the staged one."""
+        value = None if state is None else encode_state(state)
+        await self._publisher.publish(self.topic, partition, [(doc_id.encode(), value, [])])
+        if state is not None and state.deleted:
+            self._markers.setdefault(partition, {})[doc_id] = state.offset
 
     async def restore(self, partitions: Sequence[int]) -> list[Restored]:
         """Bring the partitions' state back from the changelog; their delete markers become
