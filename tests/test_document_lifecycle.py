@@ -4,20 +4,25 @@ tests/kafka/test_lifecycle_worker.py."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
 import msgspec
+import pytest
 from aiokafka.errors import MessageSizeTooLargeError
 
 from tests.kafka.fakes import FakeProducer
 from tests.test_document_handler import record
+from tests.test_publisher import HeldProducer
+from worker import state as state_module
 from worker.changelog import Changelog
 from worker.chunking import registry
 from worker.codec import EventEncoder, decode_as
 from worker.config import load_settings, state_topic
 from worker.document import DocumentHandler
 from worker.events import ChunkEvent, DeadLetterEvent, DocumentEvent
+from worker.lifecycle import DocumentState
 from worker.metrics import Metrics
 from worker.publisher import Publisher
 from worker.resolver import StrategyResolver
@@ -176,3 +181,28 @@ async def test_a_chunk_batch_refused_for_size_puts_the_previous_state_back(
     remembered = handler._states.get(1, "d")
     assert remembered is not None
     assert remembered.offset == 1
+
+
+async def test_a_hand_over_with_abandoned_documents_waits_for_their_state_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A state record staged by a document abandoned at the drain deadline may still land; it
+    must not land after the next owner's newer state of that document (it would win
+    compaction), so releasing an unclean partition waits for what was staged."""
+    monkeypatch.setattr(state_module, "LATE_STATE_WAIT_S", 60.0)  # the ack decides, not time
+    producer = HeldProducer()
+    handler = lifecycle_handler(producer, tmp_path)
+    states = handler._states
+    assert states is not None
+
+    async def no_checkpoint(partitions: list[int]) -> None:  # no changelog reader here
+        return None
+
+    monkeypatch.setattr(states._changelog, "checkpoint", no_checkpoint)
+    staged, _ = states.stage(1, "d", DocumentState(3, None, b""))
+    await asyncio.sleep(0.01)  # handed to the client, not acknowledged
+    await states.release({1}, clean={1})  # clean: nothing of it can be on its way
+    assert not any(f.done() for f in staged)
+    asyncio.get_running_loop().call_later(0.05, producer.release)
+    await states.release({1}, clean=set())
+    assert all(f.done() for f in staged)

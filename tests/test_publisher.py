@@ -171,3 +171,43 @@ async def test_a_document_without_chunk_events_sends_nothing_and_waits_for_nothi
     publisher = publisher_for(producer, linger_ms=60_000)  # a batch would hold it a minute
     assert await publisher.publish_chunks("empty", []) == 0
     assert producer.batches == 0
+
+
+class HeldProducer(FakeProducer):
+    """Batches are sent but their acknowledgements wait until ``release`` settles them."""
+
+    def __init__(self) -> None:
+        super().__init__(partitions=2)
+        self.held: list[asyncio.Future[None]] = []
+
+    async def send_batch(  # type: ignore[override]
+        self, batch: object, topic: str, *, partition: int
+    ) -> asyncio.Future[None]:
+        await super().send_batch(batch, topic, partition=partition)  # type: ignore[arg-type]
+        held: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.held.append(held)
+        return held
+
+    def release(self) -> None:
+        for held in self.held:
+            if not held.done():
+                held.set_result(None)
+
+
+async def test_unsettled_names_what_a_hand_over_waits_for() -> None:
+    producer = HeldProducer()
+    publisher = publisher_for(producer)
+    publisher.stage("state", 0, [(b"a", b"1", [])])
+    publisher.stage("state", 0, [(b"b", b"2", [])])
+    publisher.stage("state", 1, [(b"c", b"3", [])])
+    publisher.stage("chunks", 0, [(b"d", b"4", [])])
+    await asyncio.sleep(0.01)  # the lanes' drivers hand their batches over
+    assert producer.batches == 3
+    only_zero = publisher.unsettled("state", {0})
+    assert len(only_zero) == 1
+    assert len(publisher.unsettled("state", {0, 1})) == 2
+    assert not any(f.done() for f in only_zero)
+    producer.release()
+    await asyncio.sleep(0)
+    assert all(f.done() for f in only_zero)
+    assert publisher.unsettled("state", {0, 1}) == set()

@@ -482,7 +482,7 @@ class ConsumeLoop:
         self.restoring -= partitions
         self._metrics.restoring_partitions.set(len(self.restoring))
         try:
-            await self._states.release({tp.partition for tp in partitions}, clean)
+            await self._states.release({tp.partition for tp in partitions}, clean, self._kafka_up)
         except KafkaError as exc:  # no checkpoint: the next owner restores from the start
             log.warning("state checkpoint failed", extra={"error": repr(exc)})
 

@@ -72,12 +72,14 @@ class _Batch:
 class _Lane:
     """One output partition's batches not yet handed to the client, oldest first."""
 
-    __slots__ = ("driver", "open", "sealed")
+    __slots__ = ("driver", "newest", "open", "sealed")
 
     def __init__(self) -> None:
         self.open: _Batch | None = None  # still taking records
         self.sealed: deque[_Batch] = deque()  # full, waiting for their turn
         self.driver: asyncio.Task[None] | None = None  # hands batches over while any wait
+        # The acknowledgement of the newest batch: a partition's batches settle in order.
+        self.newest: asyncio.Future[None] | None = None
 
 
 class Publisher:
@@ -251,7 +253,21 @@ class Publisher:
         else:
             builder = self._producer.create_batch()
         lane.open = _Batch(builder, loop.create_future(), loop.time())
+        lane.newest = lane.open.acked
         return lane.open
+
+    def unsettled(self, topic: str, partitions: Collection[int]) -> set[asyncio.Future[None]]:
+        """What to wait for until every record already appended to ``topic``'s ``partitions``
+        is acknowledged or refused. A partition's batches are handed over and settle in order,
+        so its newest batch's acknowledgement is enough."""
+        return {
+            lane.newest
+            for (lane_topic, partition), lane in self._lanes.items()
+            if lane_topic == topic
+            and partition in partitions
+            and lane.newest is not None
+            and not lane.newest.done()
+        }
 
     async def _drive(self, lane: _Lane, topic: str, partition: int) -> None:
         """Hand the lane's batches to the client in order until none is left. ``send_batch``

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from aiokafka.errors import KafkaError
@@ -32,8 +32,13 @@ from worker.lifecycle import DocumentState, marker_expired
 from worker.metrics import Metrics
 from worker.publisher import Publisher, Record
 from worker.state_store import StateStore, encode_state
+from worker.waiting import wait_while
 
 log = logging.getLogger("chunkstream.worker")
+
+# How long a hand-over waits for state records still on their way (release): within the 5 s a
+# revocation leaves itself below the rebalance timeout after its drain (worker.consumer).
+LATE_STATE_WAIT_S = 3.0
 
 
 class DocumentStates:
@@ -117,9 +122,24 @@ class DocumentStates:
     def documents(self, partition: int) -> int:
         return self._documents.get(partition, 0)
 
-    async def release(self, partitions: set[int], clean: set[int]) -> None:
+    async def release(
+        self, partitions: set[int], clean: set[int], worth_it: Callable[[], bool] = lambda: True
+    ) -> None:
         """Let go of partitions; checkpoint those handed over cleanly (every state write of
-        theirs acknowledged and applied locally)."""
+        theirs acknowledged and applied locally).
+
+        A partition let go with documents abandoned at the drain deadline may still have their
+        state records on the way (each is staged beside its chunk events). One that landed
+        after the next owner had restored and written a newer state of that document would
+        win compaction and resurface at the owner's next restore; so the writes already
+        staged are given a short while to settle first, while ``worth_it()`` (Kafka is
+        reachable). Kafka's own answer, fencing a zombie's writes, needs transactions."""
+        unsettled = self._publisher.unsettled(self.topic, partitions - clean)
+        if await wait_while(unsettled, LATE_STATE_WAIT_S, worth_it):
+            log.warning(
+                "state records still unsettled at hand-over",
+                extra={"partitions": sorted(partitions - clean)},
+            )
         for partition in partitions:
             self._markers.pop(partition, None)
             self._documents.pop(partition, None)

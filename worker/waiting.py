@@ -8,19 +8,18 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
+F = TypeVar("F", bound="asyncio.Future[Any]")
 
 # How often a wait looks at its way out.
 SLICE_S = 0.25
 
 
-async def wait_while(
-    tasks: set[asyncio.Task[None]], deadline_s: float, worth_it: Callable[[], bool]
-) -> set[asyncio.Task[None]]:
-    """Wait for ``tasks`` up to ``deadline_s``, in slices, while ``worth_it()`` holds; the
-    tasks still pending when it stops (not cancelled here)."""
+async def wait_while(tasks: set[F], deadline_s: float, worth_it: Callable[[], bool]) -> set[F]:
+    """Wait for ``tasks`` (or futures) up to ``deadline_s``, in slices, while ``worth_it()``
+    holds; the ones still pending when it stops (not cancelled here)."""
     deadline = time.monotonic() + deadline_s
     pending = set(tasks)
     while pending and worth_it():
