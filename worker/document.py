@@ -268,7 +268,7 @@ class DocumentHandler:
         partition: int,
         doc_id: str,
         acks: list[asyncio.Future[None]],
-        state: DocumentState | None,
+        state: DocumentState,
         previous: DocumentState | None,
     ) -> None:
         """Stage the document's new ``state`` beside its records (``acks``) and wait for all of
@@ -278,7 +278,6 @@ class DocumentHandler:
         states = self._states
         encoded = b""
         if states is not None:
-            assert state is not None
             staged, encoded = states.stage(partition, doc_id, state)
             acks += staged
         try:
@@ -291,7 +290,6 @@ class DocumentHandler:
                 await states.rewrite(partition, doc_id, previous)
             raise refused(exc) from None
         if states is not None:
-            assert state is not None
             states.applied(partition, doc_id, state, previous, encoded)
 
     async def _stage_document_chunks(
