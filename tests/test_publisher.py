@@ -211,3 +211,15 @@ async def test_unsettled_names_what_a_hand_over_waits_for() -> None:
     await asyncio.sleep(0)
     assert all(f.done() for f in only_zero)
     assert publisher.unsettled("state", {0, 1}) == set()
+
+
+def test_uncompressed_topics_need_the_producers_batch_size() -> None:
+    with pytest.raises(ValueError, match="batch_bytes"):
+        Publisher(
+            FakeProducer(),  # type: ignore[arg-type]
+            EventEncoder("msgpack"),
+            output_topic="chunks",
+            dlq_topic="chunks.dlq",
+            max_record_bytes=1024 * 1024,
+            uncompressed_topics=["state"],
+        )

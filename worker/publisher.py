@@ -93,8 +93,12 @@ class Publisher:
         max_record_bytes: int,
         linger_ms: int = 0,
         uncompressed_topics: Collection[str] = (),
-        batch_bytes: int = 16384,
+        batch_bytes: int | None = None,
     ) -> None:
+        if uncompressed_topics and batch_bytes is None:
+            # The producer's own batch.size is not readable back from the client; a default
+            # here would silently differ from it (aiokafka's 16 KiB against the worker's).
+            raise ValueError("batch_bytes is required with uncompressed_topics")
         self._producer = producer
         self._encoder = encoder
         self._headers = encoder.headers()
@@ -107,7 +111,7 @@ class Publisher:
         # are hashes) go out uncompressed, in batches of ``batch_bytes``: zstd saved 5 % of
         # their bytes for CPU on the worker and the broker (docs/lifecycle.md).
         self._uncompressed = frozenset(uncompressed_topics)
-        self._batch_bytes = batch_bytes
+        self._batch_bytes = batch_bytes or 0
 
     @property
     def content_headers(self) -> Headers:

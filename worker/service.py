@@ -97,6 +97,14 @@ class _Running:
     models: Models | None
 
 
+def written_topics(s: Settings) -> list[str]:
+    """Every topic the worker produces to."""
+    written = [s.output_topic, s.dlq_topic]
+    written += [state_topic(s)] if s.document_lifecycle else []
+    written += [s.documents_topic] if s.documents_topic is not None else []
+    return written
+
+
 class Worker:
     """One consumer-group member. ``await Worker(settings).run()`` until stopped."""
 
@@ -316,6 +324,10 @@ class Worker:
             for client in clients:
                 await client.start()
             await self._check_topics(consumer)
+            # The producer learns every topic it writes before the group is joined: otherwise
+            # the first document after a start waited for that metadata request and the
+            # client's retry backoff (120-190 ms, measured from the assignment).
+            await asyncio.gather(*(producer.partitions_for(t) for t in written_topics(s)))
             if reader is not None:
                 # Before joining the group: the first assignment's restore then finds the
                 # changelog's metadata known.
@@ -411,10 +423,7 @@ class Worker:
         # The producer batches many small records up to max_record_bytes; a topic that accepts
         # less refuses whole batches, and every document in them would be dead-lettered.
         try:
-            written = [s.output_topic, s.dlq_topic]
-            written += [state_topic(s)] if s.document_lifecycle else []
-            written += [s.documents_topic] if s.documents_topic is not None else []
-            limits = await topic_record_limits(s, written)
+            limits = await topic_record_limits(s, written_topics(s))
         except KafkaError as exc:  # e.g. no DescribeConfigs permission: cannot check
             log.warning("could not read the topics' max.message.bytes", extra={"error": repr(exc)})
             limits = {}
