@@ -12,6 +12,7 @@ from worker.config import (
     DEFAULT_BATCH_BYTES,
     Settings,
     batch_bytes,
+    chunk_cap,
     load_settings,
     redacted,
     settings_table,
@@ -159,3 +160,24 @@ def test_run_fails_fast_on_bad_config_naming_the_field() -> None:
 def test_readme_configuration_table_is_current() -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert settings_table() in readme, "README's table is stale: paste `chunkstream settings`"
+
+
+def test_with_the_lifecycle_a_document_has_no_more_chunks_than_one_state_record_names() -> None:
+    """The largest state record (a withdrawn version's delete marker: three versions' ids)
+    must fit max_record_bytes with its key, or the partition stalls on a refused state."""
+    from worker.lifecycle import DocumentState
+    from worker.state_store import encode_state
+
+    for limit in (65536, 1024 * 1024, 4 * 1024 * 1024):
+        settings = load_settings({}, env={"CHUNKSTREAM_MAX_RECORD_BYTES": str(limit)})
+        cap, setting = chunk_cap(settings)
+        three_versions = bytes(3 * 16 * cap)
+        largest = encode_state(DocumentState(2**62, None, b"", True, retracted=three_versions))
+        assert len(largest) + 256 <= limit  # a 256-byte document id as the key
+        if cap < settings.max_chunks_per_document:
+            assert "MAX_RECORD_BYTES" in setting
+            assert 16 * 3 * (cap + 100) > limit * 0.9  # not needlessly low
+    append_only = load_settings(
+        {}, env={"CHUNKSTREAM_MAX_RECORD_BYTES": "65536", "CHUNKSTREAM_DOCUMENT_LIFECYCLE": "false"}
+    )
+    assert chunk_cap(append_only) == (20_000, "CHUNKSTREAM_MAX_CHUNKS_PER_DOCUMENT")

@@ -145,42 +145,62 @@ async def test_the_record_at_the_states_offset_is_done_again_in_full(tmp_path: P
     await handler.process(record(doc(V1), offset=1, key=b"d"))
     await handler.process(record(doc(V2), offset=2, key=b"d"))
     edit = chunks_of(producer.sent)[-2:]  # skip mode: the changed chunk, then its tombstone
+    written = [v for t, _, v, _ in producer.sent if t == STATE_TOPIC][-1]
     producer.sent.clear()
     await handler.process(record(doc(V2), offset=2, key=b"d"))  # the crash's replay
+    assert [v for t, _, v, _ in producer.sent if t == STATE_TOPIC] == [written]  # the same
     again = chunks_of(producer.sent)
     assert [t for _, t in again if t is not None] == ["Alpha one here.", "Beta was changed.",
                                                       "Gamma three now."]  # fmt: skip
     assert [(k, t) for k, t in again if t is None] == [edit[1]]
-    assert edit[0] in again
     producer.sent.clear()
     await handler.process(record(doc(V1), offset=1, key=b"d"))  # before it: a replay
     assert producer.sent == []
 
 
-async def test_a_chunk_batch_refused_for_size_puts_the_previous_state_back(
+def sink_after(sent: list[Any], sink: dict[str, str] | None = None) -> dict[str, str]:
+    """A stock sink applying the chunk topic in order: upsert by key, delete on null."""
+    held = dict(sink or {})
+    for key, text in chunks_of(sent):
+        if text is None:
+            held.pop(key, None)
+        else:
+            held[key] = text
+    return held
+
+
+async def test_a_version_refused_for_size_is_withdrawn_then_the_next_one_starts_afresh(
     tmp_path: Path,
 ) -> None:
-    """The document is dead-lettered; its new state may have reached the changelog beside the
-    refused batch, and must not stay there: the next version would not retract the chunks the
-    sink still holds."""
-    producer = FakeProducer()
-    handler = lifecycle_handler(producer, tmp_path)
+    """Some of a refused version's records may have landed (its state, its tombstones, some
+    chunk batches): every chunk the sink may hold is tombstoned and a delete marker written
+    before the dead letter, so the sink and the state agree; the next version emits all."""
+    producer = FakeProducer(batch_capacity=1)  # one record per batch: a partial landing
+    handler = lifecycle_handler(producer, tmp_path, unchanged_chunks="skip")
     await handler.process(record(doc(V1), offset=1, key=b"d"))
+    sink = sink_after(producer.sent)
+    assert sorted(sink.values()) == ["Alpha one here.", "Beta two there.", "Gamma three now."]
     producer.sent.clear()
-    producer.fail_next = [MessageSizeTooLargeError()]  # the chunk lane's batch goes first
+    # The second chunk batch of the new version is refused; the first and the state land.
+    producer.fail_next = [None, MessageSizeTooLargeError()]
     await handler.process(record(doc(V2), offset=2, key=b"d"))
-    written = [decode_state(v) for t, _, v, _ in producer.sent if t == STATE_TOPIC if v]
-    assert [s.offset for s in written] == [2, 1]  # the staged state, then the one before it
-    dead = [
-        decode_as(v, [], DeadLetterEvent)
-        for t, _, v, _ in producer.sent
-        if t == handler.settings.dlq_topic
-    ]
+    sink = sink_after(producer.sent, sink)
+    assert sink == {}, "a mix of two versions stayed in the sink"
+    states = [decode_state(v) for t, _, v, _ in producer.sent if t == STATE_TOPIC if v]
+    assert states[-1].deleted
+    assert states[-1].offset == 2
+    dlq = handler.settings.dlq_topic
+    dead = [decode_as(v, [], DeadLetterEvent) for t, _, v, _ in producer.sent if t == dlq]
     assert [d.error_kind for d in dead] == ["output_record_too_large"]
     assert handler._states is not None
     remembered = handler._states.get(1, "d")
     assert remembered is not None
-    assert remembered.offset == 1
+    assert remembered.deleted
+    # The next version creates the document anew: every chunk, even in skip mode.
+    producer.sent.clear()
+    await handler.process(record(doc(V1), offset=3, key=b"d"))
+    sink = sink_after(producer.sent, sink)
+    assert sorted(sink.values()) == ["Alpha one here.", "Beta two there.", "Gamma three now."]
 
 
 async def test_a_hand_over_with_abandoned_documents_waits_for_their_state_records(

@@ -137,13 +137,13 @@ ops = st.lists(
     ops,
     st.lists(st.integers(0, 24), max_size=10),
     st.booleans(),
-    st.lists(st.tuples(st.integers(0, 24), st.floats(0, 1)), max_size=6),
+    st.lists(st.tuples(st.integers(0, 24), st.floats(0, 1), st.booleans()), max_size=8),
 )
 def test_a_stock_sink_ends_with_exactly_the_current_version(
     records: list[Op],
     replays: list[int],
     emit_unchanged: bool,
-    crashes: list[tuple[int, float]],
+    crashes: list[tuple[int, float, bool]],
 ) -> None:
     state: DocumentState | None = None
     sink: set[str] = set()  # chunk ids the sink holds: upsert by key, delete on null
@@ -157,11 +157,14 @@ def test_a_stock_sink_ends_with_exactly_the_current_version(
         # Occurrences make equal texts distinct, as worker.records.chunk_ids does.
         return [f"{t}#{texts[:i].count(t)}" for i, t in enumerate(texts)]
 
-    # A crash after the state record was acknowledged and before all of the record's chunk
-    # events and tombstones were (they go out together): only a share of them arrived.
-    lost = dict(crashes)
+    # A crash while a record's chunk events, tombstones and state record were on their way
+    # (they go out together): only a share of the events arrived, and the state or not. The
+    # same record may crash more than once (its redo crashes too).
+    lost: dict[int, list[tuple[float, bool]]] = {}
+    for at, arrived, state_landed in crashes:
+        lost.setdefault(at, []).append((arrived, state_landed))
 
-    def apply(offset: int, arrived: float = 1.0) -> None:
+    def apply(offset: int, arrived: float = 1.0, state_landed: bool = True) -> None:
         nonlocal state
         kind, version, texts = records[offset]
         chunk_ids = ids(*texts_of(texts))
@@ -181,14 +184,13 @@ def test_a_stock_sink_ends_with_exactly_the_current_version(
                 sink.add(chunk_id)
             else:
                 sink.discard(chunk_id)
-        state = decision.state
+        if state_landed:
+            state = decision.state
 
     for offset, (kind, version, texts) in enumerate(records):
-        if offset in lost:
-            apply(offset, arrived=lost[offset])
-            apply(offset)  # the replay after the crash
-        else:
-            apply(offset)
+        for arrived, state_landed in lost.get(offset, []):
+            apply(offset, arrived, state_landed)  # crashed; replayed next
+        apply(offset)
         # A crash after the state was written replays earlier records: they change nothing.
         for replay in replays:
             if replay <= offset:

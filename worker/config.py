@@ -120,7 +120,8 @@ SETTING_HELP: dict[str, str] = {
     "max_record_bytes": "largest record the producer sends, Kafka's max.request.size "
     "(keep ≤ the topics' max.message.bytes)",
     "max_chunks_per_document": "a document cutting into more chunks is dead-lettered "
-    "(`too_many_chunks`): bounds the output one input can cause",
+    "(`too_many_chunks`): bounds the output one input can cause; with the lifecycle, also at "
+    "most max_record_bytes / 52 (the ids one state record can name)",
     "max_in_flight_documents": "high watermark: partitions pause above it",
     "max_in_flight_bytes": "high watermark on input bytes being processed (0 = the largest "
     "that fits the memory budget, at most 256 MiB)",
@@ -375,6 +376,24 @@ DEFAULT_BATCH_BYTES = 512 * 1024
 def batch_bytes(settings: Settings) -> int:
     """The producer's batch.size: the setting, or the default capped by max_record_bytes."""
     return settings.batch_size or min(DEFAULT_BATCH_BYTES, settings.max_record_bytes)
+
+
+# Bytes per chunk in the largest state record: three versions' 16-byte ids (a version the
+# broker refused leaves a delete marker naming its own ids, the previous version's and those
+# that one retracted), and room for the record's key and framing.
+_STATE_BYTES_PER_CHUNK = 3 * 16 + 4
+
+
+def chunk_cap(settings: Settings) -> tuple[int, str]:
+    """The most chunks a document may cut into, and the setting that says so: with the
+    lifecycle, also as many as one state record of ``max_record_bytes`` can name (above it the
+    state record would be refused and stall the partition)."""
+    cap, setting = settings.max_chunks_per_document, "CHUNKSTREAM_MAX_CHUNKS_PER_DOCUMENT"
+    if settings.document_lifecycle:
+        fits = settings.max_record_bytes // _STATE_BYTES_PER_CHUNK
+        if fits < cap:
+            return fits, "CHUNKSTREAM_MAX_RECORD_BYTES (the state record)"
+    return cap, setting
 
 
 def state_topic(settings: Settings) -> str:

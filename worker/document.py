@@ -37,7 +37,7 @@ from worker import lifecycle
 from worker.chunking import registry
 from worker.chunking.types import Chunk, ContentType
 from worker.codec import Headers, decode_document
-from worker.config import Settings
+from worker.config import Settings, chunk_cap
 from worker.errors import (
     ChunkingFailed,
     DocumentError,
@@ -121,6 +121,7 @@ class DocumentHandler:
         self._documents_topic = documents_topic
         self._turns = DocumentTurns()
         self._emit_unchanged = settings.unchanged_chunks == "emit"
+        self._chunk_cap = chunk_cap(settings)
         # Events go out as bytes built from the document's shared parts (worker.event_bytes):
         # the same bytes as encoding worker.records.chunk_events, for less CPU.
         self._writer = ChunkEventWriter(publisher.encoding)
@@ -200,11 +201,9 @@ class DocumentHandler:
             return
         built = self._resolver.resolve(doc)
         chunks = await self._chunk(built, doc.text, doc.content_type)
-        if len(chunks) > s.max_chunks_per_document:
-            raise TooManyChunks(
-                f"{len(chunks)} chunks, above CHUNKSTREAM_MAX_CHUNKS_PER_DOCUMENT="
-                f"{s.max_chunks_per_document}"
-            )
+        cap, setting = self._chunk_cap
+        if len(chunks) > cap:
+            raise TooManyChunks(f"{len(chunks)} chunks, above {cap}: {setting}")
         model = self._retrieval_label if s.include_embeddings else None
         ids = chunk_ids(doc.id, built.fingerprint, [c.text for c in chunks], model)
         decision = lifecycle.update(
@@ -231,7 +230,7 @@ class DocumentHandler:
         )
         if self._documents_topic is not None:
             acks += await self._stage_document_chunks(rec, doc, built.name, ids)
-        await self._settle(rec.partition, doc.id, acks, decision.state, state)
+        await self._settle(rec.partition, doc.id, acks, decision.state, state, headers)
         self._stats["chunks"] += len(values)
         chunks_produced, completed, seconds = self._strategy_metrics(built.name)
         chunks_produced.inc(len(values))
@@ -255,11 +254,8 @@ class DocumentHandler:
             m.documents_skipped.labels(decision.value).inc()
             return
         acks, _ = await self._publisher.stage_encoded(doc_id, [], [], headers, decision.retract)
-        if self._documents_topic is not None:
-            key = doc_id.encode()
-            partition = await self._publisher.partition_for(self._documents_topic, key)
-            acks += self._publisher.stage(self._documents_topic, partition, [(key, None, [])])
-        await self._settle(rec.partition, doc_id, acks, decision.state, state)
+        acks += await self._stage_document_gone(doc_id)
+        await self._settle(rec.partition, doc_id, acks, decision.state, state, headers)
         m.documents_deleted.inc()
         m.chunks_retracted.inc(len(decision.retract))
 
@@ -270,6 +266,7 @@ class DocumentHandler:
         acks: list[asyncio.Future[None]],
         state: DocumentState,
         previous: DocumentState | None,
+        headers: Headers,
     ) -> None:
         """Stage the document's new ``state`` beside its records (``acks``) and wait for all of
         them: one linger and one round trip per document, not two (the state is not sent after
@@ -283,14 +280,42 @@ class DocumentHandler:
         try:
             await self._publisher.wait(acks)
         except (MessageSizeTooLargeError, RecordTooLargeError) as exc:
-            # The topic's own max.message.bytes is below ours: the document is dead-lettered.
-            # Its state may have been written meanwhile: the one before goes back, or the next
-            # version would not retract the chunks the sink still holds.
+            # A topic's own max.message.bytes is below ours (start-up checks it when it may
+            # read topic configs): the record is dead-lettered, and whatever of it landed is
+            # withdrawn first, or the sink would keep a mix of two versions for good.
             if states is not None:
-                await states.rewrite(partition, doc_id, previous)
+                await self._withdraw(partition, doc_id, state, previous, headers)
             raise refused(exc) from None
         if states is not None:
             states.applied(partition, doc_id, state, previous, encoded)
+
+    async def _withdraw(
+        self,
+        partition: int,
+        doc_id: str,
+        state: DocumentState,
+        previous: DocumentState | None,
+        headers: Headers,
+    ) -> None:
+        """Tombstone every chunk the sink may hold of a document whose records were partly
+        refused, and remember it as deleted (worker.lifecycle.withdraw). A refusal of these
+        (small) records too is a Kafka error like any other: retried."""
+        assert self._states is not None
+        decision = lifecycle.withdraw(state, previous, state.offset)
+        acks, _ = await self._publisher.stage_encoded(doc_id, [], [], headers, decision.retract)
+        acks += await self._stage_document_gone(doc_id)
+        staged, encoded = self._states.stage(partition, doc_id, decision.state)
+        await self._publisher.wait(acks + staged)
+        self._states.applied(partition, doc_id, decision.state, previous, encoded)
+        self._metrics.chunks_retracted.inc(len(decision.retract))
+
+    async def _stage_document_gone(self, doc_id: str) -> list[asyncio.Future[None]]:
+        """The document's tombstone on the documents topic, if there is one."""
+        if self._documents_topic is None:
+            return []
+        key = doc_id.encode()
+        partition = await self._publisher.partition_for(self._documents_topic, key)
+        return self._publisher.stage(self._documents_topic, partition, [(key, None, [])])
 
     async def _stage_document_chunks(
         self, rec: InputRecord, doc: DocumentEvent, strategy: str, ids: Sequence[str]

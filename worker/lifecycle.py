@@ -161,6 +161,20 @@ def delete(state: DocumentState | None, offset: int) -> Delete | Skip:
     return Delete(retract=state.ids, state=marker)
 
 
+def withdraw(state: DocumentState, previous: DocumentState | None, offset: int) -> Delete:
+    """The decision after the broker refused a batch of the record that was to write ``state``
+    over ``previous``: some of its records may have landed and some not, so the sink holds an
+    unknown mix of the two versions. Every chunk id it may hold is tombstoned and a delete
+    marker remembers them (a redo tombstones them again); the next version creates the
+    document anew, emitting everything."""
+    maybe = [] if previous is None else [*previous.ids, *previous.retracted_ids]
+    ids = list(dict.fromkeys([*maybe, *state.ids, *state.retracted_ids]))
+    return Delete(
+        retract=ids,
+        state=DocumentState(offset, None, b"", deleted=True, retracted=ids_to_bytes(ids)),
+    )
+
+
 def marker_expired(state: DocumentState, committed: int) -> bool:
     """A delete marker may go once the group's committed offset has passed it: no replay can
     bring back a record at or before it."""

@@ -34,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections import deque
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -72,14 +72,14 @@ class _Batch:
 class _Lane:
     """One output partition's batches not yet handed to the client, oldest first."""
 
-    __slots__ = ("driver", "newest", "open", "sealed")
+    __slots__ = ("driver", "open", "pending", "sealed")
 
     def __init__(self) -> None:
         self.open: _Batch | None = None  # still taking records
         self.sealed: deque[_Batch] = deque()  # full, waiting for their turn
         self.driver: asyncio.Task[None] | None = None  # hands batches over while any wait
-        # The acknowledgement of the newest batch: a partition's batches settle in order.
-        self.newest: asyncio.Future[None] | None = None
+        # Acknowledgements of its batches not yet settled (a hand-over waits for them).
+        self.pending: set[asyncio.Future[None]] = set()
 
 
 class Publisher:
@@ -257,20 +257,18 @@ class Publisher:
         else:
             builder = self._producer.create_batch()
         lane.open = _Batch(builder, loop.create_future(), loop.time())
-        lane.newest = lane.open.acked
+        lane.pending.add(lane.open.acked)
+        lane.open.acked.add_done_callback(lane.pending.discard)
         return lane.open
 
-    def unsettled(self, topic: str, partitions: Collection[int]) -> set[asyncio.Future[None]]:
-        """What to wait for until every record already appended to ``topic``'s ``partitions``
-        is acknowledged or refused. A partition's batches are handed over and settle in order,
-        so its newest batch's acknowledgement is enough."""
+    def unsettled(self, lanes: Callable[[str, int], bool]) -> set[asyncio.Future[None]]:
+        """What to wait for until every record already appended to the (topic, partition)
+        lanes that ``lanes`` picks is acknowledged or refused."""
         return {
-            lane.newest
-            for (lane_topic, partition), lane in self._lanes.items()
-            if lane_topic == topic
-            and partition in partitions
-            and lane.newest is not None
-            and not lane.newest.done()
+            acked
+            for (topic, partition), lane in self._lanes.items()
+            if lanes(topic, partition)
+            for acked in lane.pending
         }
 
     async def _drive(self, lane: _Lane, topic: str, partition: int) -> None:
@@ -320,9 +318,12 @@ class Publisher:
 
 
 def refused(exc: KafkaError) -> OutputRecordTooLarge:
-    """The broker's "too large" as the document's error: the topic's own max.message.bytes is
+    """The broker's "too large" as the document's error: a topic's own max.message.bytes is
     below ours, and no retry can succeed."""
-    return OutputRecordTooLarge(f"the output topic refused a chunk event: {exc}")
+    return OutputRecordTooLarge(
+        f"a topic refused a batch of this document's records as too large ({exc}): its "
+        "max.message.bytes is below CHUNKSTREAM_MAX_RECORD_BYTES"
+    )
 
 
 def _settle(acked: asyncio.Future[None], delivered: asyncio.Future[Any]) -> None:

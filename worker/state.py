@@ -98,14 +98,6 @@ class DocumentStates:
             self._documents[partition] += change
             self._gauges[partition].set(self._documents[partition])
 
-    async def rewrite(self, partition: int, doc_id: str, state: DocumentState | None) -> None:
-        """Put ``state`` back in the changelog (a tombstone for None) after a staged state
-        whose chunk events the broker refused: the local copy never took the staged one."""
-        value = None if state is None else encode_state(state)
-        await self._publisher.publish(self.topic, partition, [(doc_id.encode(), value, [])])
-        if state is not None and state.deleted:
-            self._markers.setdefault(partition, {})[doc_id] = state.offset
-
     async def restore(self, partitions: Sequence[int]) -> list[Restored]:
         """Bring the partitions' state back from the changelog; their delete markers become
         ours to expire."""
@@ -129,17 +121,20 @@ class DocumentStates:
         theirs acknowledged and applied locally).
 
         A partition let go with documents abandoned at the drain deadline may still have their
-        state records on the way (each is staged beside its chunk events). One that landed
-        after the next owner had restored and written a newer state of that document would
-        win compaction and resurface at the owner's next restore; so the writes already
-        staged are given a short while to settle first, while ``worth_it()`` (Kafka is
-        reachable). Kafka's own answer, fencing a zombie's writes, needs transactions."""
-        unsettled = self._publisher.unsettled(self.topic, partitions - clean)
-        if await wait_while(unsettled, LATE_STATE_WAIT_S, worth_it):
-            log.warning(
-                "state records still unsettled at hand-over",
-                extra={"partitions": sorted(partitions - clean)},
-            )
+        records on the way: state records (staged beside the chunk events) and chunk events.
+        One landing after the next owner had done those documents again and moved on (a newer
+        state, a retraction) would bring back what that undid. So the writes already staged
+        are given a short while to settle first, while ``worth_it()`` (Kafka is reachable):
+        every lane but the other partitions' state. Kafka's own answer, fencing a zombie's
+        writes, needs transactions."""
+        unclean = partitions - clean
+        if unclean:
+            topic = self.topic
+            unsettled = self._publisher.unsettled(lambda t, p: t != topic or p in unclean)
+            if await wait_while(unsettled, LATE_STATE_WAIT_S, worth_it):
+                log.warning(
+                    "records still unsettled at hand-over", extra={"partitions": sorted(unclean)}
+                )
         for partition in partitions:
             self._markers.pop(partition, None)
             self._documents.pop(partition, None)

@@ -152,7 +152,7 @@ class FakeProducer:
         self._partitions = set(range(partitions))
         self.sent: list[tuple[str, bytes | None, bytes | None, int | None]] = []
         self.headers: list[list[tuple[str, bytes]]] = []  # of each record in ``sent``
-        self.fail_next: list[Exception] = []
+        self.fail_next: list[Exception | None] = []  # None lets that send through
         self.batch_capacity = batch_capacity
         self.batches = 0
 
@@ -167,8 +167,8 @@ class FakeProducer:
         headers: object = None,
         partition: int | None = None,
     ) -> asyncio.Future[None]:
-        if self.fail_next:
-            raise self.fail_next.pop(0)
+        if self.fail_next and (error := self.fail_next.pop(0)) is not None:
+            raise error
         self.sent.append((topic, key, value, partition))
         self.headers.append(list(headers or []))  # type: ignore[call-overload]
         ack: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -183,8 +183,8 @@ class FakeProducer:
     ) -> asyncio.Future[None]:
         if not batch.closed:
             raise AssertionError("a batch handed over while still open")
-        if self.fail_next:
-            raise self.fail_next.pop(0)
+        if self.fail_next and (error := self.fail_next.pop(0)) is not None:
+            raise error
         self.batches += 1
         self.sent.extend((topic, key, value, partition) for key, value, _ in batch.records)
         self.headers.extend(headers for _, _, headers in batch.records)
