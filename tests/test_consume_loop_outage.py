@@ -6,6 +6,7 @@ worker; a shutdown during the outage commits nothing and checkpoints nothing."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from aiokafka.errors import KafkaTimeoutError
@@ -72,7 +73,9 @@ class FlakyStates:
     def documents(self, partition: int) -> int:
         return 0
 
-    async def release(self, partitions: set[int], clean: set[int]) -> None:
+    async def release(
+        self, partitions: set[int], clean: set[int], worth_it: Callable[[], bool] = lambda: True
+    ) -> None:
         self.released.append((partitions, clean))
 
     async def expire_markers(self, committed: Any) -> None:
