@@ -36,7 +36,7 @@ from worker.waiting import wait_while
 
 log = logging.getLogger("chunkstream.worker")
 
-# How long a hand-over waits for state records still on their way (release): within the 5 s a
+# How long a hand-over waits for records still on their way (release): within the 5 s a
 # revocation leaves itself below the rebalance timeout after its drain (worker.consumer).
 LATE_STATE_WAIT_S = 3.0
 
