@@ -301,7 +301,7 @@ class DocumentHandler:
         refused, and remember it as deleted (worker.lifecycle.withdraw). A refusal of these
         (small) records too is a Kafka error like any other: retried."""
         assert self._states is not None
-        decision = lifecycle.withdraw(state, previous, state.offset)
+        decision = lifecycle.withdraw(state, previous)
         acks, _ = await self._publisher.stage_encoded(doc_id, [], [], headers, decision.retract)
         acks += await self._stage_document_gone(doc_id)
         staged, encoded = self._states.stage(partition, doc_id, decision.state)

@@ -32,6 +32,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeGuard
 
 import msgspec
 
@@ -98,7 +99,7 @@ def _superseded(state: DocumentState | None, offset: int) -> bool:
     return state is not None and offset < state.offset
 
 
-def _redone(state: DocumentState | None, offset: int) -> bool:
+def _redone(state: DocumentState | None, offset: int) -> TypeGuard[DocumentState]:
     """The state came from this very record: it is being done again (see the invariants)."""
     return state is not None and offset == state.offset
 
@@ -126,7 +127,7 @@ def update(
         return Skip.REPLAYED
     if _older(state, version):
         return Skip.OLDER_VERSION
-    if state is not None and _redone(state, offset) and not state.deleted:
+    if _redone(state, offset) and not state.deleted:
         # Everything again: which of its chunk events reached the topic is unknown. What it
         # retracted, and whatever its state names that the chunks no longer have (the
         # strategy changed since), is tombstoned.
@@ -153,7 +154,7 @@ def delete(state: DocumentState | None, offset: int) -> Delete | Skip:
     """The decision for a tombstone of the document."""
     if _superseded(state, offset):
         return Skip.REPLAYED
-    if state is not None and _redone(state, offset) and state.deleted:
+    if _redone(state, offset) and state.deleted:
         return Delete(retract=state.retracted_ids, state=state)  # its tombstones again
     if state is None or state.deleted:
         return Skip.UNKNOWN_DELETE
@@ -161,17 +162,17 @@ def delete(state: DocumentState | None, offset: int) -> Delete | Skip:
     return Delete(retract=state.ids, state=marker)
 
 
-def withdraw(state: DocumentState, previous: DocumentState | None, offset: int) -> Delete:
+def withdraw(state: DocumentState, previous: DocumentState | None) -> Delete:
     """The decision after the broker refused a batch of the record that was to write ``state``
     over ``previous``: some of its records may have landed and some not, so the sink holds an
     unknown mix of the two versions. Every chunk id it may hold is tombstoned and a delete
     marker remembers them (a redo tombstones them again); the next version creates the
-    document anew, emitting everything."""
+    document anew, emitting everything. The marker takes ``state``'s offset: that record's."""
     maybe = [] if previous is None else [*previous.ids, *previous.retracted_ids]
     ids = list(dict.fromkeys([*maybe, *state.ids, *state.retracted_ids]))
     return Delete(
         retract=ids,
-        state=DocumentState(offset, None, b"", deleted=True, retracted=ids_to_bytes(ids)),
+        state=DocumentState(state.offset, None, b"", deleted=True, retracted=ids_to_bytes(ids)),
     )
 
 

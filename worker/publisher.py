@@ -132,26 +132,12 @@ class Publisher:
         headers: Headers = (),
         retracted: Sequence[str] = (),
     ) -> int:
-        """:meth:`publish_encoded` of ``events`` (keyed by their chunk ids)."""
+        """Send a document's chunk events (keyed by their chunk ids) and tombstones
+        (:meth:`stage_encoded`) and return once the broker acknowledged all of them. Returns
+        the bytes published."""
         encode = self._encoder.encode
-        return await self.publish_encoded(
-            doc_id,
-            [event.chunk_id.encode() for event in events],
-            [encode(event) for event in events],
-            headers,
-            retracted,
-        )
-
-    async def publish_encoded(
-        self,
-        doc_id: str,
-        keys: Sequence[bytes],
-        values: Sequence[bytes],
-        headers: Headers = (),
-        retracted: Sequence[str] = (),
-    ) -> int:
-        """Send a document's encoded chunk events and tombstones (:meth:`stage_encoded`) and
-        return once the broker acknowledged all of them. Returns the bytes published."""
+        keys = [event.chunk_id.encode() for event in events]
+        values = [encode(event) for event in events]
         acks, published = await self.stage_encoded(doc_id, keys, values, headers, retracted)
         try:
             await self.wait(acks)
@@ -201,14 +187,6 @@ class Publisher:
         each (docs/lifecycle.md, "Throughput with the lifecycle on")."""
         await self.wait(self.stage(topic, partition, records))
 
-    def stage(
-        self, topic: str, partition: int, records: Sequence[Record]
-    ) -> list[asyncio.Future[None]]:
-        """Append ``records`` in order to the (topic, partition) lane, without waiting: the
-        acknowledgements of the batches they went into, for :meth:`wait`. Records staged in
-        one step (no await between) sit together, in order."""
-        return self._append(topic, partition, records)
-
     async def wait(self, acks: Sequence[asyncio.Future[None]]) -> None:
         """Return once every batch of ``acks`` is acknowledged; a refused batch raises (our
         own copy of its error: a batch's error is shared by every document in it, and
@@ -226,11 +204,12 @@ class Publisher:
         partitions = sorted(await self._producer.partitions_for(topic))
         return int(_PARTITIONER(key, partitions, partitions))
 
-    def _append(
+    def stage(
         self, topic: str, partition: int, records: Sequence[Record]
     ) -> list[asyncio.Future[None]]:
-        """Append the records to the lane's open batch (sealing full ones); the futures of
-        the batches they went into, in order."""
+        """Append ``records`` in order to the (topic, partition) lane's open batch (sealing
+        full ones), without waiting: the acknowledgements of the batches they went into, in
+        order, for :meth:`wait`. Records staged in one step (no await between) sit together."""
         lane = self._lanes.get((topic, partition))
         if lane is None:
             lane = self._lanes[(topic, partition)] = _Lane()
