@@ -203,6 +203,73 @@ async def test_a_version_refused_for_size_is_withdrawn_then_the_next_one_starts_
     assert sorted(sink.values()) == ["Alpha one here.", "Beta two there.", "Gamma three now."]
 
 
+async def test_a_withdrawal_cut_short_by_a_crash_is_finished_by_the_replay(
+    tmp_path: Path,
+) -> None:
+    """Killed after the withdrawal's delete marker landed and before its tombstones did: the
+    next owner restores the marker and replays the record (accepted this time). The sink must
+    end with that version alone, the old version's chunks tombstoned."""
+    for mode in ("emit", "skip"):
+        (tmp_path / f"{mode}-a").mkdir()
+        (tmp_path / f"{mode}-b").mkdir()
+        producer = FakeProducer(batch_capacity=1)
+        handler = lifecycle_handler(producer, tmp_path / f"{mode}-a", unchanged_chunks=mode)
+        await handler.process(record(doc(V1), offset=1, key=b"d"))
+        sink = sink_after(producer.sent)
+        producer.sent.clear()
+        producer.fail_next = [None, MessageSizeTooLargeError()]
+        await handler.process(record(doc(V2), offset=2, key=b"d"))
+        states = [(i, decode_state(v)) for i, (t, _, v, _) in enumerate(producer.sent)
+                  if t == STATE_TOPIC and v is not None]  # fmt: skip
+        first_state, marker = states[0][0], states[-1][1]
+        assert marker.deleted
+        # What landed: the first attempt's chunk events up to its state record, and the
+        # marker; no tombstone, neither the first attempt's nor the withdrawal's.
+        landed = [r for r in producer.sent[: first_state + 1] if r[2] is not None]
+        sink = sink_after(landed, sink)
+        assert "Beta two there." in sink.values()
+        replayer = FakeProducer()
+        again = lifecycle_handler(replayer, tmp_path / f"{mode}-b", unchanged_chunks=mode)
+        assert again._states is not None
+        again._states.store.put(1, "d", marker)  # restored from the changelog
+        await again.process(record(doc(V2), offset=2, key=b"d"))
+        sink = sink_after(replayer.sent, sink)
+        assert sorted(sink.values()) == ["Alpha one here.", "Beta was changed.",
+                                         "Gamma three now."], mode  # fmt: skip
+
+
+async def test_a_replay_that_becomes_a_dead_letter_withdraws_the_document(
+    tmp_path: Path,
+) -> None:
+    """Killed after a version's state landed and before its events did; the replay of that
+    record is dead-lettered this time (here: the chunk cap was lowered at the restart). Its
+    state holds the only record of the tombstones it was to send: the document is withdrawn
+    before the dead letter, so the next version leaves exactly itself in the sink."""
+    for mode in ("emit", "skip"):
+        (tmp_path / f"{mode}-a").mkdir()
+        (tmp_path / f"{mode}-b").mkdir()
+        producer = FakeProducer()
+        handler = lifecycle_handler(producer, tmp_path / f"{mode}-a", unchanged_chunks=mode)
+        await handler.process(record(doc(V1), offset=1, key=b"d"))
+        sink = sink_after(producer.sent)
+        producer.sent.clear()
+        await handler.process(record(doc(V2), offset=2, key=b"d"))
+        written = decode_state([v for t, _, v, _ in producer.sent if t == STATE_TOPIC][-1])
+        replayer = FakeProducer()
+        again = lifecycle_handler(
+            replayer, tmp_path / f"{mode}-b", unchanged_chunks=mode, max_chunks_per_document=2
+        )
+        assert again._states is not None
+        again._states.store.put(1, "d", written)  # restored; none of its events landed
+        await again.process(record(doc(V2), offset=2, key=b"d"))
+        dlq = again.settings.dlq_topic
+        dead = [decode_as(v, [], DeadLetterEvent) for t, _, v, _ in replayer.sent if t == dlq]
+        assert [d.error_kind for d in dead] == ["too_many_chunks"]
+        await again.process(record(doc("Alpha one here. Gamma three now."), offset=3, key=b"d"))
+        sink = sink_after(replayer.sent, sink)
+        assert sorted(sink.values()) == ["Alpha one here.", "Gamma three now."], mode
+
+
 async def test_a_hand_over_with_abandoned_documents_waits_for_their_state_records(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -88,6 +88,24 @@ def test_the_record_the_state_came_from_is_done_again_in_full() -> None:
     assert lifecycle.delete(gone.state, 11) is Skip.REPLAYED
 
 
+def test_a_withdrawn_records_replay_tombstones_what_the_withdrawal_did() -> None:
+    """A crash after a withdrawal's marker reached the changelog and before its tombstones
+    reached the chunk topic: the replay of that record, accepted this time, emits every chunk
+    and tombstones what the marker names and the new version does not have."""
+    old = DocumentState(5, 1, lifecycle.ids_to_bytes(ids("a", "b")))
+    edit = lifecycle.update(old, 9, 2, ids("a", "c"), emit_unchanged=False)
+    assert isinstance(edit, lifecycle.Update)
+    marker = lifecycle.withdraw(edit.state, old).state
+    assert marker.deleted
+    assert marker.offset == 9
+    assert set(marker.retracted_ids) == set(ids("a", "b", "c"))
+    again = lifecycle.update(marker, 9, 2, ids("a", "c"), emit_unchanged=False)
+    assert isinstance(again, lifecycle.Update)
+    assert again.emit == [0, 1]
+    assert again.retract == ids("b")  # before: nothing, and "b" stayed in the sink for good
+    assert again.state.retracted_ids == ids("b")
+
+
 def test_a_state_written_before_retracted_existed_still_decodes() -> None:
     """States in a changelog written by the previous release have four fields."""
     four = msgspec.msgpack.encode([7, 2, lifecycle.ids_to_bytes(ids("a")), False])

@@ -43,6 +43,7 @@ from worker.errors import (
     DocumentError,
     InvalidUtf8,
     KeyMismatch,
+    OutputRecordTooLarge,
     TooManyChunks,
     UnkeyedTombstone,
 )
@@ -79,6 +80,11 @@ def dead_letter_room(rec: InputRecord, max_value_bytes: int) -> tuple[InputRecor
         rec = dataclasses.replace(rec, key=None, headers=[])
         extra = 0
     return rec, max(0, room - extra)
+
+
+class _Withdrawn(OutputRecordTooLarge):
+    """A refused write after which the document was withdrawn already (worker.lifecycle
+    .withdraw): its dead letter follows, nothing more."""
 
 
 @dataclass(frozen=True)
@@ -174,6 +180,9 @@ class DocumentHandler:
                 await self._update(rec, subject.doc, headers, started)
         except DocumentError as error:
             doc_id = subject.doc_id
+            withdrawn = isinstance(error, _Withdrawn)
+            if self._states is not None and doc_id is not None and not withdrawn:
+                await self._withdraw_redone(rec.partition, doc_id, rec.offset, headers)
             log.warning(
                 "dead letter",
                 extra={**where, "doc_id": doc_id, "kind": error.kind, "reason": str(error)},
@@ -283,9 +292,10 @@ class DocumentHandler:
             # A topic's own max.message.bytes is below ours (start-up checks it when it may
             # read topic configs): the record is dead-lettered, and whatever of it landed is
             # withdrawn first, or the sink would keep a mix of two versions for good.
-            if states is not None:
-                await self._withdraw(partition, doc_id, state, previous, headers)
-            raise refused(exc) from None
+            if states is None:
+                raise refused(exc) from None
+            await self._withdraw(partition, doc_id, state, previous, headers)
+            raise _Withdrawn(str(refused(exc))) from None
         if states is not None:
             states.applied(partition, doc_id, state, previous, encoded)
 
@@ -308,6 +318,18 @@ class DocumentHandler:
         await self._publisher.wait(acks + staged)
         self._states.applied(partition, doc_id, decision.state, previous, encoded)
         self._metrics.chunks_retracted.inc(len(decision.retract))
+
+    async def _withdraw_redone(
+        self, partition: int, doc_id: str, offset: int, headers: Headers
+    ) -> None:
+        """Before the dead letter of a record whose state names it (it is being done again
+        after a crash): withdraw the document. Some of its chunk
+        events may be in the sink, and its state's ``retracted`` are the only record of the
+        tombstones it was to send, which no later record would send (worker.lifecycle)."""
+        assert self._states is not None
+        state = self._states.get(partition, doc_id)
+        if state is not None and state.offset == offset:
+            await self._withdraw(partition, doc_id, state, None, headers)
 
     async def _stage_document_gone(self, doc_id: str) -> list[asyncio.Future[None]]:
         """The document's tombstone on the documents topic, if there is one."""

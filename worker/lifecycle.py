@@ -21,6 +21,8 @@ Invariants:
   the state written and some of its chunk events not: the state then names its own record.
   Doing that record again publishes every chunk event of it and the tombstones it had published
   (the state carries them: ``retracted``), which is idempotent for a sink that upserts by key.
+  When doing it again fails instead (a dead letter now), the document is withdrawn first
+  (:func:`withdraw`): nothing else would ever send those tombstones.
 - **Retraction is by id**: the chunks of the previous version whose ids the new version does
   not have are tombstoned; an unchanged chunk keeps its id (content-addressed:
   worker.records.chunk_ids), so a sink need not re-embed it.
@@ -127,10 +129,11 @@ def update(
         return Skip.REPLAYED
     if _older(state, version):
         return Skip.OLDER_VERSION
-    if _redone(state, offset) and not state.deleted:
+    if _redone(state, offset):
         # Everything again: which of its chunk events reached the topic is unknown. What it
         # retracted, and whatever its state names that the chunks no longer have (the
-        # strategy changed since), is tombstoned.
+        # strategy changed since), is tombstoned. A delete marker here is this record's own
+        # withdrawal (see withdraw): its tombstones may not have landed either.
         previous = [*state.retracted_ids, *state.ids]
         emit_unchanged = True
     else:
