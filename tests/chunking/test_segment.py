@@ -1,9 +1,19 @@
 from __future__ import annotations
 
+import base64
+from collections.abc import Callable
+
 import pytest
 
 from tests.chunking.invariants import assert_spans_exact
-from worker.chunking.text.segment import pack_spans, split_sentences, split_to_cap, split_words
+from worker.chunking.text import segment
+from worker.chunking.text.segment import (
+    longest_prefix_within,
+    pack_spans,
+    split_sentences,
+    split_to_cap,
+    split_words,
+)
 from worker.chunking.text.tokens import make_counter
 from worker.chunking.types import Span
 
@@ -133,3 +143,74 @@ def test_split_to_cap_in_tokens(tokenizer_path: str) -> None:
     assert_spans_exact(text, pieces)
     assert all(counter.count(text[p.start : p.end]) <= 7 for p in pieces)
     assert len(pieces) > 5
+
+
+def _probing(
+    tokens_of: Callable[[str], int], text: str
+) -> tuple[Callable[[int, int], int], list[int]]:
+    """A count over ``text`` that records the length of every prefix it was asked about."""
+    probed: list[int] = []
+
+    def count(start: int, end: int) -> int:
+        probed.append(end - start)
+        return tokens_of(text[start:end])
+
+    return count, probed
+
+
+@pytest.mark.parametrize("chars_per_token", [1, 2, 3, 7])
+@pytest.mark.parametrize("cap", [1, 4, 10, 254])
+def test_the_longest_prefix_within_the_cap_is_found(chars_per_token: int, cap: int) -> None:
+    # A monotonic count: the answer is known exactly (the search may not stop short of it).
+    text = "a" * 5_000
+    count, _ = _probing(lambda piece: -(-len(piece) // chars_per_token), text)
+    assert longest_prefix_within(count, 0, len(text), cap) == min(len(text), cap * chars_per_token)
+    assert longest_prefix_within(count, 4_990, len(text), cap) == min(10, cap * chars_per_token)
+
+
+def test_a_single_character_over_the_cap_is_a_piece_of_its_own() -> None:
+    count, _ = _probing(lambda piece: 4 * len(piece), "🙂🙂🙂")  # four byte-level tokens each
+    assert longest_prefix_within(count, 0, 3, 2) == 1
+
+
+class _RecordingCounter:
+    """Two characters per token; remembers the length of every text it counted."""
+
+    def __init__(self) -> None:
+        self.counted: list[int] = []
+
+    def count(self, text: str) -> int:
+        self.counted.append(len(text))
+        return -(-len(text) // 2)
+
+
+@pytest.mark.parametrize("length", [10_000, 100_000])
+def test_splitting_a_long_word_tokenizes_a_bounded_share_of_it(length: int) -> None:
+    # The search used to bisect over the whole rest of the word for every piece: its counts
+    # summed to ~log(n) * n / 2 characters per piece, quadratic in the word (650x the word at
+    # 10,000 characters). Now each piece costs a few times its own length.
+    text = "b" * length
+    counter = _RecordingCounter()
+    pieces = segment._split_characters(text, Span(0, length), counter, 50)  # type: ignore[arg-type]
+    assert_spans_exact(text, pieces)
+    assert all(p.end - p.start == 100 for p in pieces[:-1])
+    assert sum(counter.counted) <= 20 * length, sum(counter.counted)
+
+
+def test_a_base64_run_is_cut_in_linear_work_on_the_real_tokenizer(tokenizer_path: str) -> None:
+    # An inline image: one whitespace-free run of 20,000 characters, ~1.6 MiniLM tokens each.
+    counter = make_counter(tokenizer_path)
+    text = base64.b64encode(bytes(range(256)) * 59).decode()[:20_000]
+    counted: list[int] = []
+    count = counter.count
+
+    def recording(piece: str) -> int:
+        counted.append(len(piece))
+        return count(piece)
+
+    counter.count = recording  # type: ignore[method-assign]
+    pieces = split_to_cap(text, Span(0, len(text)), counter, 254)
+    assert_spans_exact(text, pieces)
+    assert all(count(text[p.start : p.end]) <= 254 for p in pieces)
+    assert len(pieces) > 40
+    assert sum(counted) <= 20 * len(text), sum(counted)

@@ -17,7 +17,7 @@ from itertools import accumulate
 import msgspec
 
 from worker.chunking.text import terminators
-from worker.chunking.text.segment import CANDIDATE, is_false_stop
+from worker.chunking.text.segment import CANDIDATE, is_false_stop, longest_prefix_within
 from worker.chunking.text.structure import (
     CHAR,
     CLAUSE,
@@ -316,15 +316,8 @@ def _characters(measure: Measure, cap: int, start: int, end: int) -> list[tuple[
         return [(a, min(a + cap, end)) for a in range(start, end, cap)]
     pieces: list[tuple[int, int]] = []
     while start < end:
-        # Token counts are not monotonic in the prefix length (a long run can collapse into
-        # one unknown token): keep only lengths that were counted, as segment does.
-        good, low, high = 1, 1, end - start
-        while low <= high:
-            middle = (low + high) // 2
-            if measure.exact(start, start + middle) <= cap:
-                good, low = middle, middle + 1
-            else:
-                high = middle - 1
+        # The same search as segment's (its docstring says why it gallops first).
+        good = longest_prefix_within(measure.exact, start, end, cap)
         pieces.append((start, start + good))
         start += good
     measure.refine(pieces, [measure.exact(a, b) for a, b in pieces])
