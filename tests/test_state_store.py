@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -73,6 +74,31 @@ def test_checkpoints_are_per_partition_and_dropped_with_its_rows(tmp_path: Path)
     store.drop_partition(1)
     assert store.checkpoint(1) is None
     assert store.get(0, "doc") == A
+
+
+def test_checkpoints_are_dated_and_a_file_without_dates_trusts_none(tmp_path: Path) -> None:
+    store = StateStore(tmp_path / "s.sqlite")
+    before = time.time()
+    store.set_checkpoint(0, 42)
+    written = store.checkpoint_written(0)
+    assert written is not None
+    assert before <= written <= time.time()
+    store.set_checkpoint(0, 43, written_at=1000.0)
+    assert (store.checkpoint(0), store.checkpoint_written(0)) == (43, 1000.0)
+    store.close()
+    # A store file of an earlier release: checkpoints without a date, which restore cannot
+    # tell from one written before a delete marker's tombstone was compacted away.
+    old = sqlite3.connect(tmp_path / "old.sqlite")
+    old.executescript(
+        "CREATE TABLE checkpoint (part INTEGER PRIMARY KEY, next_offset INTEGER NOT NULL);"
+        "INSERT INTO checkpoint VALUES (0, 42);"
+    )
+    old.close()
+    reopened = StateStore(tmp_path / "old.sqlite")
+    assert reopened.checkpoint(0) is None
+    reopened.set_checkpoint(0, 7)
+    assert reopened.checkpoint(0) == 7
+    reopened.close()
 
 
 def test_a_kept_directory_is_reused_unless_another_process_holds_it(tmp_path: Path) -> None:

@@ -7,8 +7,9 @@ Invariants:
   the input's partition count, checked at start-up), so the partitions to restore are exactly
   the input partitions assigned.
 - A partition is restored from its checkpoint when the local store has one (a clean hand-over
-  earlier in this process, or a kept ``state_dir``), else from the beginning after its rows are
-  dropped; the checkpoint is deleted before the first row changes.
+  earlier in this process, or a kept ``state_dir``) that is recent (:data:`CHECKPOINT_MAX_AGE_S`),
+  else from the beginning after its rows are dropped; the checkpoint is deleted before the
+  first row changes.
 - Restoring reads up to the end offset taken when it starts: only this worker writes the
   partition while it owns it, and it writes nothing there before the restore ends (the input
   partition stays paused meanwhile).
@@ -26,6 +27,15 @@ from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 from worker.state_store import StateStore
 
 _RESTORE_MAX_RECORDS = 20_000
+
+CHECKPOINT_MAX_AGE_S = 600.0
+"""How old a checkpoint may be and still be restored from. Compaction drops a delete marker's
+tombstone ``delete.retention.ms`` after cleaning it (24 h by default). After that, a store
+whose checkpoint predates the marker would keep the deleted document's old row, with nothing
+left in the log to remove it. Kafka Streams' answer is the same kind of bound: it wipes the
+state of a task it has not owned for ``state.cleanup.delay.ms``, whose default is 10 minutes.
+That default is used here. A pod restarted with its state directory within it restores from
+the checkpoint; later, from the beginning."""
 
 
 class ChangelogUnreadable(RuntimeError):
@@ -83,8 +93,10 @@ class Changelog:
         for tp in (TopicPartition(self.topic, p) for p in partitions):
             begin, end = begins[tp.partition], ends[tp.partition]
             checkpoint = self.store.checkpoint(tp.partition)
+            written = self.store.checkpoint_written(tp.partition)
             self.store.clear_checkpoint(tp.partition)
-            usable[tp.partition] = checkpoint is not None and begin <= checkpoint <= end
+            recent = written is not None and time.time() - written <= CHECKPOINT_MAX_AGE_S
+            usable[tp.partition] = checkpoint is not None and recent and begin <= checkpoint <= end
             if checkpoint is None or not usable[tp.partition]:
                 self.store.drop_partition(tp.partition)
                 checkpoint = begin

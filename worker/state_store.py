@@ -44,6 +44,11 @@ CACHE_KIB = 16 * 1024
 PENDING_WRITES = 1024
 
 _Row = tuple[int, str, int, int, bytes]
+_CHECKPOINT_TABLE = """
+    CREATE TABLE IF NOT EXISTS checkpoint (
+        part INTEGER PRIMARY KEY, next_offset INTEGER NOT NULL, written_at REAL NOT NULL
+    );
+"""
 _STATE = msgspec.msgpack.Decoder(DocumentState)
 _ENCODE = msgspec.msgpack.Encoder().encode
 
@@ -77,11 +82,14 @@ class StateStore:
                 part INTEGER NOT NULL, doc_id TEXT NOT NULL, offset INTEGER NOT NULL,
                 deleted INTEGER NOT NULL, value BLOB NOT NULL, PRIMARY KEY (part, doc_id)
             ) WITHOUT ROWID;
-            CREATE TABLE IF NOT EXISTS checkpoint (
-                part INTEGER PRIMARY KEY, next_offset INTEGER NOT NULL
-            );
             """
+            + _CHECKPOINT_TABLE
         )
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(checkpoint)")}
+        if "written_at" not in columns:
+            # A file from before checkpoints were dated: none of them can be trusted to be
+            # recent enough (worker.changelog), so they go, and the next restores read all.
+            self._db.executescript("DROP TABLE checkpoint;" + _CHECKPOINT_TABLE)
         self._counts: dict[int, int] = {}
         # (partition, document) → row to write, or None to delete; read before SQLite.
         self._pending: dict[tuple[int, str], _Row | None] = {}
@@ -230,12 +238,21 @@ class StateStore:
         ).fetchone()
         return None if row is None else int(row[0])
 
-    def set_checkpoint(self, partition: int, next_offset: int) -> None:
+    def checkpoint_written(self, partition: int) -> float | None:
+        """When the partition's checkpoint was written (seconds since the epoch)."""
+        row = self._db.execute(
+            "SELECT written_at FROM checkpoint WHERE part = ?", (partition,)
+        ).fetchone()
+        return None if row is None else float(row[0])
+
+    def set_checkpoint(
+        self, partition: int, next_offset: int, *, written_at: float | None = None
+    ) -> None:
         self.flush()  # the checkpoint vouches for every row of the partition
         self._db.execute(
-            "INSERT INTO checkpoint VALUES (?, ?) ON CONFLICT (part) DO UPDATE SET"
-            " next_offset = excluded.next_offset",
-            (partition, next_offset),
+            "INSERT INTO checkpoint VALUES (?, ?, ?) ON CONFLICT (part) DO UPDATE SET"
+            " next_offset = excluded.next_offset, written_at = excluded.written_at",
+            (partition, next_offset, time.time() if written_at is None else written_at),
         )
 
     def clear_checkpoint(self, partition: int) -> None:
