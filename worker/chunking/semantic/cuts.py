@@ -250,14 +250,31 @@ def _best_window(grains: Grains, first: int, stop: int, caps: Caps) -> list[int]
     return cuts[::-1]
 
 
+def _needs_repair(grains: Grains, starts: list[int], at: int, caps: Caps) -> bool:
+    """Whether the cut ``starts[at]`` breaks an atom fitting the cap, follows a heading, or
+    leaves a chunk beside it under the minimum or of headings alone: the fallback's last
+    resorts, which a cutting of the chunks around it may avoid."""
+    cut = starts[at]
+    if grains.whole[cut] or grains.heading[cut - 1]:
+        return True
+    stop = starts[at + 1] if at + 1 < len(starts) else grains.count
+    return any(
+        grains.size(begin, end) < caps.minimum or bool(grains.heading[begin:end].all())
+        for begin, end in ((starts[at - 1], cut), (cut, stop))
+    )
+
+
 def _repair(grains: Grains, starts: list[int], caps: Caps) -> list[int]:
-    """Chunk starts with every cut that breaks an atom fitting the cap, or that follows a
-    heading (the fallback's last resort), cut again around it, when another cutting of the
-    chunks near it keeps every atom whole (its cuts never follow a heading: such gaps have
-    no value)."""
+    """Chunk starts with every cut that :func:`_needs_repair` cut again around it, when another
+    cutting of the chunks near it keeps every atom whole and every chunk within the size
+    rules (its cuts never follow a heading: such gaps have no value).
+
+    Found by hypothesis: a split chosen for its segment alone can leave a half whose only
+    cuts break the minimum (a trailing heading after a code block that nearly fills the
+    cap), where cutting one gap earlier (after a line ending in ':') keeps every rule."""
     at = 1
     while at < len(starts):
-        if not grains.whole[starts[at]] and not grains.heading[starts[at] - 1]:
+        if not _needs_repair(grains, starts, at, caps):
             at += 1
             continue
         low = max(0, at - REPAIR_REACH)
