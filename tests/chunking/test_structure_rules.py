@@ -247,6 +247,18 @@ STRATEGIES = ["sentence", "adaptive", "lexical"]
     60,
     "sentence",
 )
+# Found by hypothesis: adaptive's soft cap (density) ended a chunk at the glue after a line
+# ending in ':', which only the hard cap may do.
+@example(
+    [
+        Block("paragraph", "Chunk."),
+        Block("table", "| a | b |\n|---|---|\n| chunk | chunk stream |"),
+        Block("intro", "Stream chunk chunk chunk chunk chunk:"),
+        Block("paragraph", "Chunk vector chunk."),
+    ],
+    122,
+    "adaptive",
+)
 def test_rules_hold_in_characters(parts: list[Block], cap: int, name: str) -> None:
     text, spans = document(parts)
     check_rules(text, spans, under(name, cap))

@@ -315,7 +315,8 @@ static int pack_segment(const Units *u, const Sizes *s, Py_ssize_t first, Py_ssi
                 break;
             }
             if (content && size >= s->minimum && total - u->before_start[last + 1] >= s->minimum) {
-                if (size >= threshold(level, u->hashes[last + 1], &own)) {
+                /* glue: only the hard cap may end a chunk there (packing.pack_segment) */
+                if (size >= threshold(level, u->hashes[last + 1], level == L_GLUE ? s : &own)) {
                     cut = last;
                     break;
                 }

@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from itertools import pairwise
 
-from worker.chunking.text.structure import BLOCK, ITEM, LINE, SECTION, SENTENCE
+from worker.chunking.text.structure import BLOCK, GLUE, ITEM, LINE, SECTION, SENTENCE
 from worker.chunking.text.units import FORCED, Units
 
 HASH_RANGE = 1 << 16
@@ -170,7 +170,10 @@ def pack_segment(
                 cut = last
                 break
             if content and size >= minimum and total - before_start[last + 1] >= minimum:
-                if size >= threshold(level, hashes[last + 1], own):
+                # A glue gap (what a heading or a ':' line opens) has no threshold of its own:
+                # the chunk's soft cap (adaptive's) must not end a chunk there, only the hard
+                # cap may (found by hypothesis: an intro cut from what it introduced).
+                if size >= threshold(level, hashes[last + 1], sizes if level == GLUE else own):
                     cut = last
                     break
                 key = level * HASH_RANGE + hashes[last + 1]
