@@ -10,6 +10,7 @@ random point)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -34,12 +35,60 @@ PARAGRAPHS = [
     )
 ]
 
+DOC_ID = "handbook"
+
 
 def chunks_of(settings: Settings, doc_id: str, text: str) -> dict[str, str]:
     """chunk id → text, chunked offline as the worker chunks."""
     built = helpers.build_as_worker(settings)
     texts = [c.text for c in chunk_document_sync(built, text, "text/plain", None)]
     return dict(zip(chunk_ids(doc_id, built.fingerprint, texts), texts, strict=True))
+
+
+Event = Callable[[str, int], tuple[bytes, bytes]]
+
+
+async def orphaned_state(
+    settings: Settings, tmp_path: Path
+) -> tuple[dict[str, str], dict[str, str], Event]:
+    """A first version in the sink, then a second version on the input whose state reached
+    the changelog and whose chunk events and tombstones never did (the worker died between
+    the acknowledgements). The first and second versions' chunks, and the event maker."""
+    await helpers.create(settings, partitions=1)
+    encoder = EventEncoder("msgpack")
+    first = "\n\n".join(PARAGRAPHS)
+    second = "\n\n".join([*PARAGRAPHS[:2], "An edited paragraph on leaders.", *PARAGRAPHS[3:5]])
+    old, new = chunks_of(settings, DOC_ID, first), chunks_of(settings, DOC_ID, second)
+    # The edit retracts chunks, adds chunks and keeps chunks.
+    assert set(old) - set(new)
+    assert set(new) - set(old)
+    assert set(old) & set(new)
+
+    def event(text: str, version: int) -> tuple[bytes, bytes]:
+        return DOC_ID.encode(), encoder.encode(DocumentEvent(id=DOC_ID, text=text, version=version))
+
+    await produce(settings.bootstrap_servers, settings.input_topic, [event(first, 1)])
+    await helpers.run_worker_to_end(settings, timeout_s=60)
+    bootstrap = settings.bootstrap_servers
+    assert await sink_contents(bootstrap, settings.output_topic, tmp_path / "a.db") == old
+
+    # The second version lands at input offset 1; only its state reaches the changelog.
+    await produce(bootstrap, settings.input_topic, [event(second, 2)])
+    written = lifecycle.DocumentState(
+        offset=1,
+        version=2,
+        chunk_ids=lifecycle.ids_to_bytes(list(new)),
+        retracted=lifecycle.ids_to_bytes([i for i in old if i not in new]),
+    )
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    await producer.start()
+    try:
+        await producer.send_and_wait(
+            state_topic(settings), key=DOC_ID.encode(), value=encode_state(written), partition=0
+        )
+    finally:
+        await producer.stop()
+    return old, new, event
 
 
 @pytest.mark.parametrize("unchanged", ["emit", "skip"])
@@ -53,45 +102,43 @@ async def test_a_state_written_without_its_chunks_is_done_again(
         strategy_params={"chunk_size": "20"},
         unchanged_chunks=unchanged,
     )
-    await helpers.create(settings, partitions=1)
-    encoder = EventEncoder("msgpack")
-    doc_id = "handbook"
-    first = "\n\n".join(PARAGRAPHS)
-    second = "\n\n".join([*PARAGRAPHS[:2], "An edited paragraph on leaders.", *PARAGRAPHS[3:5]])
-    old, new = chunks_of(settings, doc_id, first), chunks_of(settings, doc_id, second)
-    # The edit retracts chunks, adds chunks and keeps chunks.
-    assert set(old) - set(new)
-    assert set(new) - set(old)
-    assert set(old) & set(new)
-
-    def event(text: str, version: int) -> tuple[bytes, bytes]:
-        return doc_id.encode(), encoder.encode(DocumentEvent(id=doc_id, text=text, version=version))
-
-    await produce(kafka_bootstrap, settings.input_topic, [event(first, 1)])
-    await helpers.run_worker_to_end(settings, timeout_s=60)
-    assert await sink_contents(kafka_bootstrap, settings.output_topic, tmp_path / "a.db") == old
-
-    # The second version lands at input offset 1; its state reaches the changelog, its chunk
-    # events and tombstones never do (the worker died between the acknowledgements).
-    await produce(kafka_bootstrap, settings.input_topic, [event(second, 2)])
-    written = lifecycle.DocumentState(
-        offset=1,
-        version=2,
-        chunk_ids=lifecycle.ids_to_bytes(list(new)),
-        retracted=lifecycle.ids_to_bytes([i for i in old if i not in new]),
-    )
-    producer = AIOKafkaProducer(bootstrap_servers=kafka_bootstrap, acks="all")
-    await producer.start()
-    try:
-        await producer.send_and_wait(
-            state_topic(settings), key=doc_id.encode(), value=encode_state(written), partition=0
-        )
-    finally:
-        await producer.stop()
-
+    _, new, _ = await orphaned_state(settings, tmp_path)
     # A new worker (a fresh local store: it restores the changelog) takes the partition over.
     await helpers.run_worker_to_end(settings, timeout_s=60)
     held = await sink_contents(kafka_bootstrap, settings.output_topic, tmp_path / "b.db")
     assert set(held) - set(new) == set(), "stale chunks of the first version"
     assert held == new
     assert await helpers.dead_letters(kafka_bootstrap, settings.dlq_topic) == []
+
+
+@pytest.mark.parametrize("unchanged", ["emit", "skip"])
+async def test_a_replay_that_becomes_a_dead_letter_withdraws_the_document(
+    kafka_bootstrap: str, topic_names: dict[str, str], tmp_path: Path, unchanged: str
+) -> None:
+    """The same crash, but the next worker dead-letters the replay (its chunk cap was lowered
+    at the restart): the state's retracted ids are the only record of the tombstones the
+    first attempt meant to send. The document is withdrawn before the dead letter, and the
+    next version leaves exactly itself in the sink."""
+    flags = {"strategy": "sentence", "strategy_params": {"chunk_size": "20"}}
+    settings = helpers.make_settings(
+        kafka_bootstrap, topic_names, unchanged_chunks=unchanged, **flags
+    )
+    _, new, event = await orphaned_state(settings, tmp_path)
+    third = PARAGRAPHS[5]
+    latest = chunks_of(settings, DOC_ID, third)
+    assert len(latest) < len(new)
+    lowered = helpers.make_settings(
+        kafka_bootstrap,
+        topic_names,
+        unchanged_chunks=unchanged,
+        max_chunks_per_document=str(len(latest)),
+        **flags,
+    )
+    await helpers.run_worker_to_end(lowered, timeout_s=60)
+    bootstrap = settings.bootstrap_servers
+    assert await sink_contents(bootstrap, settings.output_topic, tmp_path / "b.db") == {}
+    dead = await helpers.dead_letters(bootstrap, settings.dlq_topic)
+    assert [d.error_kind for d in dead] == ["too_many_chunks"]
+    await produce(bootstrap, settings.input_topic, [event(third, 3)])
+    await helpers.run_worker_to_end(lowered, timeout_s=60)
+    assert await sink_contents(bootstrap, settings.output_topic, tmp_path / "c.db") == latest
