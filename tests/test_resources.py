@@ -150,10 +150,14 @@ def test_a_window_or_document_limit_that_cannot_fit_fails_naming_the_setting() -
     env = {"CHUNKSTREAM_STRATEGY": "semantic"}  # 10 MiB documents x 160 in memory
     with pytest.raises(ConfigError, match="CHUNKSTREAM_MAX_DOCUMENT_BYTES"):
         plan(load_settings({}, env=env), CgroupLimits(None, 768 * MiB), 2)
-    budget = {"CHUNKSTREAM_MEMORY_BUDGET": str(400 * MiB)}  # the setting beats the cgroup
+    budget = {"CHUNKSTREAM_MEMORY_BUDGET": str(448 * MiB)}  # the setting beats the cgroup
     budgets = plan(load_settings({}, env=budget), CgroupLimits(None, 8192 * MiB), 2)
-    assert (budgets.memory_bytes, budgets.memory_source) == (400 * MiB, "setting")
-    assert budgets.memory_bound <= 400 * MiB
+    assert (budgets.memory_bytes, budgets.memory_source) == (448 * MiB, "setting")
+    assert budgets.memory_bound <= 448 * MiB
+    # Below what the default 10 MiB documents need with sentence (406 MiB): refused.
+    low = load_settings({}, env={"CHUNKSTREAM_MEMORY_BUDGET": str(400 * MiB)})
+    with pytest.raises(ConfigError, match="CHUNKSTREAM_MAX_DOCUMENT_BYTES"):
+        plan(low, CgroupLimits(None, 8192 * MiB), 2)
 
 
 def test_a_cpu_request_in_millicores_is_the_budget() -> None:
