@@ -323,9 +323,9 @@ class DocumentHandler:
         self, partition: int, doc_id: str, offset: int, headers: Headers
     ) -> None:
         """Before the dead letter of a record whose state names it (it is being done again
-        after a crash): withdraw the document. Some of its chunk
-        events may be in the sink, and its state's ``retracted`` are the only record of the
-        tombstones it was to send, which no later record would send (worker.lifecycle)."""
+        after a crash): withdraw the document. Some of its chunk events may be in the sink,
+        and its state's ``retracted`` are the only record of the tombstones it was to send,
+        which no later record would send (worker.lifecycle)."""
         assert self._states is not None
         state = self._states.get(partition, doc_id)
         if state is not None and state.offset == offset:
