@@ -64,7 +64,7 @@ class FlakyStates:
         self.attempts = 0
         self.released: list[tuple[set[int], set[int]]] = []
 
-    async def restore(self, partitions: list[int]) -> list[Restored]:
+    async def restore(self, partitions: list[int], committed: Any = None) -> list[Restored]:
         self.attempts += 1
         if self.attempts <= 2:
             raise KafkaTimeoutError()
@@ -116,7 +116,7 @@ class GatedStates(FlakyStates):
         self.restores: list[list[int]] = []
         self.gate = asyncio.Event()
 
-    async def restore(self, partitions: list[int]) -> list[Restored]:
+    async def restore(self, partitions: list[int], committed: Any = None) -> list[Restored]:
         self.restores.append(list(partitions))
         await self.gate.wait()
         return [Restored(partition, 0, 0.0, False) for partition in partitions]

@@ -106,6 +106,48 @@ def test_a_withdrawn_records_replay_tombstones_what_the_withdrawal_did() -> None
     assert again.state.retracted_ids == ids("b")
 
 
+def test_an_unconfirmed_state_is_finished_by_the_next_record() -> None:
+    """A crash left a state whose own record will not come back (a compacted input dropped
+    it): the next version tombstones what that state retracted too, and emits every chunk,
+    since which of the state's events landed is unknown."""
+    old = DocumentState(5, 1, lifecycle.ids_to_bytes(ids("a", "b", "c")))
+    edit = lifecycle.update(old, 9, 2, ids("a", "B"), emit_unchanged=False)
+    assert isinstance(edit, lifecycle.Update)
+    after = lifecycle.update(edit.state, 14, 3, ids("a", "B", "d"), emit_unchanged=False)
+    assert isinstance(after, lifecycle.Update)
+    assert after.emit == [2]  # confirmed: "a" and "B" are in the sink
+    assert after.retract == []
+    finish = lifecycle.update(
+        edit.state, 14, 3, ids("a", "B", "d"), emit_unchanged=False, unconfirmed=True
+    )
+    assert isinstance(finish, lifecycle.Update)
+    assert finish.emit == [0, 1, 2]
+    assert finish.retract == ids("b", "c")
+    assert finish.unchanged == 2
+    # A delete after it tombstones both too, and its marker remembers both.
+    gone = lifecycle.delete(edit.state, 14, unconfirmed=True)
+    assert isinstance(gone, lifecycle.Delete)
+    assert set(gone.retract) == set(ids("a", "B", "b", "c"))
+    assert set(gone.state.retracted_ids) == set(gone.retract)
+    # An unconfirmed delete marker: a later delete sends its tombstones again (a confirmed one
+    # is an unknown delete), and a later version tombstones what it names and does not have.
+    marker = gone.state
+    again = lifecycle.delete(marker, 20, unconfirmed=True)
+    assert isinstance(again, lifecycle.Delete)
+    assert set(again.retract) == set(gone.retract)
+    assert again.state.offset == 20
+    assert again.state.deleted
+    assert lifecycle.delete(marker, 20) is Skip.UNKNOWN_DELETE
+    back = lifecycle.update(marker, 21, 4, ids("a"), emit_unchanged=False, unconfirmed=True)
+    assert isinstance(back, lifecycle.Update)
+    assert set(back.retract) == set(ids("B", "b", "c"))
+    # Replays stay replays.
+    assert (
+        lifecycle.update(edit.state, 8, 1, ids("x"), emit_unchanged=True, unconfirmed=True)
+        is Skip.REPLAYED
+    )
+
+
 def test_a_state_written_before_retracted_existed_still_decodes() -> None:
     """States in a changelog written by the previous release have four fields."""
     four = msgspec.msgpack.encode([7, 2, lifecycle.ids_to_bytes(ids("a")), False])
@@ -219,3 +261,63 @@ def test_a_stock_sink_ends_with_exactly_the_current_version(
                   and version < current_version):  # fmt: skip
             live, current, current_version = True, texts_of(texts), version
         assert sink == set(ids(*current)), (records[: offset + 1], replays)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    ops,
+    st.lists(st.tuples(st.integers(0, 24), st.floats(0, 1)), max_size=6),
+    st.booleans(),
+)
+def test_a_crashed_record_that_never_comes_back_is_finished_by_the_next(
+    records: list[Op], gone: list[tuple[int, float]], emit_unchanged: bool
+) -> None:
+    """A crash while a record's records were on their way: its state landed with a share of
+    its events, and then the record left the input (a compacted topic keeps only the newest
+    record of a key; retention drops old ones), so no redo comes. Once a later record has
+    changed the document, the sink holds exactly the current version again."""
+    crashed = dict(gone)
+    state: DocumentState | None = None
+    unconfirmed = False  # as worker.unconfirmed would say of the state
+    sink: set[str] = set()
+    live = False
+    current: list[str] = []
+    current_version: int | None = None
+
+    def texts_of(texts: tuple[str, ...]) -> list[str]:
+        return [f"{t}#{texts[:i].count(t)}" for i, t in enumerate(texts)]
+
+    for offset, (kind, version, texts) in enumerate(records):
+        chunk_ids = ids(*texts_of(texts))
+        decision = (
+            lifecycle.update(
+                state,
+                offset,
+                version,
+                chunk_ids,
+                emit_unchanged=emit_unchanged,
+                unconfirmed=unconfirmed,
+            )
+            if kind == "put"
+            else lifecycle.delete(state, offset, unconfirmed=unconfirmed)
+        )
+        if not isinstance(decision, Skip):
+            effects: list[tuple[str, str]] = []
+            if isinstance(decision, lifecycle.Update):
+                effects += [("upsert", chunk_ids[i]) for i in decision.emit]
+            effects += [("delete", chunk_id) for chunk_id in decision.retract]
+            arrived = crashed.get(offset, 1.0)
+            for action, chunk_id in effects[: round(len(effects) * arrived)]:
+                if action == "upsert":
+                    sink.add(chunk_id)
+                else:
+                    sink.discard(chunk_id)
+            state = decision.state
+            unconfirmed = offset in crashed
+        if kind == "delete":
+            live, current, current_version = False, [], None
+        elif not (live and current_version is not None and version is not None
+                  and version < current_version):  # fmt: skip
+            live, current, current_version = True, texts_of(texts), version
+        if not unconfirmed:
+            assert sink == set(ids(*current)), (records[: offset + 1], gone)

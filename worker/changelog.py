@@ -18,13 +18,14 @@ Invariants:
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import msgspec
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
 from worker.state_store import StateStore
+from worker.unconfirmed import Unconfirmed
 
 _RESTORE_MAX_RECORDS = 20_000
 
@@ -80,10 +81,14 @@ class Changelog:
         found = await request([TopicPartition(self.topic, p) for p in partitions])
         return {tp.partition: int(offset) for tp, offset in found.items()}
 
-    async def restore(self, partitions: Sequence[int]) -> list[Restored]:
+    async def restore(
+        self, partitions: Sequence[int], unconfirmed: Mapping[int, Unconfirmed] | None = None
+    ) -> list[Restored]:
         """Bring the store's rows of ``partitions`` up to the changelog's end, all together:
         one offsets request each way for all of them, one fetch stream. Restored one by one,
-        three empty partitions took ~190 ms of every assignment (docs/lifecycle.md)."""
+        three empty partitions took ~190 ms of every assignment (docs/lifecycle.md).
+        ``unconfirmed`` (by partition) is shown every record read."""
+        trackers = {} if unconfirmed is None else unconfirmed
         started = time.perf_counter()
         consumer = self._consumer
         begins = await self.beginning_offsets(partitions)
@@ -114,7 +119,8 @@ class Changelog:
                         *reading, timeout_ms=1000, max_records=_RESTORE_MAX_RECORDS
                     )
                     for tp, fetched in batch.items():
-                        records[tp.partition] += self._apply(tp.partition, fetched)
+                        tracker = trackers.get(tp.partition)
+                        records[tp.partition] += self._apply(tp.partition, fetched, tracker)
                     for tp in list(reading):
                         if await consumer.position(tp) >= ends[tp.partition]:
                             reading.discard(tp)
@@ -125,10 +131,17 @@ class Changelog:
         seconds = time.perf_counter() - started
         return [Restored(p, records[p], seconds, usable[p]) for p in partitions]
 
-    def _apply(self, partition: int, fetched: Sequence[ConsumerRecord[bytes, bytes]]) -> int:
+    def _apply(
+        self,
+        partition: int,
+        fetched: Sequence[ConsumerRecord[bytes, bytes]],
+        tracker: Unconfirmed | None,
+    ) -> int:
         try:
             return self.store.apply(
-                partition, ((r.key.decode(), r.value) for r in fetched if r.key is not None)
+                partition,
+                ((r.key.decode(), r.value) for r in fetched if r.key is not None),
+                None if tracker is None else tracker.seen,
             )
         except (msgspec.DecodeError, UnicodeDecodeError) as exc:
             where = f"{self.topic}[{partition}]"

@@ -41,6 +41,7 @@ from aiokafka.structs import ConsumerRecord, OffsetAndMetadata
 
 from worker.backlog import CommitAges, WorkRate
 from worker.backpressure import Backpressure, Verdict
+from worker.changelog import Restored
 from worker.config import Settings
 from worker.kafka_link import retrying
 from worker.metrics import Metrics
@@ -441,8 +442,13 @@ class ConsumeLoop:
         states = self._states
         tps = sorted(tps, key=lambda tp: tp.partition)
         partitions = [tp.partition for tp in tps]
+
+        async def restore() -> list[Restored]:  # committed offsets first: worker.unconfirmed
+            committed = {tp.partition: await self._consumer.committed(tp) for tp in tps}
+            return await states.restore(partitions, committed)
+
         try:  # Kafka away: the partitions wait, paused, and the restore is tried again
-            restored = await retrying(lambda: states.restore(partitions), partitions)
+            await retrying(restore, partitions)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -453,19 +459,8 @@ class ConsumeLoop:
             self.fatal = exc
             self._stopping.set()
             return
-        for tp, done in zip(tps, restored, strict=True):
+        for tp in tps:  # states.restore logged them and observed their times
             self.restoring.discard(tp)
-            self._metrics.state_restore_seconds.observe(done.seconds)
-            log.info(
-                "state restored",
-                extra={
-                    "partition": tp.partition,
-                    "records": done.records,
-                    "seconds": round(done.seconds, 3),
-                    "from_checkpoint": done.from_checkpoint,
-                    "documents": self._states.documents(tp.partition),
-                },
-            )
             if tp in self._owned and not self.paused and tp not in self.stuck:
                 self._consumer.resume(tp)
         self._metrics.restoring_partitions.set(len(self.restoring))

@@ -182,7 +182,7 @@ class DocumentHandler:
             doc_id = subject.doc_id
             withdrawn = isinstance(error, _Withdrawn)
             if self._states is not None and doc_id is not None and not withdrawn:
-                await self._withdraw_redone(rec.partition, doc_id, rec.offset, headers)
+                await self._withdraw_unfinished(rec.partition, doc_id, rec.offset, headers)
             log.warning(
                 "dead letter",
                 extra={**where, "doc_id": doc_id, "kind": error.kind, "reason": str(error)},
@@ -204,6 +204,7 @@ class DocumentHandler:
         m = self._metrics
         states = self._states
         state = None if states is None else states.get(rec.partition, doc.id)
+        unconfirmed = states is not None and states.unconfirmed(rec.partition, doc.id, state)
         early = lifecycle.update(state, rec.offset, doc.version, (), emit_unchanged=True)
         if isinstance(early, lifecycle.Skip):  # decided before any chunking work
             m.documents_skipped.labels(early.value).inc()
@@ -216,7 +217,12 @@ class DocumentHandler:
         model = self._retrieval_label if s.include_embeddings else None
         ids = chunk_ids(doc.id, built.fingerprint, [c.text for c in chunks], model)
         decision = lifecycle.update(
-            state, rec.offset, doc.version, ids, emit_unchanged=self._emit_unchanged
+            state,
+            rec.offset,
+            doc.version,
+            ids,
+            emit_unchanged=self._emit_unchanged,
+            unconfirmed=unconfirmed,
         )
         assert not isinstance(decision, lifecycle.Skip)  # the same inputs as above
         emit = decision.emit
@@ -258,7 +264,8 @@ class DocumentHandler:
         m = self._metrics
         states = self._states
         state = None if states is None else states.get(rec.partition, doc_id)
-        decision = lifecycle.delete(state, rec.offset)
+        unconfirmed = states is not None and states.unconfirmed(rec.partition, doc_id, state)
+        decision = lifecycle.delete(state, rec.offset, unconfirmed=unconfirmed)
         if isinstance(decision, lifecycle.Skip):
             m.documents_skipped.labels(decision.value).inc()
             return
@@ -319,16 +326,20 @@ class DocumentHandler:
         self._states.applied(partition, doc_id, decision.state, previous, encoded)
         self._metrics.chunks_retracted.inc(len(decision.retract))
 
-    async def _withdraw_redone(
+    async def _withdraw_unfinished(
         self, partition: int, doc_id: str, offset: int, headers: Headers
     ) -> None:
-        """Before the dead letter of a record whose state names it (it is being done again
-        after a crash): withdraw the document. Some of its chunk events may be in the sink,
-        and its state's ``retracted`` are the only record of the tombstones it was to send,
-        which no later record would send (worker.lifecycle)."""
-        assert self._states is not None
-        state = self._states.get(partition, doc_id)
-        if state is not None and state.offset == offset:
+        """Before the dead letter of a record whose state may be unfinished: withdraw the
+        document. That is a state that names the record (it is being done again after a
+        crash), or an unconfirmed one the record follows (worker.unconfirmed). Some of the
+        state's chunk events may be in the sink, and its ``retracted`` are the only record of
+        the tombstones it was to send, which no later record would send (worker.lifecycle)."""
+        states = self._states
+        assert states is not None
+        state = states.get(partition, doc_id)
+        if state is None or offset < state.offset:
+            return
+        if offset == state.offset or states.unconfirmed(partition, doc_id, state):
             await self._withdraw(partition, doc_id, state, None, headers)
 
     async def _stage_document_gone(self, doc_id: str) -> list[asyncio.Future[None]]:

@@ -23,6 +23,11 @@ Invariants:
   (the state carries them: ``retracted``), which is idempotent for a sink that upserts by key.
   When doing it again fails instead (a dead letter now), the document is withdrawn first
   (:func:`withdraw`): nothing else would ever send those tombstones.
+- **An unconfirmed state is finished by the next record.** The record a state names may never
+  come again: a compacted input topic drops it once a newer version of the document is
+  written, retention drops it once it is old. A state a previous owner may not have finished
+  (worker.unconfirmed) is therefore treated by any newer record as the redo treats it: what it
+  retracted is tombstoned again beside what it held, and every chunk is emitted.
 - **Retraction is by id**: the chunks of the previous version whose ids the new version does
   not have are tombstoned; an unchanged chunk keeps its id (content-addressed:
   worker.records.chunk_ids), so a sink need not re-embed it.
@@ -123,17 +128,20 @@ def update(
     ids: Sequence[str],
     *,
     emit_unchanged: bool,
+    unconfirmed: bool = False,
 ) -> Update | Skip:
-    """The decision for a new version whose chunks have ``ids`` (index order)."""
+    """The decision for a new version whose chunks have ``ids`` (index order). ``unconfirmed``:
+    the state's own records may not all have landed (worker.unconfirmed)."""
     if _superseded(state, offset):
         return Skip.REPLAYED
     if _older(state, version):
         return Skip.OLDER_VERSION
-    if _redone(state, offset):
+    if _redone(state, offset) or (unconfirmed and state is not None):
         # Everything again: which of its chunk events reached the topic is unknown. What it
         # retracted, and whatever its state names that the chunks no longer have (the
         # strategy changed since), is tombstoned. A delete marker here is this record's own
-        # withdrawal (see withdraw): its tombstones may not have landed either.
+        # withdrawal (see withdraw), or an unconfirmed delete: its tombstones may not have
+        # landed either.
         previous = [*state.retracted_ids, *state.ids]
         emit_unchanged = True
     else:
@@ -153,16 +161,25 @@ def update(
     )
 
 
-def delete(state: DocumentState | None, offset: int) -> Delete | Skip:
-    """The decision for a tombstone of the document."""
+def delete(state: DocumentState | None, offset: int, *, unconfirmed: bool = False) -> Delete | Skip:
+    """The decision for a tombstone of the document (``unconfirmed``: as for :func:`update`)."""
     if _superseded(state, offset):
         return Skip.REPLAYED
     if _redone(state, offset) and state.deleted:
         return Delete(retract=state.retracted_ids, state=state)  # its tombstones again
+    if unconfirmed and state is not None and state.deleted:
+        # A delete whose tombstones may not have landed, deleted again: they are sent again,
+        # and the marker moves to this record.
+        moved = DocumentState(offset, None, b"", deleted=True, retracted=state.retracted)
+        return Delete(retract=state.retracted_ids, state=moved)
     if state is None or state.deleted:
         return Skip.UNKNOWN_DELETE
-    marker = DocumentState(offset, None, b"", deleted=True, retracted=state.chunk_ids)
-    return Delete(retract=state.ids, state=marker)
+    if not unconfirmed:
+        marker = DocumentState(offset, None, b"", deleted=True, retracted=state.chunk_ids)
+        return Delete(retract=state.ids, state=marker)
+    gone = list(dict.fromkeys([*state.ids, *state.retracted_ids]))
+    marker = DocumentState(offset, None, b"", deleted=True, retracted=ids_to_bytes(gone))
+    return Delete(retract=gone, state=marker)
 
 
 def withdraw(state: DocumentState, previous: DocumentState | None) -> Delete:

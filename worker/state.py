@@ -32,6 +32,7 @@ from worker.lifecycle import DocumentState, marker_expired
 from worker.metrics import Metrics
 from worker.publisher import Publisher, Record
 from worker.state_store import StateStore, encode_state
+from worker.unconfirmed import Unconfirmed
 from worker.waiting import wait_while
 
 log = logging.getLogger("chunkstream.worker")
@@ -59,12 +60,20 @@ class DocumentStates:
         # Live (not deleted) documents per partition: counted once after a restore, then
         # kept by each state written (no count query per sample).
         self._documents: dict[int, int] = {}
+        # States a previous owner may not have finished, per partition (worker.unconfirmed).
+        self._unconfirmed: dict[int, Unconfirmed] = {}
         # Their gauges, looked up once per assignment (a labels() lookup per document cost
         # more than the count it sets).
         self._gauges: dict[int, Any] = {}
 
     def get(self, partition: int, doc_id: str) -> DocumentState | None:
         return self.store.get(partition, doc_id)
+
+    def unconfirmed(self, partition: int, doc_id: str, state: DocumentState | None) -> bool:
+        """Whether ``state`` (the document's, from :meth:`get`) may be unfinished: a previous
+        owner wrote it and may not have written all it describes (worker.unconfirmed)."""
+        tracker = self._unconfirmed.get(partition)
+        return state is not None and tracker is not None and tracker.holds(doc_id, state)
 
     def stage(
         self, partition: int, doc_id: str, state: DocumentState
@@ -90,6 +99,9 @@ class DocumentStates:
         """``state`` (which follows ``previous``) was acknowledged by the changelog, and
         everything it describes downstream: the local copy takes it."""
         self.store.put(partition, doc_id, state, encoded)
+        tracker = self._unconfirmed.get(partition)
+        if tracker is not None:
+            tracker.settled(doc_id)
         if state.deleted:
             self._markers.setdefault(partition, {})[doc_id] = state.offset
         was_live = previous is not None and not previous.deleted
@@ -98,17 +110,35 @@ class DocumentStates:
             self._documents[partition] += change
             self._gauges[partition].set(self._documents[partition])
 
-    async def restore(self, partitions: Sequence[int]) -> list[Restored]:
+    async def restore(
+        self, partitions: Sequence[int], committed: Mapping[int, int | None] | None = None
+    ) -> list[Restored]:
         """Bring the partitions' state back from the changelog; their delete markers become
-        ours to expire."""
+        ours to expire. ``committed``: the group's committed offset of each partition, below
+        which every state is finished (worker.unconfirmed); none known: no state is."""
+        trackers = {p: Unconfirmed(committed.get(p)) for p in partitions} if committed else {}
         async with self._reading:
-            restored = await self._changelog.restore(partitions)
-        for partition in partitions:
+            restored = await self._changelog.restore(partitions, trackers)
+        for partition, done in zip(partitions, restored, strict=True):
+            if partition in trackers:
+                self._unconfirmed[partition] = trackers[partition]
             self._markers[partition] = dict(self.store.markers(partition))
             self._documents[partition] = self.store.count(partition)
             gauge = self._metrics.state_documents.labels(str(partition))
             self._gauges[partition] = gauge
             gauge.set(self._documents[partition])
+            self._metrics.state_restore_seconds.observe(done.seconds)
+            log.info(
+                "state restored",
+                extra={
+                    "partition": partition,
+                    "records": done.records,
+                    "seconds": round(done.seconds, 3),
+                    "from_checkpoint": done.from_checkpoint,
+                    "documents": self._documents[partition],
+                    "unconfirmed": partition in trackers and trackers[partition].outstanding,
+                },
+            )
         return restored
 
     def documents(self, partition: int) -> int:
@@ -128,6 +158,9 @@ class DocumentStates:
         every lane but the other partitions' state. Kafka's own answer, fencing a zombie's
         writes, needs transactions."""
         unclean = partitions - clean
+        # A partition still holding unconfirmed states is not checkpointed: the next owner
+        # must read them from the changelog to know them (worker.unconfirmed).
+        clean = {p for p in clean if not self._outstanding(p)}
         if unclean:
             topic = self.topic
             unsettled = self._publisher.unsettled(lambda t, p: t != topic or p in unclean)
@@ -137,6 +170,7 @@ class DocumentStates:
                 )
         for partition in partitions:
             self._markers.pop(partition, None)
+            self._unconfirmed.pop(partition, None)
             self._documents.pop(partition, None)
             self._gauges.pop(partition, None)
             with contextlib.suppress(KeyError):  # never sampled
@@ -145,6 +179,10 @@ class DocumentStates:
         if clean:
             async with self._reading:
                 await self._changelog.checkpoint(sorted(clean))
+
+    def _outstanding(self, partition: int) -> bool:
+        tracker = self._unconfirmed.get(partition)
+        return tracker is not None and tracker.outstanding
 
     async def expire_markers(self, committed: Mapping[int, int]) -> None:
         """Remove the delete markers the committed offsets have passed (changelog tombstone,

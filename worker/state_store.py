@@ -29,7 +29,7 @@ import shutil
 import sqlite3
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import msgspec
@@ -166,9 +166,14 @@ class StateStore:
         self._counts.pop(partition, None)
         return cursor.rowcount > 0
 
-    def apply(self, partition: int, records: Iterable[tuple[str, bytes | None]]) -> int:
+    def apply(
+        self,
+        partition: int,
+        records: Iterable[tuple[str, bytes | None]],
+        seen: Callable[[str, DocumentState | None], None] | None = None,
+    ) -> int:
         """Apply changelog records in order (a null value removes the document), in one
-        transaction; returns how many."""
+        transaction; returns how many. ``seen`` is told each record, decoded."""
         self.flush()
         upserts: list[_Row] = []
         applied = 0
@@ -183,8 +188,12 @@ class StateStore:
                     self._db.execute(
                         "DELETE FROM state WHERE part = ? AND doc_id = ?", (partition, doc_id)
                     )
+                    if seen is not None:
+                        seen(doc_id, None)
                     continue
                 state = decode_state(value)
+                if seen is not None:
+                    seen(doc_id, state)
                 upserts.append((partition, doc_id, state.offset, int(state.deleted), value))
             if upserts:
                 self._upsert_many(upserts)

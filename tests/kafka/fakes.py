@@ -113,6 +113,9 @@ class FakeConsumer:
     async def commit(self, offsets: dict[TopicPartition, OffsetAndMetadata]) -> None:
         self.commits.append({tp: meta.offset for tp, meta in offsets.items()})
 
+    async def committed(self, tp: TopicPartition) -> int | None:
+        return self.committed_offset(tp)
+
     def committed_offset(self, tp: TopicPartition) -> int | None:
         for commit in reversed(self.commits):
             if tp in commit:

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 from aiokafka import AIOKafkaProducer
+from confluent_kafka import TopicPartition as ConfluentPartition
+from confluent_kafka.admin import AdminClient
 
 from tests.kafka import helpers
 from tests.kafka.test_lifecycle_worker import produce, sink_contents
@@ -142,3 +144,47 @@ async def test_a_replay_that_becomes_a_dead_letter_withdraws_the_document(
     await produce(bootstrap, settings.input_topic, [event(third, 3)])
     await helpers.run_worker_to_end(lowered, timeout_s=60)
     assert await sink_contents(bootstrap, settings.output_topic, tmp_path / "c.db") == latest
+
+
+def delete_records_before(bootstrap: str, topic: str, offset: int) -> None:
+    """What retention or compaction does to the input: the records of partition 0 before
+    ``offset`` are gone (Kafka's DeleteRecords, sent by librdkafka's admin client)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.delete_records([ConfluentPartition(topic, 0, offset)], request_timeout=30)
+    for future in futures.values():
+        assert future.result(timeout=30).low_watermark == offset  # the new log start
+
+
+@pytest.mark.parametrize("unchanged", ["emit", "skip"])
+async def test_a_state_whose_record_left_the_input_is_finished_by_the_next_version(
+    kafka_bootstrap: str, topic_names: dict[str, str], tmp_path: Path, unchanged: str
+) -> None:
+    """The same crash, and then the record the state names leaves the input before any
+    worker reads it again: a compacted input topic drops it once a newer version is written
+    (here: Kafka's DeleteRecords). No redo comes. The next version must do what the redo
+    would have done, and the sink ends with exactly that version."""
+    settings = helpers.make_settings(
+        kafka_bootstrap,
+        topic_names,
+        strategy="sentence",
+        strategy_params={"chunk_size": "20"},
+        unchanged_chunks=unchanged,
+    )
+    old, new, event = await orphaned_state(settings, tmp_path)
+    bootstrap = settings.bootstrap_servers
+    delete_records_before(bootstrap, settings.input_topic, 2)  # the second version's record
+    third = "\n\n".join(
+        [*PARAGRAPHS[:2], "An edited paragraph on leaders.", PARAGRAPHS[3], "On quorums now."]
+    )
+    latest = chunks_of(settings, DOC_ID, third)
+    # It keeps a chunk only the lost version had (its event never landed; "skip" would not
+    # emit it again), and lacks chunks the lost version retracted (their tombstones never
+    # landed either).
+    assert (set(new) - set(old)) & set(latest)
+    assert (set(old) - set(new)) - set(latest)
+    await produce(bootstrap, settings.input_topic, [event(third, 3)])
+    await helpers.run_worker_to_end(settings, timeout_s=60)
+    held = await sink_contents(bootstrap, settings.output_topic, tmp_path / "b.db")
+    assert set(held) - set(latest) == set(), "stale chunks of the first version"
+    assert held == latest
+    assert await helpers.dead_letters(bootstrap, settings.dlq_topic) == []

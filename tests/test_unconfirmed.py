@@ -1,0 +1,102 @@
+"""Which restored states a previous owner may not have finished (worker.unconfirmed), and
+what the document states do with them (worker.state): no checkpoint while any is left."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from aiokafka import TopicPartition
+
+from worker import unconfirmed
+from worker.changelog import Changelog
+from worker.lifecycle import DocumentState
+from worker.metrics import Metrics
+from worker.state import DocumentStates
+from worker.state_store import StateStore, encode_state
+from worker.unconfirmed import Unconfirmed
+
+
+def state(offset: int) -> DocumentState:
+    return DocumentState(offset, None, b"\x01" * 16)
+
+
+def test_states_at_or_past_the_committed_offset_are_unconfirmed_until_settled() -> None:
+    tracker = Unconfirmed(committed=10)
+    tracker.seen("early", state(9))
+    tracker.seen("at", state(10))
+    tracker.seen("late", state(12))
+    tracker.seen("gone", state(11))
+    tracker.seen("gone", None)  # a changelog tombstone: the marker expired
+    assert not tracker.holds("early", state(9))
+    assert tracker.holds("at", state(10))
+    assert tracker.holds("late", state(12))
+    assert not tracker.holds("gone", state(11))
+    assert tracker.outstanding
+    tracker.settled("at")
+    assert not tracker.holds("at", state(10))
+    tracker.settled("late")
+    assert not tracker.outstanding
+
+
+def test_nothing_committed_makes_every_restored_state_unconfirmed() -> None:
+    tracker = Unconfirmed(committed=None)
+    tracker.seen("d", state(0))
+    assert tracker.holds("d", state(0))
+    assert not Unconfirmed(committed=None).outstanding
+
+
+def test_past_the_cap_the_offset_range_stands_for_the_ids(monkeypatch: Any) -> None:
+    monkeypatch.setattr(unconfirmed, "MAX_TRACKED", 3)
+    tracker = Unconfirmed(committed=100)
+    for n in range(5):
+        tracker.seen(f"d{n}", state(100 + n))
+    # Conservative: every state in [committed, highest read] counts, settled or not.
+    tracker.settled("d0")
+    assert tracker.holds("d0", state(100))
+    assert tracker.holds("other", state(104))
+    assert not tracker.holds("other", state(99))
+    assert not tracker.holds("other", state(105))
+    assert tracker.outstanding
+
+
+class EndOffsets:
+    """The one call a checkpoint makes of the changelog's reader."""
+
+    def __init__(self) -> None:
+        self.asked: list[list[int]] = []
+
+    async def end_offsets(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
+        self.asked.append([tp.partition for tp in tps])
+        return {tp: 7 for tp in tps}
+
+
+class NoPublisher:
+    def unsettled(self, *_: Any) -> set[Any]:
+        return set()
+
+
+async def test_a_partition_with_unconfirmed_states_is_not_checkpointed(tmp_path: Path) -> None:
+    store = StateStore(tmp_path / "state.sqlite")
+    reader = EndOffsets()
+    changelog = Changelog(reader, "state", store)  # type: ignore[arg-type]
+    states = DocumentStates(store, NoPublisher(), changelog, Metrics())  # type: ignore[arg-type]
+    tracker = Unconfirmed(committed=5)
+    tracker.seen("d", state(6))
+    states._unconfirmed[0] = tracker  # what a restore of partition 0 would have learned
+    states._unconfirmed[1] = Unconfirmed(committed=5)
+    assert states.unconfirmed(0, "d", state(6))
+    assert not states.unconfirmed(1, "d", state(6))
+    assert not states.unconfirmed(0, "d", None)
+    await states.release({0, 1}, clean={0, 1})
+    assert store.checkpoint(0) is None  # the next owner must read the state again
+    assert store.checkpoint(1) == 7
+    # Writing the document's state settles it: the partition may be checkpointed again.
+    tracker = Unconfirmed(committed=5)
+    tracker.seen("d", state(6))
+    states._unconfirmed[0] = tracker
+    states.applied(0, "d", state(8), state(6), encode_state(state(8)))
+    assert not states.unconfirmed(0, "d", state(8))
+    await states.release({0}, clean={0})
+    assert store.checkpoint(0) == 7
+    store.close()
