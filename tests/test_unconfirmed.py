@@ -8,9 +8,11 @@ from typing import Any
 
 from aiokafka import TopicPartition
 
+from tests.kafka.fakes import FakeProducer
+from tests.test_document_lifecycle import STATE_TOPIC, lifecycle_handler
 from worker import unconfirmed
 from worker.changelog import Changelog
-from worker.lifecycle import DocumentState
+from worker.lifecycle import DocumentState, ids_to_bytes
 from worker.metrics import Metrics
 from worker.state import DocumentStates
 from worker.state_store import StateStore, encode_state
@@ -100,3 +102,43 @@ async def test_a_partition_with_unconfirmed_states_is_not_checkpointed(tmp_path:
     await states.release({0}, clean={0})
     assert store.checkpoint(0) == 7
     store.close()
+
+
+async def test_an_unconfirmed_marker_sends_its_tombstones_again_before_it_expires(
+    tmp_path: Path,
+) -> None:
+    """A delete cut short by a crash whose input tombstone then left the topic (compaction
+    drops one ``delete.retention.ms`` after cleaning it, with nothing after it): no record of
+    the document comes again. The marker's tombstones go out again before the marker does."""
+    producer = FakeProducer()
+    handler = lifecycle_handler(producer, tmp_path)
+    states = handler._states
+    assert states is not None
+    gone = ["a" * 32, "b" * 32]
+    marker = DocumentState(5, None, b"", deleted=True, retracted=ids_to_bytes(gone))
+    kept = DocumentState(6, None, b"", deleted=True, retracted=ids_to_bytes(["c" * 32]))
+    # What restoring partition 1 (the group had committed offset 5) would have left.
+    states.store.put(1, "d", marker)
+    states.store.put(1, "e", kept)
+    states._markers[1] = {"d": 5, "e": 6}
+    tracker = Unconfirmed(committed=5)
+    tracker.seen("d", marker)
+    tracker.seen("e", kept)
+    states._unconfirmed[1] = tracker
+    await states.expire_markers({1: 6})  # the commits passed offset 5 only
+    sent = [(topic, key, value) for topic, key, value, _ in producer.sent]
+    assert sent == [
+        ("chunks", gone[0].encode(), None),
+        ("chunks", gone[1].encode(), None),
+        (STATE_TOPIC, b"d", None),
+    ]
+    assert states.store.get(1, "d") is None
+    assert not tracker.holds("d", marker)
+    assert tracker.holds("e", kept)
+    # A confirmed marker just goes.
+    producer.sent.clear()
+    tracker.settled("e")
+    await states.expire_markers({1: 7})
+    assert [(topic, key, value) for topic, key, value, _ in producer.sent] == [
+        (STATE_TOPIC, b"e", None)
+    ]

@@ -196,15 +196,36 @@ class DocumentStates:
                 continue
             records: list[Record] = [(doc_id.encode(), None, []) for doc_id, _ in due]
             try:
+                await self._finish_unconfirmed(partition, due)
                 await self._publisher.publish(self.topic, partition, records)
             except KafkaError as exc:
                 log.warning("delete markers not expired yet", extra={"error": repr(exc)})
                 continue
+            tracker = self._unconfirmed.get(partition)
             for doc_id, marker_offset in due:
                 # Only that marker: the document may have been created again meanwhile.
-                self.store.remove(partition, doc_id, offset=marker_offset)
+                removed = self.store.remove(partition, doc_id, offset=marker_offset)
+                if removed and tracker is not None:
+                    tracker.settled(doc_id)
                 if markers.get(doc_id) == marker_offset:
                     del markers[doc_id]
+
+    async def _finish_unconfirmed(self, partition: int, due: list[tuple[str, int]]) -> None:
+        """Send again the tombstones of the due markers that a previous owner may not have
+        finished, before they go. Their input record did not come again (compaction drops a
+        tombstone ``delete.retention.ms`` after cleaning it, with no record after it), so no
+        later record of the document will send them (worker.unconfirmed)."""
+        acks: list[asyncio.Future[None]] = []
+        for doc_id, marker_offset in due:
+            marker = self.store.get(partition, doc_id)
+            if marker is None or marker.offset != marker_offset:
+                continue
+            if self.unconfirmed(partition, doc_id, marker) and marker.retracted:
+                staged, _ = await self._publisher.stage_encoded(
+                    doc_id, [], [], (), marker.retracted_ids
+                )
+                acks += staged
+        await self._publisher.wait(acks)
 
 
 def _marker(offset: int) -> DocumentState:
