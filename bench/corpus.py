@@ -13,6 +13,9 @@ from __future__ import annotations
 import email.message
 import importlib.metadata
 import re
+import shutil
+import subprocess
+from pathlib import Path
 from typing import cast
 
 import msgspec
@@ -100,3 +103,73 @@ def describe(docs: list[Document]) -> str:
         f"{len(docs)} documents ({markdown} markdown), {chars:,} characters, "
         f"{size / 1e6:.2f} MB UTF-8, {arabic} with Arabic script"
     )
+
+
+# Debian packages of Sphinx-built documentation whose ``_sources`` directories hold the
+# reStructuredText each page was built from: hand-written manuals, guides and tutorials of
+# real size (about 30 MB in all on Debian 12), each page written once. The package corpus
+# above is 0.8 MB, so a 40 MB run of it repeats every document some fifty times, and every
+# memory of text the worker keeps (piece ids, token counts) is warm after the first copy;
+# these pages are new text from the first byte to the last.
+DEBIAN_DOCS = (
+    "python3.11-doc",
+    "python-pandas-doc",
+    "python-sklearn-doc",
+    "python-astropy-doc",
+    "python-celery-doc",
+    "python-skimage-doc",
+    "sphinx-doc",
+    "python-statsmodels-doc",
+    "cython-doc",
+    "python-flask-doc",
+)
+# Generated API stubs (a heading and a directive each) are not documents anyone would index.
+_GENERATED = re.compile(r"/(api|generated)/")
+
+
+def debian_docs(cache: Path, min_chars: int = 500) -> list[Document]:
+    """The ``_sources`` pages of :data:`DEBIAN_DOCS`, fetched once into ``cache`` with
+    ``apt-get download`` and unpacked with ``dpkg-deb`` (Debian's tools: nothing vendored, and
+    nothing of it committed), in a stable order."""
+    docs: list[Document] = []
+    for package in DEBIAN_DOCS:
+        unpacked = cache / package
+        if not (unpacked / ".complete").exists():
+            _fetch_deb(package, unpacked)
+        for path in sorted(unpacked.rglob("_sources/**/*.txt")):
+            name = path.relative_to(unpacked).as_posix()
+            if _GENERATED.search(name):
+                continue
+            text = path.read_text(encoding="utf-8", errors="replace")
+            if len(text) >= min_chars:
+                docs.append(Document(f"{package}:{name}", text, "text/plain"))
+    return docs
+
+
+def _fetch_deb(package: str, unpacked: Path) -> None:
+    shutil.rmtree(unpacked, ignore_errors=True)
+    unpacked.mkdir(parents=True)
+    download = subprocess.run(
+        ["apt-get", "download", package], cwd=unpacked, capture_output=True, text=True
+    )
+    debs = sorted(unpacked.glob("*.deb"))
+    if not debs:
+        raise RuntimeError(
+            f"apt-get download {package} failed (try `apt-get update` first):\n{download.stderr}"
+        )
+    subprocess.run(["dpkg-deb", "-x", str(debs[0]), str(unpacked)], check=True)
+    debs[0].unlink()
+    (unpacked / ".complete").touch()
+
+
+CORPORA = ("packages", "debian-docs")
+_CACHE = Path(__file__).resolve().parent.parent / ".cache" / "corpus"
+
+
+def load(corpus: str) -> list[Document]:
+    """A corpus by its name in :data:`CORPORA` (the benches' ``--corpus``)."""
+    if corpus == "packages":
+        return gather()
+    if corpus == "debian-docs":
+        return debian_docs(_CACHE / "debian-docs")
+    raise ValueError(f"unknown corpus {corpus!r}: one of {', '.join(CORPORA)}")

@@ -50,7 +50,7 @@ from unittest import mock
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.corpus import Document, describe, gather  # noqa: E402
+from bench.corpus import CORPORA, Document, describe, load  # noqa: E402
 from bench.quix_peer import PeerRun, run_peer  # noqa: E402
 from worker.batcher import Batcher  # noqa: E402
 from worker.chunking import registry  # noqa: E402
@@ -413,7 +413,7 @@ def plot(results: list[Result], path: Path) -> None:
 
 
 async def main(args: argparse.Namespace) -> None:
-    docs = repeated(gather()[: args.docs], args.min_mb)
+    docs = repeated(load(args.corpus)[: args.docs], args.min_mb)
     print(f"corpus: {describe(docs)}")
     native = "built" if adaptive.NATIVE_CHUNK is not None else "not built or not allowed"
     print(f"compiled cores: {native}")
@@ -505,6 +505,13 @@ async def main(args: argparse.Namespace) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--corpus",
+        choices=CORPORA,
+        default="packages",
+        help="packages: the installed packages' descriptions (0.8 MB, repeated); debian-docs: "
+        "Sphinx sources of Debian's documentation packages (~26 MB, each page once)",
+    )
     parser.add_argument(
         "--strategies",
         nargs="+",

@@ -47,7 +47,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.corpus import Document, describe, gather  # noqa: E402
+from bench.corpus import CORPORA, Document, describe, load  # noqa: E402
 from bench.e2e_bench import _produce, clock_from_assignment, repeated, start_broker  # noqa: E402
 from bench.quix_peer import run_peer  # noqa: E402
 from worker.config import load_settings  # noqa: E402
@@ -165,7 +165,7 @@ def load_average() -> str:
 
 
 async def main(args: argparse.Namespace) -> None:
-    base = gather()
+    base = load(args.corpus)
     docs = repeated(base, args.min_mb)
     embedding_docs = prefix(docs, args.embedding_mb)
     with_vectors_docs = prefix(docs, args.with_embeddings_mb)
@@ -299,6 +299,13 @@ if __name__ == "__main__":
         print(json.dumps(asyncio.run(child_worker(job["config"], job["documents"]))), flush=True)
         sys.exit(0)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--corpus",
+        choices=CORPORA,
+        default="packages",
+        help="packages: the installed packages' descriptions (0.8 MB, repeated); debian-docs: "
+        "Sphinx sources of Debian's documentation packages (~26 MB, each page once)",
+    )
     parser.add_argument("--min-mb", type=float, default=40.0)
     parser.add_argument("--embedding-mb", type=float, default=4.0)
     parser.add_argument(

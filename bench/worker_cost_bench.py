@@ -61,7 +61,7 @@ sys.path.insert(0, str(REPO))
 
 from aiokafka import AIOKafkaConsumer, TopicPartition  # noqa: E402
 
-from bench.corpus import Document, describe, gather  # noqa: E402
+from bench.corpus import CORPORA, Document, describe, load  # noqa: E402
 from bench.e2e_bench import _produce, clock_from_assignment, repeated, start_broker  # noqa: E402
 from bench.quix_peer import PeerRun, run_peer  # noqa: E402
 from worker import document, service  # noqa: E402
@@ -383,7 +383,7 @@ def spread(values: list[float], fmt: str = "{:.3f}") -> str:
 
 
 async def main(args: argparse.Namespace) -> None:
-    base = gather()
+    base = load(args.corpus)
     docs = repeated(base, args.min_mb)
     megabytes = sum(len(d.text.encode()) for d in docs) / 1e6
     print(f"corpus: {describe(base)}; repeated under new ids: {describe(docs)}", flush=True)
@@ -535,6 +535,13 @@ def round_table(
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--corpus",
+        choices=CORPORA,
+        default="packages",
+        help="packages: the installed packages' descriptions (0.8 MB, repeated); debian-docs: "
+        "Sphinx sources of Debian's documentation packages (~26 MB, each page once)",
+    )
     parser.add_argument(
         "--min-mb", type=float, default=10.0, help="repeat the corpus to at least this many MB"
     )
