@@ -44,3 +44,18 @@ def test_unreadable_tokenizer_file_is_refused(tmp_path: object) -> None:
     bad.write_text("{not json")
     with pytest.raises(ValueError, match="cannot load tokenizer"):
         make_counter(str(bad))
+
+
+def test_the_piece_memory_starting_afresh_keeps_every_piece_of_the_call(
+    tokenizer_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The memory is bounded: a call that takes it past the bound starts it afresh. The pieces
+    of that call it already knew must be counted again, not lost (a KeyError on new text
+    once the memory filled, found on 25 MB of Sphinx sources: docs/worker.md)."""
+    monkeypatch.setattr(tokens, "PIECE_CACHE_LIMIT", 4)
+    counter = tokens.PieceCounter(tokenizer_path)
+    whole = make_counter(tokenizer_path)
+    assert counter.count_pieces(["alpha", "beta"]) == [1, 1]
+    pieces = ["alpha", "gamma", "delta", "epsilon", "beta", "zeta"]
+    assert counter.count_pieces(pieces) == [whole.count(p) for p in pieces]
+    assert len(counter.known) <= len(pieces)

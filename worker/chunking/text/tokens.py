@@ -156,7 +156,10 @@ class PieceCounter:
         missing = list({piece for piece in pieces if piece not in known})
         if missing:
             if len(known) + len(missing) > PIECE_CACHE_LIMIT:
+                # Afresh, with every piece this call needs: those it already knew are
+                # counted again (clearing only, they were lost: a KeyError below).
                 known.clear()
+                missing = list(set(pieces))
             encodings = self._tokenizer.encode_batch(missing, add_special_tokens=False)
             known.update(zip(missing, (len(e.ids) for e in encodings), strict=True))
         return [known[piece] for piece in pieces]
