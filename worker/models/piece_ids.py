@@ -28,6 +28,8 @@ import numpy as np
 from numpy.typing import NDArray
 from tokenizers import Tokenizer
 
+from worker.wordpiece import AsciiWordPiece, take
+
 # Pieces whose ids are remembered (about 140 bytes each with the key: ~4.5 MiB). Past it the
 # memory starts afresh: a bound on what a stream of ever-new words can hold.
 PIECE_LIMIT = 1 << 15
@@ -61,6 +63,8 @@ class PieceIds:
         self._max_length = max_length
         self._limit = limit
         self._additive = pieces_add_up(tokenizer)
+        # New ASCII words are tokenized without `tokenizers` (worker.wordpiece: the same ids).
+        self._wordpiece = AsciiWordPiece.from_spec(json.loads(tokenizer.to_str()))
         self._known: dict[str, bytes] = {}  # piece -> its ids as int32 bytes
 
     def ids(self, texts: Sequence[str]) -> list[NDArray[np.int64]]:
@@ -98,7 +102,9 @@ class PieceIds:
             # Afresh, with every piece this call needs (the ones known so far included).
             known = self._known = {}
             missing = {p for pieces in texts_pieces for p in pieces}
-        wanted = list(missing)
+        done, wanted = take(self._wordpiece, missing)
+        for piece, ids in done:
+            known[piece] = np.array(ids, dtype=np.int32).tobytes()
         for at in range(0, len(wanted), _SLICE):
             part = wanted[at : at + _SLICE]
             encodings = self._tokenizer.encode_batch_fast(part, add_special_tokens=False)

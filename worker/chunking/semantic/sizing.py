@@ -39,6 +39,7 @@ from worker.chunking.text.tokens import (
 from worker.chunking.text.tokens import _load_tokenizer as load_tokenizer
 from worker.models.manifest import ManifestError
 from worker.models.reference import describe
+from worker.wordpiece import AsciiWordPiece, take
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -90,6 +91,8 @@ class TokenizerUnit:
         self._memory = PieceMemory() if memory is None else memory
         config = json.loads(tokenizer.to_str())
         self.additive = _splits_at_whitespace(config.get("pre_tokenizer"))
+        # New ASCII words are counted without `tokenizers` (worker.wordpiece: the same ids).
+        self._wordpiece = AsciiWordPiece.from_spec(config)
         self.glue = frozenset(
             ch
             for ch in map(chr, range(0x3000 + 1))
@@ -142,6 +145,8 @@ class TokenizerUnit:
                 known = self._memory.known = {}
                 missing = list(wanted)
             if missing:
+                done, missing = take(self._wordpiece, missing)
+                known.update((piece, len(ids)) for piece, ids in done)
                 for at in range(0, len(missing), _COUNT_BATCH):
                     part = missing[at : at + _COUNT_BATCH]
                     encodings = self._tokenizer.encode_batch_fast(part, add_special_tokens=False)

@@ -10,7 +10,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
+
+from worker.wordpiece import AsciiWordPiece, take
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -130,7 +132,8 @@ class PieceCounter:
     def __init__(self, path: str) -> None:
         self.path = path
         self._tokenizer = _load_tokenizer(path)
-        _check_additive(path)
+        # New ASCII words are counted without `tokenizers` (worker.wordpiece: the same ids).
+        self._wordpiece = AsciiWordPiece.from_spec(_check_additive(path))
         self._known: dict[str, int] = {}
 
     @property
@@ -160,12 +163,15 @@ class PieceCounter:
                 # counted again (clearing only, they were lost: a KeyError below).
                 known.clear()
                 missing = list(set(pieces))
-            encodings = self._tokenizer.encode_batch(missing, add_special_tokens=False)
-            known.update(zip(missing, (len(e.ids) for e in encodings), strict=True))
+            done, left = take(self._wordpiece, missing)
+            known.update((piece, len(ids)) for piece, ids in done)
+            if left:
+                encodings = self._tokenizer.encode_batch(left, add_special_tokens=False)
+                known.update(zip(left, (len(e.ids) for e in encodings), strict=True))
         return [known[piece] for piece in pieces]
 
 
-def _check_additive(path: str) -> None:
+def _check_additive(path: str) -> dict[str, Any]:
     import json
 
     try:
@@ -181,6 +187,7 @@ def _check_additive(path: str) -> None:
             "need a BERT-style tokenizer (BertPreTokenizer, BertNormalizer), whose counts add up "
             "over whitespace-separated pieces"
         )
+    return cast(dict[str, Any], spec)
 
 
 _PIECE_COUNTERS: dict[str, PieceCounter] = {}

@@ -1,0 +1,92 @@
+"""The Python WordPiece path (worker.wordpiece) gives exactly the ids of `tokenizers` for every
+piece it takes, and takes only pieces it can: ASCII, no added token inside."""
+
+from __future__ import annotations
+
+import functools
+import json
+import string
+import sys
+from pathlib import Path
+from typing import Any
+
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+from tokenizers import Tokenizer
+
+from worker.wordpiece import AsciiWordPiece, take
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from bench.corpus import gather
+
+
+def loaded(spec: dict[str, Any]) -> tuple[AsciiWordPiece, Tokenizer]:
+    path = AsciiWordPiece.from_spec(spec)
+    assert path is not None
+    tokenizer = Tokenizer.from_str(json.dumps(spec))
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    return path, tokenizer
+
+
+@functools.cache
+def by_case(tokenizer_path: str, lowercase: bool) -> tuple[AsciiWordPiece, Tokenizer]:
+    return loaded(spec_of(tokenizer_path, lowercase=lowercase))
+
+
+def spec_of(tokenizer_path: str, **normalizer: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = json.loads(Path(tokenizer_path).read_text(encoding="utf-8"))
+    spec["normalizer"].update(normalizer)
+    return spec
+
+
+def assert_same(path: AsciiWordPiece, tokenizer: Tokenizer, piece: str) -> None:
+    ids = path.ids(piece)
+    expected = tokenizer.encode(piece, add_special_tokens=False).ids
+    if ids is None:  # declined: only pieces the module says it leaves alone
+        assert not piece.isascii() or "[" in piece
+    else:
+        assert ids == expected, piece
+
+
+# Letters, digits, punctuation and the control characters a piece can hold (none of them is
+# whitespace to str.split), plus fragments of added tokens and WordPiece's own prefix.
+_ALPHABET = string.ascii_letters + string.digits + string.punctuation + "\x00\x01\x07\x0e\x1b\x7f"
+_FRAGMENTS = ["[CLS]", "[mask]", "[Sep", "##", "un", "##able", "é", "x" * 101, "ing", "'s"]
+pieces = st.lists(
+    st.one_of(st.text(alphabet=_ALPHABET, min_size=1, max_size=30), st.sampled_from(_FRAGMENTS)),
+    min_size=1,
+    max_size=6,
+).map("".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(pieces, st.booleans())
+@example("[CLS]x", True)
+@example("x" * 101, True)
+@example("antidisestablishmentarianism", False)
+@example("\x00", True)
+def test_the_same_ids_as_tokenizers(tokenizer_path: str, piece: str, lowercase: bool) -> None:
+    assert_same(*by_case(tokenizer_path, lowercase), piece)
+
+
+def test_the_same_ids_on_every_piece_of_the_corpus(tokenizer_path: str) -> None:
+    docs = gather()
+    assert len(docs) >= 50, "the corpus of installed package descriptions is missing"
+    every = sorted({piece for doc in docs for piece in doc.text.split()})
+    path, tokenizer = loaded(spec_of(tokenizer_path))
+    done, left = take(path, every)
+    assert len(done) > 0.95 * len(every)  # almost all of it is ASCII
+    expected = tokenizer.encode_batch([piece for piece, _ in done], add_special_tokens=False)
+    assert [ids for _, ids in done] == [e.ids for e in expected]
+    assert all(path.ids(piece) is None for piece in left)
+
+
+def test_other_tokenizers_are_not_taken(tokenizer_path: str) -> None:
+    spec = spec_of(tokenizer_path)
+    assert AsciiWordPiece.from_spec({**spec, "pre_tokenizer": {"type": "Whitespace"}}) is None
+    assert AsciiWordPiece.from_spec(spec_of(tokenizer_path, clean_text=False)) is None
+    assert AsciiWordPiece.from_spec({**spec, "normalizer": None}) is None
+    bpe = {**spec, "model": {**spec["model"], "type": "BPE"}}
+    assert AsciiWordPiece.from_spec(bpe) is None
+    assert take(None, ["a", "b"]) == ([], ["a", "b"])
