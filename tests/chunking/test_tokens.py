@@ -59,3 +59,41 @@ def test_the_piece_memory_starting_afresh_keeps_every_piece_of_the_call(
     pieces = ["alpha", "gamma", "delta", "epsilon", "beta", "zeta"]
     assert counter.count_pieces(pieces) == [whole.count(p) for p in pieces]
     assert len(counter.known) <= len(pieces)
+
+
+def test_the_piece_memory_is_safe_across_threads(
+    tokenizer_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Documents are chunked on several threads with one counter per tokenizer. A call that
+    starts the memory afresh must not take pieces away from a call running beside it (a
+    KeyError, and the document dead-lettered as chunking_failed: found on 25 MB of Sphinx
+    sources through the worker)."""
+    import sys
+    import threading
+
+    monkeypatch.setattr(tokens, "PIECE_CACHE_LIMIT", 16)
+    monkeypatch.setattr(sys, "getswitchinterval", sys.getswitchinterval)
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can
+    try:
+        counter = tokens.PieceCounter(tokenizer_path)
+        whole = make_counter(tokenizer_path)
+        words = [f"w{n}x{n * 7}" for n in range(200)]
+        expected = {w: whole.count(w) for w in words}
+        failures: list[BaseException] = []
+
+        def hammer(offset: int) -> None:
+            try:
+                for round_ in range(300):
+                    batch = words[(offset + round_) % 180 :][:12]
+                    assert counter.count_pieces(batch) == [expected[w] for w in batch]
+            except BaseException as exc:  # reported below, on the main thread
+                failures.append(exc)
+
+        threads = [threading.Thread(target=hammer, args=(k * 37,)) for k in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(0.005)
+    assert not failures, failures[:3]

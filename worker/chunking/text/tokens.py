@@ -155,13 +155,15 @@ class PieceCounter:
         return self.count_exact(text)
 
     def count_pieces(self, pieces: list[str]) -> list[int]:
+        # The memory is replaced, never cleared: a call running beside this one on another
+        # thread keeps the dictionary it read, with every piece it counted (clearing the
+        # shared one took them away: a KeyError below, found through the worker).
         known = self._known
         missing = list({piece for piece in pieces if piece not in known})
         if missing:
             if len(known) + len(missing) > PIECE_CACHE_LIMIT:
-                # Afresh, with every piece this call needs: those it already knew are
-                # counted again (clearing only, they were lost: a KeyError below).
-                known.clear()
+                # Afresh, with every piece this call needs.
+                known = self._known = {}
                 missing = list(set(pieces))
             done, left = take(self._wordpiece, missing)
             known.update((piece, len(ids)) for piece, ids in done)
