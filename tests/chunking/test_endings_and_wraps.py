@@ -239,6 +239,15 @@ def at_the_minimum(text: str, sizes: Sizes, *, whole_paragraphs: bool = False) -
     return any(total - start == sizes.minimum - 1 for start in units.before_start[1:])
 
 
+def last_unit_at_the_limit(text: str, sizes: Sizes) -> bool:
+    """Whether the last unit has exactly ``sizes.limit`` characters: the period takes it past
+    the limit, and a unit past it is cut at its words. Like the cap and the minimum, a length
+    threshold the period can cross (found by hypothesis in CI: a 25-character last sentence
+    under `adaptive`'s limit of 25)."""
+    units = read_units(text, Measure(text, None), sizes.limit, sizes.cap)
+    return units.before_end[-1] - units.before_start[-1] == sizes.limit
+
+
 def assert_cut_alike(plain: Cuts, punctuated: Cuts) -> None:
     """``punctuated`` (the text + ".") is ``plain`` with the last chunk one longer."""
     assert plain[:-1] == punctuated[:-1]
@@ -273,7 +282,21 @@ def test_adaptive_final_period(text: str, p: dict[str, int]) -> None:
         # Packing's cap leaves room for the overlap: a last chunk at it cannot take the period.
         assume(plain[-1][1] - plain[-1][0] < chunker.sizes.cap)
         assume(not at_the_minimum(text, chunker.sizes))
+        assume(not last_unit_at_the_limit(text, chunker.sizes))
         assert_cut_alike(plain, run(text + "."))
+
+
+def test_a_last_unit_at_the_limit_is_a_threshold_the_period_crosses() -> None:
+    """The case hypothesis found: a 25-character last sentence under a limit of 25. The period
+    makes it 26 characters, so it is cut at its words, and the packing differs; the property
+    above leaves such texts out, as it does the cap and the minimum."""
+    text = "000000000:. . 000000000\x8500 مرحباrunning"
+    chunker = AdaptiveChunker(base_size=1, min_size=31, max_size=31, overlap=0)
+    assert chunker.sizes.limit == 25
+    assert last_unit_at_the_limit(text, chunker.sizes)
+    assert not last_unit_at_the_limit(text[:-1], chunker.sizes)
+    plain, punctuated = (cuts(chunker.chunk(t)) for t in (text, text + "."))
+    assert plain != [*punctuated[:-1], (punctuated[-1][0], punctuated[-1][1] - 1)]
 
 
 @settings(max_examples=60, deadline=None)
