@@ -165,19 +165,17 @@ def delete(state: DocumentState | None, offset: int, *, unconfirmed: bool = Fals
     """The decision for a tombstone of the document (``unconfirmed``: as for :func:`update`)."""
     if _superseded(state, offset):
         return Skip.REPLAYED
-    if _redone(state, offset) and state.deleted:
-        return Delete(retract=state.retracted_ids, state=state)  # its tombstones again
-    if unconfirmed and state is not None and state.deleted:
-        # A delete whose tombstones may not have landed, deleted again: they are sent again,
-        # and the marker moves to this record.
-        moved = DocumentState(offset, None, b"", deleted=True, retracted=state.retracted)
-        return Delete(retract=state.retracted_ids, state=moved)
-    if state is None or state.deleted:
+    if state is None:
         return Skip.UNKNOWN_DELETE
-    if not unconfirmed:
-        marker = DocumentState(offset, None, b"", deleted=True, retracted=state.chunk_ids)
-        return Delete(retract=state.ids, state=marker)
-    gone = list(dict.fromkeys([*state.ids, *state.retracted_ids]))
+    unfinished = unconfirmed or _redone(state, offset)
+    if state.deleted:
+        if not unfinished:
+            return Skip.UNKNOWN_DELETE
+        # A delete whose tombstones may not have landed: they are sent again, and the
+        # marker is this record's (the same marker when the record is being done again).
+        marker = DocumentState(offset, None, b"", deleted=True, retracted=state.retracted)
+        return Delete(retract=state.retracted_ids, state=marker)
+    gone = list(dict.fromkeys([*state.ids, *state.retracted_ids])) if unconfirmed else state.ids
     marker = DocumentState(offset, None, b"", deleted=True, retracted=ids_to_bytes(gone))
     return Delete(retract=gone, state=marker)
 

@@ -215,6 +215,8 @@ class DocumentStates:
         finished, before they go. Their input record did not come again (compaction drops a
         tombstone ``delete.retention.ms`` after cleaning it, with no record after it), so no
         later record of the document will send them (worker.unconfirmed)."""
+        if not self._outstanding(partition):
+            return  # the usual case: no store reads on the way to expiring markers
         acks: list[asyncio.Future[None]] = []
         for doc_id, marker_offset in due:
             marker = self.store.get(partition, doc_id)
