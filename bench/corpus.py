@@ -10,6 +10,7 @@ wherever the same pins are installed. Third-party text stays in site-packages.
 
 from __future__ import annotations
 
+import argparse
 import email.message
 import importlib.metadata
 import re
@@ -193,6 +194,18 @@ def _fetch_deb(package: str, unpacked: Path) -> None:
 
 CORPORA = ("packages", "debian-docs", "debian-docs-40mb")
 _CACHE = Path(__file__).resolve().parent.parent / ".cache" / "corpus"
+
+
+def add_corpus_argument(parser: argparse.ArgumentParser) -> None:
+    """The benches' ``--corpus`` option (:func:`load` reads it)."""
+    parser.add_argument(
+        "--corpus",
+        choices=CORPORA,
+        default="packages",
+        help="packages: the installed packages' descriptions (0.8 MB, repeated); debian-docs: "
+        "Sphinx sources of Debian's documentation packages (25.7 MB, each page once); "
+        "debian-docs-40mb: 24 packages more, 40.27 MB (each page once)",
+    )
 
 
 def load(corpus: str) -> list[Document]:

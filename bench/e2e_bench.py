@@ -50,7 +50,7 @@ from unittest import mock
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.corpus import CORPORA, Document, describe, load  # noqa: E402
+from bench.corpus import Document, add_corpus_argument, describe, load  # noqa: E402
 from bench.quix_peer import PeerRun, run_peer  # noqa: E402
 from worker.batcher import Batcher  # noqa: E402
 from worker.chunking import registry  # noqa: E402
@@ -505,14 +505,7 @@ async def main(args: argparse.Namespace) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--corpus",
-        choices=CORPORA,
-        default="packages",
-        help="packages: the installed packages' descriptions (0.8 MB, repeated); debian-docs: "
-        "Sphinx sources of Debian's documentation packages (25.7 MB, each page once); "
-        "debian-docs-40mb: 24 packages more, 40.27 MB (each page once)",
-    )
+    add_corpus_argument(parser)
     parser.add_argument(
         "--strategies",
         nargs="+",

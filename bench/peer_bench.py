@@ -47,7 +47,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.corpus import CORPORA, Document, describe, load  # noqa: E402
+from bench.corpus import Document, add_corpus_argument, describe, load  # noqa: E402
 from bench.e2e_bench import _produce, clock_from_assignment, repeated, start_broker  # noqa: E402
 from bench.quix_peer import run_peer  # noqa: E402
 from worker.config import load_settings  # noqa: E402
@@ -299,14 +299,7 @@ if __name__ == "__main__":
         print(json.dumps(asyncio.run(child_worker(job["config"], job["documents"]))), flush=True)
         sys.exit(0)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--corpus",
-        choices=CORPORA,
-        default="packages",
-        help="packages: the installed packages' descriptions (0.8 MB, repeated); debian-docs: "
-        "Sphinx sources of Debian's documentation packages (25.7 MB, each page once); "
-        "debian-docs-40mb: 24 packages more, 40.27 MB (each page once)",
-    )
+    add_corpus_argument(parser)
     parser.add_argument("--min-mb", type=float, default=40.0)
     parser.add_argument("--embedding-mb", type=float, default=4.0)
     parser.add_argument(

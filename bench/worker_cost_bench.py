@@ -61,7 +61,7 @@ sys.path.insert(0, str(REPO))
 
 from aiokafka import AIOKafkaConsumer, TopicPartition  # noqa: E402
 
-from bench.corpus import CORPORA, Document, describe, load  # noqa: E402
+from bench.corpus import Document, add_corpus_argument, describe, load  # noqa: E402
 from bench.e2e_bench import _produce, clock_from_assignment, repeated, start_broker  # noqa: E402
 from bench.quix_peer import PeerRun, run_peer  # noqa: E402
 from worker import document, service  # noqa: E402
@@ -535,14 +535,7 @@ def round_table(
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--corpus",
-        choices=CORPORA,
-        default="packages",
-        help="packages: the installed packages' descriptions (0.8 MB, repeated); debian-docs: "
-        "Sphinx sources of Debian's documentation packages (25.7 MB, each page once); "
-        "debian-docs-40mb: 24 packages more, 40.27 MB (each page once)",
-    )
+    add_corpus_argument(parser)
     parser.add_argument(
         "--min-mb", type=float, default=10.0, help="repeat the corpus to at least this many MB"
     )
