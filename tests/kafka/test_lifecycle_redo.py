@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaProducer
@@ -38,6 +39,8 @@ PARAGRAPHS = [
 ]
 
 DOC_ID = "handbook"
+# Small chunks: a one-paragraph edit retracts some, adds some and keeps some.
+FLAGS: dict[str, Any] = {"strategy": "sentence", "strategy_params": {"chunk_size": "20"}}
 
 
 def chunks_of(settings: Settings, doc_id: str, text: str) -> dict[str, str]:
@@ -98,11 +101,7 @@ async def test_a_state_written_without_its_chunks_is_done_again(
     kafka_bootstrap: str, topic_names: dict[str, str], tmp_path: Path, unchanged: str
 ) -> None:
     settings = helpers.make_settings(
-        kafka_bootstrap,
-        topic_names,
-        strategy="sentence",
-        strategy_params={"chunk_size": "20"},
-        unchanged_chunks=unchanged,
+        kafka_bootstrap, topic_names, unchanged_chunks=unchanged, **FLAGS
     )
     _, new, _ = await orphaned_state(settings, tmp_path)
     # A new worker (a fresh local store: it restores the changelog) takes the partition over.
@@ -121,9 +120,8 @@ async def test_a_replay_that_becomes_a_dead_letter_withdraws_the_document(
     at the restart): the state's retracted ids are the only record of the tombstones the
     first attempt meant to send. The document is withdrawn before the dead letter, and the
     next version leaves exactly itself in the sink."""
-    flags = {"strategy": "sentence", "strategy_params": {"chunk_size": "20"}}
     settings = helpers.make_settings(
-        kafka_bootstrap, topic_names, unchanged_chunks=unchanged, **flags
+        kafka_bootstrap, topic_names, unchanged_chunks=unchanged, **FLAGS
     )
     _, new, event = await orphaned_state(settings, tmp_path)
     third = PARAGRAPHS[5]
@@ -134,7 +132,7 @@ async def test_a_replay_that_becomes_a_dead_letter_withdraws_the_document(
         topic_names,
         unchanged_chunks=unchanged,
         max_chunks_per_document=str(len(latest)),
-        **flags,
+        **FLAGS,
     )
     await helpers.run_worker_to_end(lowered, timeout_s=60)
     bootstrap = settings.bootstrap_servers
@@ -164,11 +162,7 @@ async def test_a_state_whose_record_left_the_input_is_finished_by_the_next_versi
     (here: Kafka's DeleteRecords). No redo comes. The next version must do what the redo
     would have done, and the sink ends with exactly that version."""
     settings = helpers.make_settings(
-        kafka_bootstrap,
-        topic_names,
-        strategy="sentence",
-        strategy_params={"chunk_size": "20"},
-        unchanged_chunks=unchanged,
+        kafka_bootstrap, topic_names, unchanged_chunks=unchanged, **FLAGS
     )
     old, new, event = await orphaned_state(settings, tmp_path)
     bootstrap = settings.bootstrap_servers
