@@ -33,7 +33,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 _WORDS = re.compile(r"[A-Za-z0-9]+|[!-/:-@\[-`{-~]")
-_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
+# Every ASCII control but the three the normalizer reads as whitespace (\t, \n, \r): \x0b and
+# \x0c are whitespace to str.split but controls to BERT, and the units' pieces hold them
+# (tokens.NOT_SEPARATORS), so they are dropped, joining the text on both sides.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 class AsciiWordPiece:

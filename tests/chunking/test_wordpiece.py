@@ -49,9 +49,15 @@ def assert_same(path: AsciiWordPiece, tokenizer: Tokenizer, piece: str) -> None:
         assert ids == expected, piece
 
 
-# Letters, digits, punctuation and the control characters a piece can hold (none of them is
-# whitespace to str.split), plus fragments of added tokens and WordPiece's own prefix.
-_ALPHABET = string.ascii_letters + string.digits + string.punctuation + "\x00\x01\x07\x0e\x1b\x7f"
+# Letters, digits, punctuation and the control characters a piece can hold, plus fragments of
+# added tokens and WordPiece's own prefix. The units' pieces join across the whitespace the
+# normalizer drops (tokens.NOT_SEPARATORS: \x0b, \x0c, \x1c-\x1f), so those are in too.
+_ALPHABET = (
+    string.ascii_letters
+    + string.digits
+    + string.punctuation
+    + "\x00\x01\x07\x0b\x0c\x0e\x1b\x1c\x1f\x7f"
+)
 _FRAGMENTS = ["[CLS]", "[mask]", "[Sep", "##", "un", "##able", "é", "x" * 101, "ing", "'s"]
 pieces = st.lists(
     st.one_of(st.text(alphabet=_ALPHABET, min_size=1, max_size=30), st.sampled_from(_FRAGMENTS)),
@@ -66,6 +72,7 @@ pieces = st.lists(
 @example("x" * 101, True)
 @example("antidisestablishmentarianism", False)
 @example("\x00", True)
+@example("a\x0bb", True)  # dropped, not a separator: one word "ab"
 def test_the_same_ids_as_tokenizers(tokenizer_path: str, piece: str, lowercase: bool) -> None:
     assert_same(*by_case(tokenizer_path, lowercase), piece)
 
