@@ -16,7 +16,7 @@ _CHUNKING = "worker/chunking/_native"
 _SENTENCE_RULES = [f"{_CHUNKING}/_sentence_rules.h"]
 # text/structure.py, units.py, packing.py in C: parts of the sentence and adaptive cores' (and
 # lexical's) translation units.
-_SENTENCE_PARTS = [f"{_CHUNKING}/_{part}.h" for part in ("structure", "piece_cache", "units", "packing")]
+_SENTENCE_PARTS = [f"{_CHUNKING}/_{part}.h" for part in ("structure", "wordpiece", "piece_cache", "units", "packing")]
 _LEXICAL_PARTS = [
     f"{_CHUNKING}/_lexical_{part}.h"
     for part in (

@@ -30,13 +30,25 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 _WORDS = re.compile(r"[A-Za-z0-9]+|[!-/:-@\[-`{-~]")
 # Every ASCII control but the three the normalizer reads as whitespace (\t, \n, \r): \x0b and
 # \x0c are whitespace to str.split but controls to BERT, and the units' pieces hold them
 # (tokens.NOT_SEPARATORS), so they are dropped, joining the text on both sides.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+class WordPieceTables(NamedTuple):
+    """What the compiled cores' WordPiece path (``_native/_wordpiece.h``) is built from."""
+
+    first: list[str]
+    """Vocabulary entries, as a word's first piece matches them."""
+    continuations: list[str]
+    """Continuation entries without their prefix (``##ing`` as ``ing``)."""
+    max_word_chars: int
+    lowercase: bool
+    added: list[str]
 
 
 class AsciiWordPiece:
@@ -61,6 +73,7 @@ class AsciiWordPiece:
         self._added = (
             re.compile("|".join(re.escape(a) for a in added), re.IGNORECASE) if added else None
         )
+        self._added_tokens = list(added)
 
     @classmethod
     def from_spec(cls, spec: Mapping[str, Any]) -> AsciiWordPiece | None:
@@ -83,6 +96,20 @@ class AsciiWordPiece:
             max_word_chars=int(model.get("max_input_chars_per_word", 100)),
             lowercase=bool(normalizer.get("lowercase", True)),
             added=[t["content"] for t in spec.get("added_tokens") or []],
+        )
+
+    def tables(self) -> WordPieceTables | None:
+        """The tables the compiled path counts with, or None when it cannot stand for this one:
+        an added token that is not ASCII may match an ASCII piece under Unicode case folding
+        (the Kelvin sign matches ``k``), which the compiled path does not do."""
+        if not all(token.isascii() for token in self._added_tokens):
+            return None
+        return WordPieceTables(
+            first=list(self._first),
+            continuations=list(self._next),
+            max_word_chars=self._max_word_chars,
+            lowercase=self._lowercase,
+            added=list(self._added_tokens),
         )
 
     def ids(self, piece: str) -> list[int] | None:

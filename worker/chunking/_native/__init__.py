@@ -24,7 +24,10 @@ import os
 import threading
 from collections.abc import Callable
 from types import ModuleType
+from typing import Protocol
 from weakref import WeakKeyDictionary
+
+from worker.wordpiece import WordPieceTables
 
 PURE_PYTHON_ENV = "CHUNKSTREAM_PURE_PYTHON"
 REQUIRE_NATIVE_ENV = "CHUNKSTREAM_REQUIRE_NATIVE"
@@ -51,15 +54,26 @@ def load(name: str, configure: Callable[[ModuleType], None]) -> ModuleType | Non
 # The cores' memory of token counts per piece (_piece_cache.h): one per tokenizer (per
 # PieceCounter, which every chunker of one tokenizer shares), dropped with it, and shared by
 # the cores: each includes the same header, so a memory made by one core's new_cache() is
-# read by any of them (the capsule's name is checked).
+# read by any of them (the capsule's name is checked). It carries the tokenizer's compiled
+# WordPiece path (_wordpiece.h) for the ASCII pieces it misses.
 _MEMORIES: WeakKeyDictionary[object, object] = WeakKeyDictionary()
 _MEMORIES_LOCK = threading.Lock()
 
 
-def piece_memory(counter: object, new_cache: Callable[[], object]) -> object:
+NewCache = Callable[[WordPieceTables | None], object]
+"""A core's ``new_cache``: a memory of piece counts, with the tokenizer's WordPiece tables."""
+
+
+class PieceCounting(Protocol):
+    """What a memory needs of its PieceCounter (worker.chunking.text.tokens)."""
+
+    def wordpiece_tables(self) -> WordPieceTables | None: ...
+
+
+def piece_memory(counter: PieceCounting, new_cache: NewCache) -> object:
     """The memory of piece counts for ``counter`` (made with ``new_cache`` the first time)."""
     with _MEMORIES_LOCK:
         memory = _MEMORIES.get(counter)
         if memory is None:
-            memory = _MEMORIES[counter] = new_cache()
+            memory = _MEMORIES[counter] = new_cache(counter.wordpiece_tables())
         return memory

@@ -259,7 +259,11 @@ static PyMethodDef methods[] = {
     {"chunk", (PyCFunction)(void (*)(void))chunk, METH_FASTCALL,
      "chunk(text, doc_id, source, cap, memory, count_pieces) -> list[Chunk] | None: characters when memory is "
      "None, else tokens; None: use the reference."},
-    {"new_cache", new_cache, METH_NOARGS, "new_cache() -> a memory of token counts per piece, for one tokenizer"},
+    {"new_cache", new_cache, METH_O,
+     "new_cache(wordpiece) -> a memory of token counts per piece, for one tokenizer (wordpiece: "
+     "AsciiWordPiece.tables() or None)"},
+    {"wordpiece_counts", wordpiece_counts, METH_VARARGS,
+     "wordpiece_counts(memory, pieces) -> list[int | None]: the memory's WordPiece path (for tests)"},
     {NULL, NULL, 0, NULL},
 };
 

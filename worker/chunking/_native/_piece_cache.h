@@ -1,7 +1,8 @@
 /* The compiled core's memory of token counts per piece (units.Measure's pieces), one per
- * tokenizer, kept in a capsule the Python side holds with its PieceCounter. The counts are the
- * PieceCounter's (a miss is counted by its count_pieces); this memory only spares the core a
- * Python string and a dict lookup per piece: a hit compares the piece's code points in place.
+ * tokenizer, kept in a capsule the Python side holds with its PieceCounter. A hit spares the
+ * core a Python string and a dict lookup per piece: it compares the piece's code points in
+ * place. A miss is counted by the memory's WordPiece path (_wordpiece.h, for ASCII pieces of a
+ * BERT tokenizer) when it has one, else by the PieceCounter's count_pieces: the same counts.
  *
  * Threads: the GIL is held while the memory is read or written, and no pointer into it is
  * kept across the call to count_pieces (which may let another thread in): misses are
@@ -12,6 +13,8 @@
 
 #include <stdint.h>
 #include <string.h>
+
+#include "_wordpiece.h"
 
 #define CACHE_MAX_PIECES ((size_t)1 << 18)
 #define CACHE_MAX_CHARS ((size_t)1 << 22)
@@ -28,12 +31,16 @@ typedef struct {
     size_t mask, used;
     Py_UCS4 *arena;
     size_t arena_used, arena_capacity;
+    WordPiece *wordpiece; /* NULL: every miss goes to count_pieces */
 } PieceCache;
 
+/* Forgets every count (the WordPiece path stays: it is the tokenizer's, not the text's). */
 static void cache_free(PieceCache *c) {
+    WordPiece *wordpiece = c->wordpiece;
     PyMem_Free(c->slots);
     PyMem_Free(c->arena);
     memset(c, 0, sizeof *c);
+    c->wordpiece = wordpiece;
 }
 
 static int cache_init(PieceCache *c, size_t slots) {
@@ -140,16 +147,66 @@ static void cache_capsule_free(PyObject *capsule) {
     PieceCache *c = PyCapsule_GetPointer(capsule, CACHE_CAPSULE);
     if (c != NULL) {
         cache_free(c);
+        wordpiece_free(c->wordpiece);
         PyMem_Free(c);
     }
 }
 
-static PyObject *new_cache(PyObject *self, PyObject *unused) {
+/* new_cache(wordpiece) with AsciiWordPiece.tables() or None. */
+static PyObject *new_cache(PyObject *self, PyObject *tables) {
     PieceCache *c = PyMem_Calloc(1, sizeof(PieceCache));
     if (c == NULL) return PyErr_NoMemory();
+    if (tables != Py_None) {
+        if (!PyTuple_Check(tables)) {
+            PyMem_Free(c);
+            PyErr_SetString(PyExc_TypeError, "new_cache takes AsciiWordPiece.tables() or None");
+            return NULL;
+        }
+        c->wordpiece = wordpiece_new(tables);
+        if (c->wordpiece == NULL) {
+            PyMem_Free(c);
+            return NULL;
+        }
+    }
     PyObject *capsule = PyCapsule_New(c, CACHE_CAPSULE, cache_capsule_free);
-    if (capsule == NULL) PyMem_Free(c);
+    if (capsule == NULL) {
+        wordpiece_free(c->wordpiece);
+        PyMem_Free(c);
+    }
     return capsule;
+}
+
+/* wordpiece_counts(memory, pieces) -> list[int | None]: the memory's WordPiece path on each
+ * piece (None: not for it), without reading or filling the memory. For the difference tests
+ * against worker/wordpiece.py. */
+static PyObject *wordpiece_counts(PyObject *self, PyObject *args) {
+    PyObject *memory, *pieces;
+    if (!PyArg_ParseTuple(args, "OO!", &memory, &PyList_Type, &pieces)) return NULL;
+    PieceCache *c = PyCapsule_GetPointer(memory, CACHE_CAPSULE);
+    if (c == NULL) return NULL;
+    if (c->wordpiece == NULL) {
+        PyErr_SetString(PyExc_ValueError, "this memory has no WordPiece path");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(pieces);
+    PyObject *out = PyList_New(n);
+    if (out == NULL) return NULL;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *piece = PyList_GET_ITEM(pieces, k);
+        if (!PyUnicode_Check(piece)) {
+            Py_DECREF(out);
+            PyErr_SetString(PyExc_TypeError, "pieces must be str");
+            return NULL;
+        }
+        SentenceText t = {PyUnicode_KIND(piece), PyUnicode_DATA(piece), PyUnicode_GET_LENGTH(piece)};
+        Py_ssize_t count = wordpiece_count(c->wordpiece, &t, 0, t.size);
+        if (count == -2) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, k, count < 0 ? Py_NewRef(Py_None) : PyLong_FromSsize_t(count));
+    }
+    return out;
 }
 
 #endif /* CHUNKSTREAM_PIECE_CACHE_H */

@@ -1,9 +1,10 @@
 from collections.abc import Callable, Iterable
 
 from worker.chunking.types import Chunk
+from worker.wordpiece import WordPieceTables
 
 def configure(abbreviations: Iterable[str], chunk_type: type[Chunk], name: str, /) -> None: ...
-def new_cache() -> object: ...
+def new_cache(wordpiece: WordPieceTables | None, /) -> object: ...
 def chunk(
     text: str,
     cap: int,

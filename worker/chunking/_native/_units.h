@@ -87,8 +87,9 @@ static void measure_free(Measure *m) {
     PyMem_Free(m->cumulative.items);
 }
 
-/* The pieces' counts: from the core's memory (_piece_cache.h), the others through the
- * PieceCounter's count_pieces(list) -> list[int] in one call. 0, or -1 with an exception set. */
+/* The pieces' counts: from the core's memory (_piece_cache.h) or its WordPiece path
+ * (_wordpiece.h), the others through the PieceCounter's count_pieces(list) -> list[int] in one
+ * call. 0, or -1 with an exception set. */
 static int measure_count(Measure *m, PyObject *text, PieceCache *cache, PyObject *count_pieces) {
     const SentenceText *t = m->t;
     Positions starts = {0}, unknown = {0};
@@ -105,7 +106,12 @@ static int measure_count(Measure *m, PyObject *text, PieceCache *cache, PyObject
     for (Py_ssize_t k = 0; k < n; k++) {
         a = starts.items[k];
         b = m->ends.items[k];
-        int64_t count = cache_lookup(cache, piece_hash(t, a, b), t, a, b);
+        uint64_t hash = piece_hash(t, a, b);
+        int64_t count = cache_lookup(cache, hash, t, a, b);
+        if (count < 0 && cache->wordpiece != NULL) {
+            count = wordpiece_count(cache->wordpiece, t, a, b);
+            if (count == -2 || (count >= 0 && cache_insert(cache, hash, t, a, b, count) < 0)) goto done;
+        }
         if (count >= 0) {
             counts[k] = count;
             continue;

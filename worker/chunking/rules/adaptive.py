@@ -137,11 +137,11 @@ def _configure(core: ModuleType) -> None:
     core.configure(classes, tech, stop, sorted(ABBREVIATIONS), Chunk, NAME, seed)
 
 
-def _load_core() -> tuple[_NativeChunk, Callable[[], object]] | None:
+def _load_core() -> tuple[_NativeChunk, native.NewCache] | None:
     core = native.load("_adaptive_core", _configure)
     if core is None:
         return None
-    return cast(_NativeChunk, core.chunk), cast(Callable[[], object], core.new_cache)
+    return cast(_NativeChunk, core.chunk), cast(native.NewCache, core.new_cache)
 
 
 NATIVE_MAX_CHARS = 1 << 29

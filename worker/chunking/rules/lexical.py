@@ -353,11 +353,11 @@ _NativeChunk = Callable[
 ]
 
 
-def _load_core() -> tuple[_NativeChunk, Callable[[], object]] | None:
+def _load_core() -> tuple[_NativeChunk, native.NewCache] | None:
     core = native.load("_lexical_core", _configure)
     if core is None:
         return None
-    return cast(_NativeChunk, core.chunk), cast(Callable[[], object], core.new_cache)
+    return cast(_NativeChunk, core.chunk), cast(native.NewCache, core.new_cache)
 
 
 _CORE = _load_core()

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
-from worker.wordpiece import AsciiWordPiece, take
+from worker.wordpiece import AsciiWordPiece, WordPieceTables, take
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -144,6 +144,11 @@ class PieceCounter:
     def known(self) -> dict[str, int]:
         """The memory: piece -> count (the compiled core reads it directly)."""
         return self._known
+
+    def wordpiece_tables(self) -> WordPieceTables | None:
+        """What the compiled cores count new ASCII pieces with (None: they ask
+        :meth:`count_pieces` for every piece they miss)."""
+        return None if self._wordpiece is None else self._wordpiece.tables()
 
     def count_exact(self, text: str) -> int:
         if not text:
