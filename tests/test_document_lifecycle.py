@@ -50,7 +50,9 @@ def lifecycle_handler(producer: FakeProducer, tmp: Path, **flags: Any) -> Docume
     )
     store = StateStore(tmp / "state.sqlite")
     changelog = Changelog(None, state_topic(settings), store)  # type: ignore[arg-type]
-    states = DocumentStates(store, publisher, changelog, Metrics())
+    states = DocumentStates(
+        store, publisher, changelog, Metrics(), documents_topic=settings.documents_topic
+    )
     stats = {"documents": 0, "chunks": 0, "dead_letters": 0, "rebalances": 0}
     return DocumentHandler(settings, resolver, publisher, Metrics(), None, stats, states)
 

@@ -142,3 +142,23 @@ async def test_an_unconfirmed_marker_sends_its_tombstones_again_before_it_expire
     assert [(topic, key, value) for topic, key, value, _ in producer.sent] == [
         (STATE_TOPIC, b"e", None)
     ]
+
+
+async def test_an_unconfirmed_marker_sends_the_documents_topic_null_again(
+    tmp_path: Path,
+) -> None:
+    """The same, for a sink that deletes by document: the documents topic's tombstone of the
+    cut-short delete may not have landed either, and nothing else would send it."""
+    producer = FakeProducer()
+    handler = lifecycle_handler(producer, tmp_path, documents_topic="chunk-documents")
+    states = handler._states
+    assert states is not None
+    marker = DocumentState(5, None, b"", deleted=True)  # a document that had no chunk
+    states.store.put(1, "d", marker)
+    states._markers[1] = {"d": 5}
+    tracker = Unconfirmed(committed=5)
+    tracker.seen("d", marker)
+    states._unconfirmed[1] = tracker
+    await states.expire_markers({1: 6})
+    sent = [(topic, key, value) for topic, key, value, _ in producer.sent]
+    assert sent == [("chunk-documents", b"d", None), (STATE_TOPIC, b"d", None)]

@@ -346,9 +346,7 @@ class DocumentHandler:
         """The document's tombstone on the documents topic, if there is one."""
         if self._documents_topic is None:
             return []
-        key = doc_id.encode()
-        partition = await self._publisher.partition_for(self._documents_topic, key)
-        return self._publisher.stage(self._documents_topic, partition, [(key, None, [])])
+        return await self._publisher.stage_null(self._documents_topic, doc_id.encode())
 
     async def _stage_document_chunks(
         self, rec: InputRecord, doc: DocumentEvent, strategy: str, ids: Sequence[str]

@@ -204,6 +204,11 @@ class Publisher:
         partitions = sorted(await self._producer.partitions_for(topic))
         return int(_PARTITIONER(key, partitions, partitions))
 
+    async def stage_null(self, topic: str, key: bytes) -> list[asyncio.Future[None]]:
+        """A tombstone for ``key`` in ``topic``, on the partition the default partitioner picks
+        (a compacted topic keyed by it: the documents topic), without waiting."""
+        return self.stage(topic, await self.partition_for(topic, key), [(key, None, [])])
+
     def stage(
         self, topic: str, partition: int, records: Sequence[Record]
     ) -> list[asyncio.Future[None]]:

@@ -309,7 +309,11 @@ class Worker:
         stack.push_async_callback(_stop_within, reader)
         log.info("state store", extra={"path": str(store.path), "topic": state_topic(s)})
         return DocumentStates(
-            store, publisher, Changelog(reader, state_topic(s), store), self.metrics
+            store,
+            publisher,
+            Changelog(reader, state_topic(s), store),
+            self.metrics,
+            documents_topic=s.documents_topic,
         )
 
     async def _open_session(self) -> _Session:

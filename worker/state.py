@@ -46,9 +46,17 @@ class DocumentStates:
     """The document states of the partitions this worker owns."""
 
     def __init__(
-        self, store: StateStore, publisher: Publisher, changelog: Changelog, metrics: Metrics
+        self,
+        store: StateStore,
+        publisher: Publisher,
+        changelog: Changelog,
+        metrics: Metrics,
+        *,
+        documents_topic: str | None = None,
     ) -> None:
         self.store = store
+        # Where a delete also sends the document's own tombstone (Settings.documents_topic).
+        self._documents_topic = documents_topic
         self.topic = changelog.topic
         self._publisher = publisher
         self._changelog = changelog
@@ -222,11 +230,15 @@ class DocumentStates:
             marker = self.store.get(partition, doc_id)
             if marker is None or marker.offset != marker_offset:
                 continue
-            if self.unconfirmed(partition, doc_id, marker) and marker.retracted:
+            if not self.unconfirmed(partition, doc_id, marker):
+                continue
+            if marker.retracted:
                 staged, _ = await self._publisher.stage_encoded(
                     doc_id, [], [], (), marker.retracted_ids
                 )
                 acks += staged
+            if self._documents_topic is not None:  # its null may not have landed either
+                acks += await self._publisher.stage_null(self._documents_topic, doc_id.encode())
         await self._publisher.wait(acks)
 
 
