@@ -12,16 +12,17 @@ from worker.chunking.rules.adaptive import AdaptiveChunker, AdaptiveParams
 from worker.chunking.rules.lexical import NAME as LEXICAL
 from worker.chunking.rules.lexical import LexicalChunker, LexicalParams
 from worker.chunking.rules.sentence import NAME as SENTENCE
-from worker.chunking.rules.sentence import SentenceChunker, SentenceParams
+from worker.chunking.rules.sentence import SentenceChunker, SentenceParams, compiled_text_counts
 from worker.chunking.rules.sizing import CHARACTERS, Sizing
 from worker.chunking.semantic.context import NAME as CONTEXT
 from worker.chunking.semantic.context import ContextChunker, ContextParams, check_embedding_model
-from worker.chunking.semantic.model_window import window_of
+from worker.chunking.semantic.model_window import ModelWindow, window_of
 from worker.chunking.semantic.sdpm import NAME as SDPM
 from worker.chunking.semantic.sdpm import SDPMChunker, SDPMParams
 from worker.chunking.semantic.semantic import NAME as SEMANTIC
 from worker.chunking.semantic.semantic import SemanticChunker, SemanticParams
-from worker.chunking.semantic.sizing import resolve_sizing
+from worker.chunking.semantic.sizing import Sizing as SemanticSizing
+from worker.chunking.semantic.sizing import TokenizerUnit, resolve_sizing
 from worker.chunking.text.tokens import CHARACTER, piece_counter
 
 
@@ -60,20 +61,50 @@ def _build_adaptive(params: AdaptiveParams, context: BuildContext) -> AdaptiveCh
     return AdaptiveChunker.from_params(params, sizing(params.tokenizer, context))
 
 
+def _count_compiled(counter: object) -> None:
+    """Let a tokenizer unit of the embedding strategies count through the rule cores' piece
+    memory where it can: a BERT-family tokenizer (counts add up at whitespace) and a built
+    core. The counts are the same (tests/semantic/test_compiled_sizing.py); the semantic room
+    may not import the cores, so the wiring is here."""
+    if not isinstance(counter, TokenizerUnit) or not counter.additive:
+        return
+    try:
+        pieces = piece_counter(counter.unit)
+    except ValueError:  # not a BERT-style tokenizer: the unit counts on its own
+        return
+    text_counts = compiled_text_counts(pieces)
+    if text_counts is not None:
+        counter.count_texts_with(text_counts)
+
+
+def semantic_sizing(tokenizer: str | None, context: BuildContext) -> SemanticSizing:
+    """The embedding strategies' sizing (semantic/sizing.py), counting compiled where it can."""
+    resolved = resolve_sizing(tokenizer, context.retrieval)
+    _count_compiled(resolved.counter)
+    return resolved
+
+
+def model_window(context: BuildContext) -> ModelWindow:
+    """The boundary model's window (semantic/model_window.py), counting compiled where it can."""
+    window = window_of(context.boundary)
+    _count_compiled(window.counter)
+    return window
+
+
 def _build_semantic(params: SemanticParams, context: BuildContext) -> SemanticChunker:
-    sizing = resolve_sizing(params.tokenizer, context.retrieval)
-    return SemanticChunker(params, model_window=window_of(context.boundary), sizing=sizing)
+    sizing = semantic_sizing(params.tokenizer, context)
+    return SemanticChunker(params, model_window=model_window(context), sizing=sizing)
 
 
 def _build_sdpm(params: SDPMParams, context: BuildContext) -> SDPMChunker:
-    sizing = resolve_sizing(params.tokenizer, context.retrieval)
-    return SDPMChunker(params, model_window=window_of(context.boundary), sizing=sizing)
+    sizing = semantic_sizing(params.tokenizer, context)
+    return SDPMChunker(params, model_window=model_window(context), sizing=sizing)
 
 
 def _build_context(params: ContextParams, context: BuildContext) -> ContextChunker:
     check_embedding_model(params, context.boundary)
-    sizing = resolve_sizing(params.tokenizer, context.retrieval)
-    return ContextChunker(params, model_window=window_of(context.boundary), sizing=sizing)
+    sizing = semantic_sizing(params.tokenizer, context)
+    return ContextChunker(params, model_window=model_window(context), sizing=sizing)
 
 
 BUILTIN: tuple[Strategy[Any], ...] = (

@@ -280,4 +280,91 @@ static int paragraph_sentences(const SentenceText *t, Py_ssize_t start, Py_ssize
     return push_stripped_unit(t, out, begin, end, first ? level : L_SENTENCE, 0, index);
 }
 
+/* count_texts(memory, texts, count_pieces) -> list[int]: each text's tokens as the sum of its
+ * pieces' counts, the pieces being str.split()'s (runs between Py_UNICODE_ISSPACE characters).
+ * For the embedding strategies' sizing (semantic/sizing.TokenizerUnit.count_many), over texts
+ * whose counts add up at whitespace: the memory answers, its WordPiece path counts what it
+ * misses, and the rest goes to count_pieces in one call, as in units.h's measure_count. */
+static PyObject *count_texts(PyObject *self, PyObject *args) {
+    PyObject *memory, *texts, *count_pieces;
+    if (!PyArg_ParseTuple(args, "OO!O", &memory, &PyList_Type, &texts, &count_pieces)) return NULL;
+    PieceCache *c = PyCapsule_GetPointer(memory, CACHE_CAPSULE);
+    if (c == NULL) return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(texts);
+    long long *totals = PyMem_Calloc((size_t)(n ? n : 1), sizeof(long long));
+    Positions owners = {0};
+    PyObject *missing = PyList_New(0), *counted = NULL, *out = NULL;
+    if (totals == NULL || missing == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *text = PyList_GET_ITEM(texts, k);
+        if (!PyUnicode_Check(text)) {
+            PyErr_SetString(PyExc_TypeError, "texts must be str");
+            goto done;
+        }
+        SentenceText t = {PyUnicode_KIND(text), PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text)};
+        Py_ssize_t p = 0;
+        for (;;) {
+            while (p < t.size && Py_UNICODE_ISSPACE(sentence_read(&t, p))) p++;
+            if (p >= t.size) break;
+            Py_ssize_t a = p;
+            while (p < t.size && !Py_UNICODE_ISSPACE(sentence_read(&t, p))) p++;
+            uint64_t hash = piece_hash(&t, a, p);
+            int64_t count = cache_lookup(c, hash, &t, a, p);
+            if (count < 0 && c->wordpiece != NULL) {
+                count = wordpiece_count(c->wordpiece, &t, a, p);
+                if (count == -2 || (count >= 0 && cache_insert(c, hash, &t, a, p, count) < 0)) goto done;
+            }
+            if (count >= 0) {
+                totals[k] += count;
+                continue;
+            }
+            PyObject *piece = PyUnicode_Substring(text, a, p);
+            if (piece == NULL) goto done;
+            int failed = PyList_Append(missing, piece) < 0 || ARRAY_PUSH(owners, k) < 0;
+            Py_DECREF(piece);
+            if (failed) goto done;
+        }
+    }
+    if (owners.count > 0) {
+        /* May let another thread in: nothing of the memory is held across it. */
+        counted = PyObject_CallOneArg(count_pieces, missing);
+        if (counted == NULL) goto done;
+        if (!PyList_Check(counted) || PyList_GET_SIZE(counted) != owners.count) {
+            PyErr_SetString(PyExc_TypeError, "count_pieces must return one count per piece");
+            goto done;
+        }
+        for (Py_ssize_t j = 0; j < owners.count; j++) {
+            long long value = PyLong_AsLongLong(PyList_GET_ITEM(counted, j));
+            if (value == -1 && PyErr_Occurred()) goto done;
+            if (value < 0) {
+                PyErr_SetString(PyExc_ValueError, "count_pieces returned a negative count");
+                goto done;
+            }
+            totals[owners.items[j]] += value;
+            PyObject *piece = PyList_GET_ITEM(missing, j);
+            SentenceText t = {PyUnicode_KIND(piece), PyUnicode_DATA(piece), PyUnicode_GET_LENGTH(piece)};
+            if (cache_insert(c, piece_hash(&t, 0, t.size), &t, 0, t.size, value) < 0) goto done;
+        }
+    }
+    out = PyList_New(n);
+    if (out == NULL) goto done;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *total = PyLong_FromLongLong(totals[k]);
+        if (total == NULL) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        PyList_SET_ITEM(out, k, total);
+    }
+done:
+    PyMem_Free(totals);
+    PyMem_Free(owners.items);
+    Py_XDECREF(missing);
+    Py_XDECREF(counted);
+    return out;
+}
+
 #endif /* CHUNKSTREAM_UNITS_H */

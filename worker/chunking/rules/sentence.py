@@ -54,11 +54,19 @@ _NativeChunk = Callable[
 ]
 
 
-def _load_core() -> tuple[_NativeChunk, native.NewCache] | None:
+# memory, texts, count_pieces -> each text's count (the core's count_texts, _units.h).
+_CountTexts = Callable[[object, list[str], Callable[[list[str]], list[int]]], list[int]]
+
+
+def _load_core() -> tuple[_NativeChunk, native.NewCache, _CountTexts] | None:
     core = native.load("_sentence_core", _configure)
     if core is None:
         return None
-    return cast(_NativeChunk, core.chunk), cast(native.NewCache, core.new_cache)
+    return (
+        cast(_NativeChunk, core.chunk),
+        cast(native.NewCache, core.new_cache),
+        cast(_CountTexts, core.count_texts),
+    )
 
 
 _CORE = _load_core()
@@ -70,6 +78,18 @@ def _memory(counter: PieceCounter) -> object:
     """The cores' memory of piece counts for ``counter`` (one per tokenizer, shared)."""
     assert _CORE is not None
     return native.piece_memory(counter, _CORE[1])
+
+
+def compiled_text_counts(counter: PieceCounter) -> Callable[[list[str]], list[int]] | None:
+    """Token counts of whole texts that add up at whitespace (each the sum over its
+    ``str.split()`` pieces), from the cores' memory of ``counter``'s pieces and its compiled
+    WordPiece path; the pieces neither knows go to ``counter.count_pieces``. For the embedding
+    strategies' sizing (the same counts as theirs: tests/semantic/test_compiled_sizing.py).
+    None when the core is not built or not allowed."""
+    if _CORE is None:
+        return None
+    memory, count_texts, count_pieces = _memory(counter), _CORE[2], counter.count_pieces
+    return lambda texts: count_texts(memory, texts, count_pieces)
 
 
 class SentenceChunker:

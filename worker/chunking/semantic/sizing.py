@@ -22,7 +22,7 @@ import hashlib
 import json
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -105,6 +105,14 @@ class TokenizerUnit:
         self._glued = (
             re.compile(f"[{re.escape(''.join(sorted(self.glue)))}]") if self.glue else None
         )
+        self._text_counts: Callable[[list[str]], list[int]] | None = None
+
+    def count_texts_with(self, text_counts: Callable[[list[str]], list[int]]) -> None:
+        """Count the texts whose counts add up with ``text_counts`` from now on: each text's
+        sum over its ``str.split()`` pieces of their counts in this tokenizer, as
+        :meth:`count_many` would give. The compiled rule cores' piece memory offers one
+        (worker.chunking.strategies wires it; this room may not import the cores)."""
+        self._text_counts = text_counts
 
     def adds_up(self, text: str) -> bool:
         """Whether counts add up over the whitespace of ``text``."""
@@ -131,12 +139,16 @@ class TokenizerUnit:
         counts = np.zeros(len(texts), dtype=np.int64)
         whole: list[int] = []
         split: list[tuple[int, list[str]]] = []
+        compiled = self._text_counts is not None
         for i, text in enumerate(texts):
             if self.adds_up(text):
-                split.append((i, text.split()))
+                split.append((i, [] if compiled else text.split()))
             else:
                 whole.append(i)
-        if split:
+        if split and self._text_counts is not None:
+            counted = self._text_counts([texts[i] for i, _ in split])
+            counts[[i for i, _ in split]] = counted
+        elif split:
             known = self._memory.known
             wanted = {p for _, pieces in split for p in pieces}
             missing = [p for p in wanted if p not in known]
