@@ -9,7 +9,8 @@ When it applies: a ``tokenizer.json`` whose normalizer is ``BertNormalizer`` wit
 ``clean_text``, whose pre-tokenizer is ``BertPreTokenizer`` and whose model is ``WordPiece``
 (:meth:`AsciiWordPiece.from_spec` says None otherwise), and a piece — a whitespace-free run of
 text, as ``str.split`` gives — that is ASCII and holds none of the added tokens (``[CLS]``,
-``[MASK]``…, in any case: `tokenizers` matches those before anything else). Any other piece
+``[MASK]``…, in any case: `tokenizers` matches those before anything else, in the raw text, so a
+tokenizer with a ``normalized`` added token is not taken). Any other piece
 is the caller's to send to `tokenizers`.
 
 The rules, for such a piece (each is BERT's, restricted to ASCII):
@@ -87,6 +88,9 @@ class AsciiWordPiece:
             or pre.get("type") != "BertPreTokenizer"
             or model.get("type") != "WordPiece"
             or model.get("unk_token") not in model.get("vocab", {})
+            # A normalized added token is matched after the normalizer (a control dropped
+            # inside it still makes it); these rules look for it in the raw piece only.
+            or any(t.get("normalized", False) for t in spec.get("added_tokens") or [])
         ):
             return None
         return cls(

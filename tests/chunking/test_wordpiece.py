@@ -94,6 +94,10 @@ def test_other_tokenizers_are_not_taken(tokenizer_path: str) -> None:
     assert AsciiWordPiece.from_spec({**spec, "pre_tokenizer": {"type": "Whitespace"}}) is None
     assert AsciiWordPiece.from_spec(spec_of(tokenizer_path, clean_text=False)) is None
     assert AsciiWordPiece.from_spec({**spec, "normalizer": None}) is None
+    # An added token matched after the normalizer: a control dropped inside "[C\x01LS]" still
+    # makes it, which these rules (the raw piece only) would miss.
+    normalized = [{**t, "normalized": True} for t in spec["added_tokens"]]
+    assert AsciiWordPiece.from_spec({**spec, "added_tokens": normalized}) is None
     bpe = {**spec, "model": {**spec["model"], "type": "BPE"}}
     assert AsciiWordPiece.from_spec(bpe) is None
     assert take(None, ["a", "b"]) == ([], ["a", "b"])

@@ -52,6 +52,7 @@ def tokens_of(tokenizer: Tokenizer, text: str) -> int:
 @settings(max_examples=300, deadline=None)
 @given(st.lists(texts, min_size=1, max_size=6))
 @example(["", " ", "a\x0bb c", "Zyzzyva quokkas", "“x” — y"])
+@example(["ab" * 3000 + " end", "ab" * 3000])  # a piece too long to be remembered, twice
 def test_count_texts_sums_the_tokens_of_the_split_pieces(
     tokenizer_path: str, batch: list[str]
 ) -> None:

@@ -18,6 +18,10 @@
 
 #define CACHE_MAX_PIECES ((size_t)1 << 18)
 #define CACHE_MAX_CHARS ((size_t)1 << 22)
+/* Longer pieces are counted but not remembered: not words (a base64 blob, a minified line),
+ * they would not come again, and one of millions of characters would take 4 bytes a character
+ * and start the memory afresh. */
+#define CACHE_MAX_PIECE_CHARS ((size_t)1 << 12)
 #define CACHE_CAPSULE "chunkstream.piece_cache"
 
 typedef struct {
@@ -117,6 +121,7 @@ static int cache_grow(PieceCache *c) {
 static int cache_insert(PieceCache *c, uint64_t hash, const SentenceText *t, Py_ssize_t a, Py_ssize_t b,
                         int64_t count) {
     size_t length = (size_t)(b - a);
+    if (length > CACHE_MAX_PIECE_CHARS) return 0;
     if (c->used >= CACHE_MAX_PIECES || c->arena_used + length > CACHE_MAX_CHARS) {
         cache_free(c); /* start afresh: a bound, not a policy */
     }
@@ -204,7 +209,12 @@ static PyObject *wordpiece_counts(PyObject *self, PyObject *args) {
             Py_DECREF(out);
             return NULL;
         }
-        PyList_SET_ITEM(out, k, count < 0 ? Py_NewRef(Py_None) : PyLong_FromSsize_t(count));
+        PyObject *item = count < 0 ? Py_NewRef(Py_None) : PyLong_FromSsize_t(count);
+        if (item == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, k, item);
     }
     return out;
 }

@@ -138,7 +138,11 @@ static WordPiece *wordpiece_new(PyObject *tables) {
     }
     for (Py_ssize_t k = 0; k < n; k++) {
         PyObject *token = PyList_GET_ITEM(added, k);
-        if (!PyUnicode_Check(token) || !PyUnicode_IS_ASCII(token)) {
+        if (!PyUnicode_Check(token)) {
+            PyErr_SetString(PyExc_TypeError, "added tokens must be str");
+            goto fail;
+        }
+        if (!PyUnicode_IS_ASCII(token)) {
             PyErr_SetString(PyExc_ValueError, "the compiled WordPiece path takes ASCII added tokens only");
             goto fail;
         }

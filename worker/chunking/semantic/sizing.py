@@ -139,14 +139,14 @@ class TokenizerUnit:
         counts = np.zeros(len(texts), dtype=np.int64)
         whole: list[int] = []
         split: list[tuple[int, list[str]]] = []
-        compiled = self._text_counts is not None
+        text_counts = self._text_counts
         for i, text in enumerate(texts):
             if self.adds_up(text):
-                split.append((i, [] if compiled else text.split()))
+                split.append((i, [] if text_counts is not None else text.split()))
             else:
                 whole.append(i)
-        if split and self._text_counts is not None:
-            counted = self._text_counts([texts[i] for i, _ in split])
+        if split and text_counts is not None:
+            counted = text_counts([texts[i] for i, _ in split])
             counts[[i for i, _ in split]] = counted
         elif split:
             known = self._memory.known
