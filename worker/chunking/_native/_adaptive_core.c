@@ -860,13 +860,7 @@ static PyMethodDef methods[] = {
      "chunk(text, (base_size, min_size, max_size, overlap), clause_cuts, arabic_min_letters, "
      "technical_threshold, extra_metadata, language, memory, count_pieces) -> list[Chunk] | None: "
      "characters when memory is None, else tokens; None: the twin must chunk it"},
-    {"new_cache", new_cache, METH_O,
-     "new_cache(wordpiece) -> a memory of token counts per piece, for one tokenizer (wordpiece: "
-     "AsciiWordPiece.tables() or None)"},
-    {"count_texts", count_texts, METH_VARARGS,
-     "count_texts(memory, texts, count_pieces) -> list[int]: sums of the counts of str.split()'s pieces"},
-    {"wordpiece_counts", wordpiece_counts, METH_VARARGS,
-     "wordpiece_counts(memory, pieces) -> list[int | None]: the memory's WordPiece path (for tests)"},
+    PIECE_MEMORY_METHODS,
     {NULL, NULL, 0, NULL},
 };
 

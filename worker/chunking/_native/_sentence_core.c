@@ -150,13 +150,7 @@ static PyMethodDef methods[] = {
     {"chunk", chunk, METH_VARARGS,
      "chunk(text, cap, memory, count_pieces) -> list[Chunk] | None: characters when memory is None, "
      "else tokens (a new_cache() memory and a PieceCounter's count_pieces); None: the twin must chunk it"},
-    {"new_cache", new_cache, METH_O,
-     "new_cache(wordpiece) -> a memory of token counts per piece, for one tokenizer (wordpiece: "
-     "AsciiWordPiece.tables() or None)"},
-    {"count_texts", count_texts, METH_VARARGS,
-     "count_texts(memory, texts, count_pieces) -> list[int]: sums of the counts of str.split()'s pieces"},
-    {"wordpiece_counts", wordpiece_counts, METH_VARARGS,
-     "wordpiece_counts(memory, pieces) -> list[int | None]: the memory's WordPiece path (for tests)"},
+    PIECE_MEMORY_METHODS,
     {NULL, NULL, 0, NULL},
 };
 

@@ -367,4 +367,16 @@ done:
     return out;
 }
 
+/* The piece memory's functions, in every core's method table (a memory made by one core is
+ * read by any of them). */
+#define PIECE_MEMORY_METHODS                                                                          \
+    {"new_cache", new_cache, METH_O,                                                                  \
+     "new_cache(wordpiece) -> a memory of token counts per piece, for one tokenizer (wordpiece: "    \
+     "AsciiWordPiece.tables() or None)"},                                                             \
+    {"count_texts", count_texts, METH_VARARGS,                                                       \
+     "count_texts(memory, texts, count_pieces) -> list[int]: sums of the counts of str.split()'s "   \
+     "pieces"},                                                                                       \
+    {"wordpiece_counts", wordpiece_counts, METH_VARARGS,                                             \
+     "wordpiece_counts(memory, pieces) -> list[int | None]: the memory's WordPiece path (for tests)"}
+
 #endif /* CHUNKSTREAM_UNITS_H */
