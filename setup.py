@@ -36,7 +36,8 @@ setup(
         Extension(
             "worker.chunking._native._sentence_core",
             [f"{_CHUNKING}/_sentence_core.c"],
-            depends=_SENTENCE_RULES + _SENTENCE_PARTS,
+            # The static model's rows (_static_rows.h) live in this core only.
+            depends=_SENTENCE_RULES + _SENTENCE_PARTS + [f"{_CHUNKING}/_static_rows.h"],
             extra_compile_args=_FLAGS,
             optional=True,
         ),

@@ -269,11 +269,19 @@ class Batcher:
     def _embed_now(self, texts: Sequence[str]) -> tuple[NDArray[np.float32], list[int], float]:
         started = time.perf_counter()
         backend = self._backend
-        # Measured first: a metered backend keeps the lengths for its metrics, and a static
-        # model keeps the token ids, so embed() does not tokenise a second time.
-        lengths = backend.token_lengths(texts)
         size = self._policy.max_batch_size
-        parts = [backend.embed(texts[i : i + size]) for i in range(0, len(texts), size)]
+        measured = getattr(backend, "embed_measured", None)
+        if measured is not None:  # vectors and lengths from one tokenization (a static model)
+            parts, lengths = [], []
+            for i in range(0, len(texts), size):
+                vectors, part_lengths = measured(texts[i : i + size])
+                parts.append(vectors)
+                lengths.extend(part_lengths)
+        else:
+            # Measured first: a metered backend keeps the lengths for its metrics, and a static
+            # model keeps the token ids, so embed() does not tokenise a second time.
+            lengths = backend.token_lengths(texts)
+            parts = [backend.embed(texts[i : i + size]) for i in range(0, len(texts), size)]
         vectors = parts[0] if len(parts) == 1 else np.concatenate(parts)
         if vectors.shape != (len(texts), self.dimension):
             raise RuntimeError(

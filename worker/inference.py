@@ -117,6 +117,7 @@ async def load(
         backend = await asyncio.to_thread(load_backend, ref, intra_op_threads=threads)
     except ManifestError as exc:  # e.g. a matrix that does not match its manifest
         raise ConfigError(f"invalid setting CHUNKSTREAM_{setting}: {exc}") from None
+    compile_static(backend)
     if metrics is not None:
         metrics.model_info.labels(ref.role).info(
             {
@@ -127,6 +128,15 @@ async def load(
             }
         )
     return backend
+
+
+def compile_static(backend: EmbeddingBackend) -> bool:
+    """Hands a static model the compiled rows (worker.chunking._native.static_sums: the model
+    room may not import the cores). True when it takes them; the same vectors either way."""
+    from worker.chunking import _native
+    from worker.models.static import StaticEmbedder
+
+    return isinstance(backend, StaticEmbedder) and backend.use_compiled(_native.static_sums)
 
 
 def _planned(settings: Settings) -> Settings:
@@ -277,13 +287,29 @@ class MeteredBackend:
         lengths = [n if n is not None else 0 for n in known]
         if any(n is None for n in known):  # evicted meanwhile: measure again
             lengths = self._inner.token_lengths(texts)
-        padded = max(lengths, default=0) * len(texts)
         started = time.perf_counter()
         vectors = self._inner.embed(texts)
+        self._record(len(texts), lengths, time.perf_counter() - started)
+        return vectors
+
+    def embed_measured(self, texts: Sequence[str]) -> tuple[NDArray[np.float32], list[int]]:
+        """The vectors and the token lengths, from one tokenization where the model offers it
+        (a static model's ``embed_measured``), else measured first as :meth:`embed` does."""
+        inner = getattr(self._inner, "embed_measured", None)
+        if inner is None:
+            lengths = self.token_lengths(texts)
+            return self.embed(texts), lengths
+        started = time.perf_counter()
+        vectors, lengths = inner(texts)
+        self._record(len(texts), lengths, time.perf_counter() - started)
+        return vectors, lengths
+
+    def _record(self, texts: int, lengths: list[int], seconds: float) -> None:
+        padded = max(lengths, default=0) * texts
         m = self._metrics
-        m.inference_seconds.inc(time.perf_counter() - started)
+        m.inference_seconds.inc(seconds)
         m.embedding_batches.inc()
-        m.batch_texts.observe(len(texts))
+        m.batch_texts.observe(texts)
         m.batch_tokens.observe(padded)
         real = sum(lengths)
         with self._lock:
@@ -293,7 +319,6 @@ class MeteredBackend:
         m.embedding_real_tokens.inc(real)
         m.embedding_padded_tokens.inc(padded)
         m.padding_ratio.set(ratio)
-        return vectors
 
 
 # The settings that shape inference. Offline commands read them from the environment too, so

@@ -45,8 +45,14 @@ class WordPieceTables(NamedTuple):
 
     first: list[str]
     """Vocabulary entries, as a word's first piece matches them."""
+    first_ids: list[int]
+    """Their ids, in the same order."""
     continuations: list[str]
     """Continuation entries without their prefix (``##ing`` as ``ing``)."""
+    continuation_ids: list[int]
+    """Their ids, in the same order."""
+    unknown: int
+    """The unknown token's id."""
     max_word_chars: int
     lowercase: bool
     added: list[str]
@@ -110,7 +116,10 @@ class AsciiWordPiece:
             return None
         return WordPieceTables(
             first=list(self._first),
+            first_ids=list(self._first.values()),
             continuations=list(self._next),
+            continuation_ids=list(self._next.values()),
+            unknown=self._unknown,
             max_word_chars=self._max_word_chars,
             lowercase=self._lowercase,
             added=list(self._added_tokens),

@@ -55,6 +55,21 @@ def test_the_same_counts_as_the_python_path(
     assert compiled_counts(core_named(name), path, texts) == python_counts(path, texts)
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(pieces, min_size=1, max_size=8), st.booleans())
+@example(["a\x0bb", "[CLS]x", "x" * 101, "\x00", "[mask]", "don't", "é", "xyzzyq!"], True)
+@example(["antidisestablishmentarianism", "HeLLo", "a" * 300 + "!"], False)
+def test_the_same_ids_as_the_python_path(
+    tokenizer_path: str, texts: list[str], lowercase: bool
+) -> None:
+    """The static model's rows (_static_rows.h) take their ids from the same path, collected:
+    the same ids in the same order, the unknown token where a word has no entry."""
+    path, _ = by_case(tokenizer_path, lowercase)
+    core = core_named("_sentence_core")
+    memory = core.new_id_memory(path.tables())
+    assert core.wordpiece_ids(memory, texts) == [path.ids(t) for t in texts]
+
+
 def test_the_same_counts_on_every_piece_of_the_corpus(tokenizer_path: str) -> None:
     docs = gather()
     assert len(docs) >= 50, "the corpus of installed package descriptions is missing"

@@ -28,7 +28,7 @@ import numpy as np
 from numpy.typing import NDArray
 from tokenizers import Tokenizer
 
-from worker.wordpiece import AsciiWordPiece, take
+from worker.wordpiece import AsciiWordPiece, WordPieceTables, take
 
 # Pieces whose ids are remembered (about 140 bytes each with the key: ~4.5 MiB). Past it the
 # memory starts afresh: a bound on what a stream of ever-new words can hold.
@@ -66,6 +66,25 @@ class PieceIds:
         # New ASCII words are tokenized without `tokenizers` (worker.wordpiece: the same ids).
         self._wordpiece = AsciiWordPiece.from_spec(json.loads(tokenizer.to_str()))
         self._known: dict[str, bytes] = {}  # piece -> its ids as int32 bytes
+
+    @property
+    def additive(self) -> bool:
+        """Whether the rule holds for this tokenizer (else every text is tokenized whole)."""
+        return self._additive
+
+    def wordpiece_tables(self) -> WordPieceTables | None:
+        """The tables of the compiled WordPiece path, or None when it cannot stand for this one."""
+        return None if self._wordpiece is None else self._wordpiece.tables()
+
+    def piece_ids(self, pieces: list[str]) -> list[bytes]:
+        """Each piece's ids by the tokenizer, as int32 bytes (the compiled rows' fallback)."""
+        out: list[bytes] = []
+        for at in range(0, len(pieces), _SLICE):
+            encodings = self._tokenizer.encode_batch_fast(
+                pieces[at : at + _SLICE], add_special_tokens=False
+            )
+            out.extend(np.array(e.ids, dtype=np.int32).tobytes() for e in encodings)
+        return out
 
     def ids(self, texts: Sequence[str]) -> list[NDArray[np.int64]]:
         """Each text's ids, in order; at most ``max_length`` of them."""

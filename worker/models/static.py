@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +43,11 @@ from worker.models.static_layout import (
     static_identity,
 )
 from worker.models.tensorfile import TensorFileError, read_tensors
+
+# A static model's rows summed per text in compiled code (worker.chunking._native.static_sums:
+# this room may not import the cores, so the worker's loader hands the factory in).
+Sums = Callable[[list[str], NDArray[np.float64]], list[int]]
+MakeSums = Callable[..., Sums | None]
 
 _NORM_EPS = 1e-32  # model2vec's: keeps an all-zero mean at zero instead of NaN
 _ID_CACHE_SIZE = 16384  # token ids measured by token_lengths and not yet embedded
@@ -144,6 +149,8 @@ class StaticEmbedder:
         self._pieces: PieceIds | None = None  # made on the first tokenization
         self._measured: OrderedDict[str, NDArray[np.int64]] = OrderedDict()
         self._lock = threading.Lock()
+        self._sums: Sums | None = None  # the compiled rows, when use_compiled() found them
+        self._sums_lock = threading.Lock()  # one compiled call at a time (its memory)
 
     @classmethod
     def load(cls, directory: Path) -> StaticEmbedder:
@@ -167,11 +174,67 @@ class StaticEmbedder:
         # A text without tokens still takes a row of the batch.
         return [max(1, len(row)) for row in ids]
 
+    def use_compiled(self, make: MakeSums) -> bool:
+        """Sum rows with ``make``'s compiled function from now on (the same vectors, bit for
+        bit: tests/models/test_static_rows.py); False when there is none for this model (the
+        cores are not built, or the tokenizer's ids do not add up at whitespace)."""
+        model = self.model
+        pieces = self._piece_ids()
+        if not pieces.additive:
+            return False
+        self._sums = make(
+            pieces.wordpiece_tables(),
+            pieces.piece_ids,
+            model.matrix,
+            model.mapping,
+            model.weights,
+            model.max_length,
+            model.unk_id,
+        )
+        return self._sums is not None
+
+    @property
+    def compiled(self) -> bool:
+        """Whether the rows are summed by the compiled function (:meth:`use_compiled`)."""
+        return self._sums is not None
+
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
-        return self.embed_ids(self._ids(texts))
+        return self.embed_measured(texts)[0]
+
+    def embed_measured(self, texts: Sequence[str]) -> tuple[NDArray[np.float32], list[int]]:
+        """The vectors of ``texts`` and their token lengths (as :meth:`token_lengths`), from one
+        tokenization."""
+        sums = self._sums
+        if sums is None:
+            ids = self._ids(texts)
+            return self.embed_ids(ids), [max(1, len(row)) for row in ids]
+        model = self.model
+        if self._measured:  # measured before: the compiled path does not need their ids
+            with self._lock:
+                for text in texts:
+                    self._measured.pop(text, None)
+        cut = [t[: model.max_chars] for t in texts] if model.max_chars is not None else list(texts)
+        out = np.zeros((len(cut), model.dimension), dtype=np.float64)
+        with self._sums_lock:
+            counts = sums(cut, out)
+        declined = [i for i, count in enumerate(counts) if count < 0]
+        if declined:  # whitespace the pieces rule does not cover: tokenized whole, in Python
+            ids = self._tokenize([texts[i] for i in declined])
+            self._sum_rows(ids, out, declined)
+            for i, row in zip(declined, ids, strict=True):
+                counts[i] = len(row)
+        return self._finish(out), [max(1, count) for count in counts]
 
     def embed_ids(self, ids: Sequence[NDArray[np.int64]]) -> NDArray[np.float32]:
         """Vectors of already tokenised texts (ids as :meth:`tokenize` makes them)."""
+        out = np.zeros((len(ids), self.model.dimension), dtype=np.float64)
+        self._sum_rows(ids, out, range(len(ids)))
+        return self._finish(out)
+
+    def _sum_rows(
+        self, ids: Sequence[NDArray[np.int64]], out: NDArray[np.float64], at: Sequence[int]
+    ) -> None:
+        """The mean of each text's rows, in float64, into ``out[at[i]]``."""
         model = self.model
         matrix, mapping, weights = model.matrix, model.mapping, model.weights
         # Summed in float64: over hundreds of tokens a float32 sum drifts by ~1e-6 (model2vec's
@@ -180,8 +243,7 @@ class StaticEmbedder:
         # are summed. Gathering a whole batch's rows first and summing them in one reduceat
         # walked [tokens, dim] float64 arrays through memory twice, and was 2-4x slower per MB
         # for the same sums in the same order (bench/static_bench.py, docs/worker.md).
-        out = np.zeros((len(ids), model.dimension), dtype=np.float64)
-        for i, row in enumerate(ids):
+        for i, row in zip(at, ids, strict=True):
             count = len(row)
             if not count:
                 continue  # no tokens: the zero vector
@@ -193,7 +255,10 @@ class StaticEmbedder:
                 gathered *= weights[row][:, None]
                 np.add.reduce(gathered, axis=0, out=out[i])
             out[i] /= count
-        if model.normalize:
+
+    def _finish(self, out: NDArray[np.float64]) -> NDArray[np.float32]:
+        """Normalised when the model says so, as float32."""
+        if self.model.normalize:
             out /= np.linalg.norm(out, axis=1, keepdims=True) + _NORM_EPS
         return out.astype(np.float32)
 
@@ -218,15 +283,18 @@ class StaticEmbedder:
         unk = model.unk_id
         # Most words were seen before: their ids come from the piece memory, joined
         # (worker.models.piece_ids), not from a new tokenization.
-        pieces = self._pieces
-        if pieces is None:
-            pieces = self._pieces = PieceIds(model.tokenizer, model.max_length)
-        ids = pieces.ids(cut)
+        ids = self._piece_ids().ids(cut)
         if unk is not None:
             for i, row in enumerate(ids):
                 if unk in row:  # rare: filter only the texts that have one
                     ids[i] = row[row != unk]
         return ids
+
+    def _piece_ids(self) -> PieceIds:
+        pieces = self._pieces
+        if pieces is None:
+            pieces = self._pieces = PieceIds(self.model.tokenizer, self.model.max_length)
+        return pieces
 
 
 def _mapping(

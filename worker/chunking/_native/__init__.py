@@ -24,7 +24,7 @@ import os
 import threading
 from collections.abc import Callable
 from types import ModuleType
-from typing import Protocol
+from typing import Any, Protocol
 from weakref import WeakKeyDictionary
 
 from worker.wordpiece import WordPieceTables
@@ -77,3 +77,43 @@ def piece_memory(counter: PieceCounting, new_cache: NewCache) -> object:
         if memory is None:
             memory = _MEMORIES[counter] = new_cache(counter.wordpiece_tables())
         return memory
+
+
+StaticSums = Callable[[list[str], Any], list[int]]
+"""``sums(texts, out)``: a static model's rows of each text summed into ``out`` (float64
+``[len(texts), dim]``, zeros) and divided by their number, which is returned per text (-1: a
+text the caller must tokenize whole). See ``_static_rows.h``."""
+
+
+def static_sums(
+    tables: WordPieceTables | None,
+    ids_of_pieces: Callable[[list[str]], list[bytes]],
+    matrix: Any,
+    mapping: Any,
+    weights: Any,
+    max_length: int | None,
+    unknown: int | None,
+    *,
+    limit: int | None = None,
+) -> StaticSums | None:
+    """The compiled rows of a static model (``worker.models.static``, whose room may not import
+    the cores: the worker's loader hands it this), or None when the core is not built or the
+    twins are forced. Not thread-safe: its caller holds a lock around each call. ``limit``: ids
+    remembered before the memory starts afresh (the header's bound; smaller in tests)."""
+    if not allowed():
+        return None
+    try:
+        core = importlib.import_module(f"{__name__}._sentence_core")
+    except ImportError:
+        return None
+    memory = core.new_id_memory(tables) if limit is None else core.new_id_memory(tables, limit)
+    limit = -1 if max_length is None else max_length
+    unk = -1 if unknown is None else unknown
+
+    def sums(texts: list[str], out: Any) -> list[int]:
+        counts: list[int] = core.static_sums(
+            memory, texts, ids_of_pieces, limit, unk, matrix, mapping, weights, out
+        )
+        return counts
+
+    return sums

@@ -13,6 +13,7 @@
  *   _piece_cache.h     the memory of token counts per piece (one per tokenizer)
  *   _units.h           text/units.py: token pieces and their counts, paragraph sentences
  *   _packing.h         text/units.py read_units, text/packing.py
+ *   _static_rows.h     a static model's rows summed per text (worker/models/static.py)
  *
  * tests/chunking/test_sentence_native.py compares core and twin on generated and real
  * documents, in characters and in tokens.
@@ -27,6 +28,7 @@
 #include "_piece_cache.h"
 #include "_units.h"
 #include "_packing.h"
+#include "_static_rows.h"
 
 /* -- configuration (set once from Python) ------------------------------------------------ */
 
@@ -151,6 +153,7 @@ static PyMethodDef methods[] = {
      "chunk(text, cap, memory, count_pieces) -> list[Chunk] | None: characters when memory is None, "
      "else tokens (a new_cache() memory and a PieceCounter's count_pieces); None: the twin must chunk it"},
     PIECE_MEMORY_METHODS,
+    STATIC_ROWS_METHODS,
     {NULL, NULL, 0, NULL},
 };
 

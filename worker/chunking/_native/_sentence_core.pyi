@@ -1,4 +1,5 @@
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from worker.chunking.types import Chunk
 from worker.wordpiece import WordPieceTables
@@ -16,3 +17,17 @@ def count_texts(
     memory: object, texts: list[str], count_pieces: Callable[[list[str]], list[int]], /
 ) -> list[int]: ...
 def wordpiece_counts(memory: object, pieces: list[str], /) -> list[int | None]: ...
+def new_id_memory(wordpiece: WordPieceTables | None, limit: int = ..., /) -> object: ...
+def static_sums(
+    memory: object,
+    texts: list[str],
+    ids_of_pieces: Callable[[list[str]], list[bytes]],
+    max_length: int,
+    unknown: int,
+    matrix: Any,
+    mapping: Any,
+    weights: Any,
+    out: Any,
+    /,
+) -> list[int]: ...
+def wordpiece_ids(memory: object, pieces: list[str], /) -> list[list[int] | None]: ...

@@ -21,6 +21,7 @@
 typedef struct {
     uint64_t hash;
     uint32_t start, length; /* in the arena; length 0: an empty slot (no entry is empty) */
+    int32_t id;             /* the entry's token id */
 } WordSlot;
 
 typedef struct {
@@ -33,6 +34,7 @@ typedef struct {
     WordSet first, next; /* whole-word entries; continuations without their prefix */
     Py_ssize_t longest;  /* the longest entry: no match is longer */
     Py_ssize_t max_word_chars;
+    int32_t unknown; /* the unknown token's id */
     int lowercase;
     char **added; /* lowercased */
     Py_ssize_t *added_lengths, added_count;
@@ -44,13 +46,14 @@ static inline uint64_t wp_hash(const char *s, Py_ssize_t n) {
     return h;
 }
 
-static int wp_set_contains(const WordSet *set, const char *s, Py_ssize_t n) {
+/* The entry's slot, or NULL when `s` is not an entry. */
+static const WordSlot *wp_set_find(const WordSet *set, const char *s, Py_ssize_t n) {
     uint64_t h = wp_hash(s, n);
     for (size_t k = (size_t)h & set->mask;; k = (k + 1) & set->mask) {
         const WordSlot *slot = &set->slots[k];
-        if (slot->length == 0) return 0;
+        if (slot->length == 0) return NULL;
         if (slot->hash == h && slot->length == (uint32_t)n && memcmp(set->arena + slot->start, s, (size_t)n) == 0)
-            return 1;
+            return slot;
     }
 }
 
@@ -60,11 +63,12 @@ static void wp_set_free(WordSet *set) {
     memset(set, 0, sizeof *set);
 }
 
-/* The ASCII, non-empty strings of `entries` (others can never match an ASCII word). Also
- * raises `longest` to the longest one. 0, or -1 with an exception set. */
-static int wp_set_build(WordSet *set, PyObject *entries, Py_ssize_t *longest) {
-    if (!PyList_Check(entries)) {
-        PyErr_SetString(PyExc_TypeError, "WordPiece entries must be a list of str");
+/* The ASCII, non-empty strings of `entries` (others can never match an ASCII word), each with
+ * its id from `ids` (the same length). Also raises `longest` to the longest one. 0, or -1 with
+ * an exception set. */
+static int wp_set_build(WordSet *set, PyObject *entries, PyObject *ids, Py_ssize_t *longest) {
+    if (!PyList_Check(entries) || !PyList_Check(ids) || PyList_GET_SIZE(ids) != PyList_GET_SIZE(entries)) {
+        PyErr_SetString(PyExc_TypeError, "WordPiece entries must be a list of str with a list of as many ids");
         return -1;
     }
     Py_ssize_t n = PyList_GET_SIZE(entries);
@@ -92,12 +96,18 @@ static int wp_set_build(WordSet *set, PyObject *entries, Py_ssize_t *longest) {
         Py_ssize_t length = PyUnicode_GET_LENGTH(entry);
         if (!PyUnicode_IS_ASCII(entry) || length == 0) continue;
         const char *s = (const char *)PyUnicode_DATA(entry);
-        if (wp_set_contains(set, s, length)) continue;
+        if (wp_set_find(set, s, length) != NULL) continue;
+        long id = PyLong_AsLong(PyList_GET_ITEM(ids, k));
+        if (id == -1 && PyErr_Occurred()) return -1;
+        if (id < 0 || id > INT32_MAX) {
+            PyErr_SetString(PyExc_ValueError, "WordPiece ids must be non-negative int32");
+            return -1;
+        }
         uint64_t h = wp_hash(s, length);
         size_t j = (size_t)h & set->mask;
         while (set->slots[j].length != 0) j = (j + 1) & set->mask;
         memcpy(set->arena + used, s, (size_t)length);
-        set->slots[j] = (WordSlot){h, (uint32_t)used, (uint32_t)length};
+        set->slots[j] = (WordSlot){h, (uint32_t)used, (uint32_t)length, (int32_t)id};
         used += (size_t)length;
         if (length > *longest) *longest = length;
     }
@@ -114,20 +124,27 @@ static void wordpiece_free(WordPiece *wp) {
     PyMem_Free(wp);
 }
 
-/* From AsciiWordPiece.tables(): (first, next, max_word_chars, lowercase, added). NULL with an
- * exception set when they are not of that form. */
+/* From AsciiWordPiece.tables(): (first, first_ids, continuations, continuation_ids, unknown,
+ * max_word_chars, lowercase, added). NULL with an exception set when they are not of that form. */
 static WordPiece *wordpiece_new(PyObject *tables) {
-    PyObject *first, *next, *added;
-    Py_ssize_t max_word_chars;
+    PyObject *first, *first_ids, *next, *next_ids, *added;
+    Py_ssize_t unknown, max_word_chars;
     int lowercase;
-    if (!PyArg_ParseTuple(tables, "O!O!npO!", &PyList_Type, &first, &PyList_Type, &next, &max_word_chars,
-                          &lowercase, &PyList_Type, &added))
+    if (!PyArg_ParseTuple(tables, "O!O!O!O!nnpO!", &PyList_Type, &first, &PyList_Type, &first_ids, &PyList_Type,
+                          &next, &PyList_Type, &next_ids, &unknown, &max_word_chars, &lowercase, &PyList_Type,
+                          &added))
         return NULL;
+    if (unknown < 0 || unknown > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "the unknown token's id must be a non-negative int32");
+        return NULL;
+    }
     WordPiece *wp = PyMem_Calloc(1, sizeof(WordPiece));
     if (wp == NULL) return (WordPiece *)PyErr_NoMemory();
     wp->max_word_chars = max_word_chars;
     wp->lowercase = lowercase;
-    if (wp_set_build(&wp->first, first, &wp->longest) < 0 || wp_set_build(&wp->next, next, &wp->longest) < 0)
+    wp->unknown = (int32_t)unknown;
+    if (wp_set_build(&wp->first, first, first_ids, &wp->longest) < 0 ||
+        wp_set_build(&wp->next, next, next_ids, &wp->longest) < 0)
         goto fail;
     Py_ssize_t n = PyList_GET_SIZE(added);
     wp->added = PyMem_Calloc((size_t)(n ? n : 1), sizeof(char *));
@@ -188,16 +205,46 @@ static inline int wp_alnum(int c) {
 }
 static inline int wp_punctuation(int c) { return c > 32 && c < 127 && !wp_alnum(c); }
 
-/* AsciiWordPiece._word (and the whole-word lookup before it), counted. */
-static Py_ssize_t wp_word_count(const WordPiece *wp, const char *w, Py_ssize_t length) {
-    if (wp_set_contains(&wp->first, w, length)) return 1;
-    if (length > wp->max_word_chars) return 1;
+/* Where the ids of a piece go: NULL when only their count is wanted. */
+typedef struct {
+    int32_t *items;
+    size_t count, capacity;
+} IdSink;
+
+static int sink_push(IdSink *sink, int32_t id) {
+    if (sink == NULL) return 0;
+    if (sink->count == sink->capacity) {
+        size_t capacity = sink->capacity ? sink->capacity * 2 : 256;
+        int32_t *items = PyMem_Realloc(sink->items, capacity * sizeof(int32_t));
+        if (items == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        sink->items = items;
+        sink->capacity = capacity;
+    }
+    sink->items[sink->count++] = id;
+    return 0;
+}
+
+/* AsciiWordPiece._word (and the whole-word lookup before it): the word's ids go to `sink`, their
+ * count is returned. -2 with an exception set when memory runs out. */
+static Py_ssize_t wp_word(const WordPiece *wp, const char *w, Py_ssize_t length, IdSink *sink) {
+    const WordSlot *whole = wp_set_find(&wp->first, w, length);
+    if (whole != NULL) return sink_push(sink, whole->id) < 0 ? -2 : 1;
+    if (length > wp->max_word_chars) return sink_push(sink, wp->unknown) < 0 ? -2 : 1;
+    size_t mark = sink == NULL ? 0 : sink->count;
     const WordSet *set = &wp->first;
     Py_ssize_t count = 0, start = 0;
     while (start < length) {
         Py_ssize_t end = length < start + wp->longest ? length : start + wp->longest;
-        while (end > start && !wp_set_contains(set, w + start, end - start)) end--;
-        if (end == start) return 1; /* no entry fits: the whole word is one unknown token */
+        const WordSlot *found = NULL;
+        while (end > start && (found = wp_set_find(set, w + start, end - start)) == NULL) end--;
+        if (found == NULL) { /* no entry fits: the whole word is one unknown token */
+            if (sink != NULL) sink->count = mark;
+            return sink_push(sink, wp->unknown) < 0 ? -2 : 1;
+        }
+        if (sink_push(sink, found->id) < 0) return -2;
         count++;
         start = end;
         set = &wp->next;
@@ -205,9 +252,11 @@ static Py_ssize_t wp_word_count(const WordPiece *wp, const char *w, Py_ssize_t l
     return count;
 }
 
-/* The token count of the piece [a, b) of `t`, or -1 when it is not for this path. -2 with an
+/* The tokens of the piece [a, b) of `t`: their ids appended to `sink` (when not NULL), their
+ * count returned; -1 when the piece is not for this path (nothing appended). -2 with an
  * exception set when memory runs out. */
-static Py_ssize_t wordpiece_count(const WordPiece *wp, const SentenceText *t, Py_ssize_t a, Py_ssize_t b) {
+static Py_ssize_t wordpiece_run(const WordPiece *wp, const SentenceText *t, Py_ssize_t a, Py_ssize_t b,
+                                IdSink *sink) {
     char local[256];
     Py_ssize_t n = b - a;
     char *s = n <= (Py_ssize_t)sizeof local ? local : PyMem_Malloc((size_t)n);
@@ -231,19 +280,29 @@ static Py_ssize_t wordpiece_count(const WordPiece *wp, const SentenceText *t, Py
     count = 0;
     for (Py_ssize_t p = 0; p < m;) {
         int c = (unsigned char)s[p];
+        Py_ssize_t q = p + 1, got = 0;
         if (wp_alnum(c)) {
-            Py_ssize_t q = p + 1;
             while (q < m && wp_alnum((unsigned char)s[q])) q++;
-            count += wp_word_count(wp, s + p, q - p);
-            p = q;
-        } else {
-            if (wp_punctuation(c)) count += wp_word_count(wp, s + p, 1);
-            p++; /* whitespace: a piece holds none, and the Python path skips it too */
+            got = wp_word(wp, s + p, q - p, sink);
+        } else if (wp_punctuation(c)) {
+            got = wp_word(wp, s + p, 1, sink);
+        } /* else whitespace: a piece holds none, and the Python path skips it too */
+        if (got == -2) {
+            count = -2;
+            goto done;
         }
+        count += got;
+        p = q;
     }
 done:
     if (s != local) PyMem_Free(s);
     return count;
+}
+
+/* The token count of the piece [a, b) of `t`, or -1 when it is not for this path. -2 with an
+ * exception set when memory runs out. */
+static inline Py_ssize_t wordpiece_count(const WordPiece *wp, const SentenceText *t, Py_ssize_t a, Py_ssize_t b) {
+    return wordpiece_run(wp, t, a, b, NULL);
 }
 
 #endif /* CHUNKSTREAM_WORDPIECE_H */
