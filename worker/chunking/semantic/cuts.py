@@ -31,6 +31,7 @@ the cap. The repair reads only those chunks, so it stays local too.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
 import numpy as np
@@ -136,6 +137,11 @@ class _Segmenter:
         self.best = RangeArgmax(grains.keys)
         content = np.flatnonzero(~grains.heading)
         self.content = content  # grains that are not headings, for the heading-only rule
+        # The same, as lists for `bisect`: eligible() runs for every split tried, and numpy's
+        # searchsorted costs a microsecond or more a call on a scalar (docs/worker.md).
+        self._left_at: list[int] = grains.left_at.tolist()
+        self._right_at: list[int] = grains.right_at.tolist()
+        self._content: list[int] = content.tolist()
 
     def eligible(
         self, first: int, stop: int, headings: bool, grains: int, floor: int | None = None
@@ -143,19 +149,19 @@ class _Segmenter:
         """Gaps ``g`` (the new chunk starts with grain ``g``) allowed in ``[first, stop)``,
         each side at least ``floor`` (default: the minimum): ``[low, high]``, empty when
         ``low > high``."""
-        g = self.g
         least = self.minimum if floor is None else floor
+        left_at, right_at, content = self._left_at, self._right_at, self._content
         # left = right_at[g-1] - left_at[first] >= least
-        low = int(np.searchsorted(g.right_at, g.left_at[first] + least, "left")) + 1
+        low = bisect_left(right_at, left_at[first] + least) + 1
         # right = right_at[stop-1] - left_at[g] >= least
-        high = int(np.searchsorted(g.left_at, g.right_at[stop - 1] - least, "right")) - 1
+        high = bisect_right(left_at, right_at[stop - 1] - least) - 1
         low = max(low, first + grains)
         high = min(high, stop - grains)
         if headings:
-            at = int(np.searchsorted(self.content, first, "left"))
-            if at < len(self.content) and self.content[at] < stop:
-                last = int(self.content[int(np.searchsorted(self.content, stop, "left")) - 1])
-                low = max(low, int(self.content[at]) + 1)
+            at = bisect_left(content, first)
+            if at < len(content) and content[at] < stop:
+                last = content[bisect_left(content, stop) - 1]
+                low = max(low, content[at] + 1)
                 high = min(high, last)
         return low, high
 

@@ -40,7 +40,10 @@ def gap_similarities(
         high = min(count, stop_gap + window)
         block = rows(low, high).astype(np.float64) * weights[low:high, None]
         cumulative = np.zeros((high - low + 1, block.shape[1]), dtype=np.float64)
-        np.cumsum(block, axis=0, out=cumulative[1:])
+        # Row by row: the same additions in the same order as np.cumsum(axis=0), whose
+        # accumulation walks each column down the rows and was 2.5-4x slower (docs/worker.md).
+        for unit, row in enumerate(block):
+            np.add(cumulative[unit], row, out=cumulative[unit + 1])
         cut = np.arange(first_gap + 1, stop_gap + 1)  # first unit on the right of each gap
         left = cumulative[cut - low] - cumulative[np.maximum(cut - window, 0) - low]
         right = cumulative[np.minimum(cut + window, count) - low] - cumulative[cut - low]

@@ -136,10 +136,17 @@ class TokenizerUnit:
         """Where counts add up: the sum of the remembered counts of each text's whitespace-
         separated pieces, the unknown pieces counted in one call; elsewhere the tokenizer on
         the whole text. The same numbers either way (tests/semantic/test_sizing.py)."""
+        text_counts = self._text_counts
+        if (
+            text_counts is not None
+            and self.additive
+            # One scan of them all (a line feed is no glue): the usual batch has no glue at all.
+            and (self._glued is None or self._glued.search("\n".join(texts)) is None)
+        ):
+            return np.array(text_counts(list(texts)), dtype=np.int64)
         counts = np.zeros(len(texts), dtype=np.int64)
         whole: list[int] = []
         split: list[tuple[int, list[str]]] = []
-        text_counts = self._text_counts
         for i, text in enumerate(texts):
             if self.adds_up(text):
                 split.append((i, [] if text_counts is not None else text.split()))
