@@ -1,17 +1,18 @@
-/* Token counts of new ASCII pieces for a BERT-family WordPiece tokenizer, in C.
+/* Token counts and ids of new ASCII pieces for a BERT-family WordPiece tokenizer, in C.
  *
  * Why: on text read once one piece in ten is new to the piece memory (_piece_cache.h), and each
  * went back to Python to be counted: worker/wordpiece.py's path, 6-8 µs a piece, was most of
  * `adaptive`'s and `lexical`'s remaining time on such text (docs/worker.md, "On text read only
- * once"). Here the same count costs a fraction of a microsecond and no Python object.
+ * once"). Here the same count costs a fraction of a microsecond and no Python object. The
+ * static model's rows (_static_rows.h) collect the ids the same way.
  *
  * The definition is worker/wordpiece.py's AsciiWordPiece (its docstring states BERT's rules for
- * ASCII); this is a transcription of its `ids`, counting instead of collecting, and
+ * ASCII); this is a transcription of its `ids` (counting when no sink is given), and
  * tests/chunking/test_wordpiece_native.py holds the two equal. The tables come from
- * AsciiWordPiece.tables(): vocabulary entries, continuation entries without their prefix, the
- * word limit, lowercasing, and the added tokens (all ASCII, or the path is not built). A piece
- * that is not ASCII or holds an added token (in any case) is not counted here: -1, and the
- * caller asks Python. */
+ * AsciiWordPiece.tables(): vocabulary entries and continuation entries without their prefix,
+ * each with its ids, the unknown token's id, the word limit, lowercasing, and the added tokens
+ * (all ASCII, or the path is not built). A piece that is not ASCII or holds an added token (in
+ * any case) is not taken here: -1, and the caller asks Python. */
 #ifndef CHUNKSTREAM_WORDPIECE_H
 #define CHUNKSTREAM_WORDPIECE_H
 
