@@ -16,12 +16,13 @@ pessimistic), and lets the tokenizer path skip counting every text no longer tha
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from worker.chunking.semantic.sizing import load_unit
 from worker.chunking.text.segment import split_to_cap
-from worker.chunking.text.tokens import CharacterCounter, TokenCounter
+from worker.chunking.text.tokens import CharacterCounter, TokenCounter, count_each
 from worker.chunking.types import Span
 
 if TYPE_CHECKING:
@@ -49,6 +50,19 @@ class ModelWindow:
         if span.end - span.start <= self.cap:
             return [span]
         return split_to_cap(text, span, self.counter, self.cap)
+
+    def pieces_of_many(self, text: str, spans: Sequence[Span]) -> list[list[Span]]:
+        """:meth:`pieces` of every span, the spans that might not fit counted in one call (the
+        usual answer is that they fit: one count, not one call, each)."""
+        out = [[span] for span in spans]
+        longer = [i for i, span in enumerate(spans) if span.end - span.start > self.cap]
+        if not longer:
+            return out
+        sizes = count_each(self.counter, [text[spans[i].start : spans[i].end] for i in longer])
+        for i, size in zip(longer, sizes, strict=True):
+            if size > self.cap:
+                out[i] = split_to_cap(text, spans[i], self.counter, self.cap)
+        return out
 
 
 def character_window(max_seq_length: int = FALLBACK_MAX_SEQ_LENGTH) -> ModelWindow:

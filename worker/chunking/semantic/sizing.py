@@ -129,6 +129,9 @@ class TokenizerUnit:
         if not text:
             return 0
         if self.adds_up(text):
+            text_counts = self._text_counts
+            if text_counts is not None:
+                return text_counts([text])[0]
             return int(self.count_many([text])[0])
         return self._encoded(text)
 

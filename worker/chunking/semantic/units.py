@@ -125,9 +125,10 @@ def plan_units(
     piece_rows = array("q")
     piece_starts = array("q")
     piece_weights = array("f")
-    for start, end in zip(layout.starts.tolist(), layout.ends.tolist(), strict=True):
+    atoms = [Span(a, b) for a, b in zip(layout.starts.tolist(), layout.ends.tolist(), strict=True)]
+    for pieces in window.pieces_of_many(text, atoms):
         piece_starts.append(len(piece_rows))
-        for piece in window.pieces(text, Span(start, end)):
+        for piece in pieces:
             piece_text = text[piece.start : piece.end]
             row = rows.get(piece_text)
             if row is None:
