@@ -124,6 +124,10 @@ class FirstPass:
     """Per atom gap (``[atoms - 1]``)."""
     grain_gap: NDArray[np.int64]
     """For each grain: the atom gap before it (``-1`` inside an atom or at the start)."""
+    curve: NDArray[np.float64]
+    """The similarity curve the evidence was read from (``sdpm``'s second pass reads it too)."""
+    similarity_window: int
+    """The window the curve was computed with."""
 
 
 def bars(threshold: float) -> NDArray[np.float64]:
@@ -224,7 +228,9 @@ def first_pass(
 ) -> FirstPass:
     layout = plan.layout
     if not plan.count:
-        return FirstPass([], [], np.zeros(0), np.zeros(0, dtype=np.int64))
+        return FirstPass(
+            [], [], np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0), similarity_window
+        )
     curve = gap_similarities(vectors.rows, plan.count, plan.weights, similarity_window)
     evidence = evidence_of(curve)
     grains, gap = grains_of(
@@ -236,7 +242,7 @@ def first_pass(
     ]
     if not sizing.characters:
         cuts, spans = enforce_cap(plan, cuts, spans, sizing, bounds.caps.atom_cap)
-    return FirstPass(cuts, spans, evidence, gap)
+    return FirstPass(cuts, spans, evidence, gap, curve, similarity_window)
 
 
 def enforce_cap(

@@ -213,7 +213,11 @@ class SDPMChunker:
         if p.merge_threshold is not None:
             at_cut[between] = p.merge_threshold
         elif between.any():
-            curve = gap_similarities(vectors.rows, plan.count, weights, p.similarity_window)
+            curve = (
+                passed.curve  # the first pass's curve: the same units, weights and window
+                if passed.similarity_window == p.similarity_window
+                else gap_similarities(vectors.rows, plan.count, weights, p.similarity_window)
+            )
             at_cut[between] = cut_levels(curve, gaps[between], MERGE_PERCENTILE)
         cap = self.bounds.cap
         changed = True
