@@ -129,3 +129,21 @@ def test_the_embedding_strategies_cut_the_same_chunks(
         results.append(chunks)
     assert results[0] == results[1]
     assert sum(map(len, results[0])) > 12
+
+
+def test_a_long_text_with_glue_is_counted_whole(tokenizer_path: str) -> None:
+    """Long texts are searched for glue character by character, not by the pattern: a control
+    BERT drops between two words deep inside one still makes it go to the tokenizer whole."""
+    tokenizer = Tokenizer.from_file(tokenizer_path)
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    for unit in (load_unit(tokenizer_path), compiled_unit(tokenizer_path)):
+        assert unit.glue, "the MiniLM tokenizer has glue (the controls Python calls whitespace)"
+        for glue in sorted(unit.glue):
+            text = "word " * 100 + f"quo{glue}kka" + " word" * 100
+            assert not unit.adds_up(text)
+            assert unit.count(text) == tokens_of(tokenizer, text)
+            assert unit.count_many([text, "plain words"]).tolist() == [
+                tokens_of(tokenizer, text),
+                tokens_of(tokenizer, "plain words"),
+            ]

@@ -49,6 +49,9 @@ if TYPE_CHECKING:
 # Texts per call into the tokenizer: its encodings hold offsets and masks besides the ids, so a
 # whole large document at once would hold several times the document's size.
 _COUNT_BATCH = 2048
+# Glue sets this small are searched character by character in long texts (_holds_glue).
+_FEW_GLUE = 16
+_LONG_TEXT = 256
 
 
 # Pre-tokenizers that cut at every whitespace: no token spans one, so the tokens of two texts
@@ -105,6 +108,9 @@ class TokenizerUnit:
         self._glued = (
             re.compile(f"[{re.escape(''.join(sorted(self.glue)))}]") if self.glue else None
         )
+        # For long texts a substring search per glue character (a few of them, BERT's: the
+        # controls Python calls whitespace) is ~25x faster than the class scan of the regex.
+        self._glue_chars = tuple(sorted(self.glue)) if len(self.glue) <= _FEW_GLUE else None
         self._text_counts: Callable[[list[str]], list[int]] | None = None
 
     def count_texts_with(self, text_counts: Callable[[list[str]], list[int]]) -> None:
@@ -116,7 +122,14 @@ class TokenizerUnit:
 
     def adds_up(self, text: str) -> bool:
         """Whether counts add up over the whitespace of ``text``."""
-        return self.additive and (self._glued is None or self._glued.search(text) is None)
+        return self.additive and not self._holds_glue(text)
+
+    def _holds_glue(self, text: str) -> bool:
+        if self._glued is None:
+            return False
+        if self._glue_chars is not None and len(text) > _LONG_TEXT:
+            return any(ch in text for ch in self._glue_chars)
+        return self._glued.search(text) is not None
 
     @property
     def unit(self) -> str:
@@ -140,13 +153,11 @@ class TokenizerUnit:
         separated pieces, the unknown pieces counted in one call; elsewhere the tokenizer on
         the whole text. The same numbers either way (tests/semantic/test_sizing.py)."""
         text_counts = self._text_counts
-        if (
-            text_counts is not None
-            and self.additive
+        if text_counts is not None and self.additive:
+            batch = texts if isinstance(texts, list) else list(texts)
             # One scan of them all (a line feed is no glue): the usual batch has no glue at all.
-            and (self._glued is None or self._glued.search("\n".join(texts)) is None)
-        ):
-            return np.array(text_counts(list(texts)), dtype=np.int64)
+            if not self._holds_glue("\n".join(batch)):
+                return np.array(text_counts(batch), dtype=np.int64)
         counts = np.zeros(len(texts), dtype=np.int64)
         whole: list[int] = []
         split: list[tuple[int, list[str]]] = []
