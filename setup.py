@@ -36,8 +36,10 @@ setup(
         Extension(
             "worker.chunking._native._sentence_core",
             [f"{_CHUNKING}/_sentence_core.c"],
-            # The static model's rows (_static_rows.h) live in this core only.
-            depends=_SENTENCE_RULES + _SENTENCE_PARTS + [f"{_CHUNKING}/_static_rows.h"],
+            # The static model's rows and the layout's sentences live in this core only.
+            depends=_SENTENCE_RULES
+            + _SENTENCE_PARTS
+            + [f"{_CHUNKING}/_static_rows.h", f"{_CHUNKING}/_layout_sentences.h"],
             extra_compile_args=_FLAGS,
             optional=True,
         ),

@@ -12,8 +12,14 @@ from worker.chunking.rules.adaptive import AdaptiveChunker, AdaptiveParams
 from worker.chunking.rules.lexical import NAME as LEXICAL
 from worker.chunking.rules.lexical import LexicalChunker, LexicalParams
 from worker.chunking.rules.sentence import NAME as SENTENCE
-from worker.chunking.rules.sentence import SentenceChunker, SentenceParams, compiled_text_counts
+from worker.chunking.rules.sentence import (
+    SentenceChunker,
+    SentenceParams,
+    compiled_layout_sentences,
+    compiled_text_counts,
+)
 from worker.chunking.rules.sizing import CHARACTERS, Sizing
+from worker.chunking.semantic import layout
 from worker.chunking.semantic.context import NAME as CONTEXT
 from worker.chunking.semantic.context import ContextChunker, ContextParams, check_embedding_model
 from worker.chunking.semantic.model_window import ModelWindow, window_of
@@ -24,6 +30,10 @@ from worker.chunking.semantic.semantic import SemanticChunker, SemanticParams
 from worker.chunking.semantic.sizing import Sizing as SemanticSizing
 from worker.chunking.semantic.sizing import TokenizerUnit, resolve_sizing
 from worker.chunking.text.tokens import CHARACTER, piece_counter
+
+# The embedding layout's paragraph sentences in C when the sentence core is built: the semantic
+# room may not import the cores, so it is handed over here (the same sentences either way).
+layout.NATIVE_SENTENCES = compiled_layout_sentences()
 
 
 def sizing(tokenizer: str | None, context: BuildContext) -> Sizing:

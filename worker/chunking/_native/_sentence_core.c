@@ -14,6 +14,7 @@
  *   _units.h           text/units.py: token pieces and their counts, paragraph sentences
  *   _packing.h         text/units.py read_units, text/packing.py
  *   _static_rows.h     a static model's rows summed per text (worker/models/static.py)
+ *   _layout_sentences.h  segment.split_sentences(soft_wraps=True), for the embedding layout
  *
  * tests/chunking/test_sentence_native.py compares core and twin on generated and real
  * documents, in characters and in tokens.
@@ -29,6 +30,7 @@
 #include "_units.h"
 #include "_packing.h"
 #include "_static_rows.h"
+#include "_layout_sentences.h"
 
 /* -- configuration (set once from Python) ------------------------------------------------ */
 
@@ -146,6 +148,33 @@ done:
     return chunks;
 }
 
+/* sentences(text, start, end, clauses) -> list[int]: segment.split_sentences(text[start:end],
+ * clauses=clauses, soft_wraps=True) as flat [start, end) pairs, offsets in `text`. */
+static PyObject *sentences(PyObject *self, PyObject *args) {
+    PyObject *text;
+    Py_ssize_t start, end;
+    int clauses;
+    if (!PyArg_ParseTuple(args, "Unnp", &text, &start, &end, &clauses)) return NULL;
+    if (start < 0 || end < start || end > PyUnicode_GET_LENGTH(text)) {
+        PyErr_SetString(PyExc_ValueError, "sentences: 0 <= start <= end <= len(text)");
+        return NULL;
+    }
+    int kind = PyUnicode_KIND(text);
+    SentenceText t = {kind, (const char *)PyUnicode_DATA(text) + start * kind, end - start};
+    Positions found = {0};
+    PyObject *out = NULL;
+    if (layout_sentences(&t, clauses, &config.abbreviations, start, &found) == 0) {
+        out = PyList_New(found.count);
+        for (Py_ssize_t k = 0; out != NULL && k < found.count; k++) {
+            PyObject *offset = PyLong_FromSsize_t(found.items[k]);
+            if (offset == NULL) Py_CLEAR(out);
+            else PyList_SET_ITEM(out, k, offset);
+        }
+    }
+    PyMem_Free(found.items);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS,
      "configure(abbreviations, chunk_type, name): once, at import"},
@@ -154,6 +183,9 @@ static PyMethodDef methods[] = {
      "else tokens (a new_cache() memory and a PieceCounter's count_pieces); None: the twin must chunk it"},
     PIECE_MEMORY_METHODS,
     STATIC_ROWS_METHODS,
+    {"sentences", sentences, METH_VARARGS,
+     "sentences(text, start, end, clauses) -> list[int]: segment.split_sentences(text[start:end], "
+     "clauses=clauses, soft_wraps=True) as flat pairs of offsets in text"},
     {NULL, NULL, 0, NULL},
 };
 

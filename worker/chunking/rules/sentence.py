@@ -58,7 +58,12 @@ _NativeChunk = Callable[
 _CountTexts = Callable[[object, list[str], Callable[[list[str]], list[int]]], list[int]]
 
 
-def _load_core() -> tuple[_NativeChunk, native.NewCache, _CountTexts] | None:
+# text, start, end, clauses -> segment.split_sentences(text[start:end], clauses=clauses,
+# soft_wraps=True) as flat [start, end) pairs of offsets in text (_layout_sentences.h).
+LayoutSentences = Callable[[str, int, int, bool], list[int]]
+
+
+def _load_core() -> tuple[_NativeChunk, native.NewCache, _CountTexts, LayoutSentences] | None:
     core = native.load("_sentence_core", _configure)
     if core is None:
         return None
@@ -66,6 +71,7 @@ def _load_core() -> tuple[_NativeChunk, native.NewCache, _CountTexts] | None:
         cast(_NativeChunk, core.chunk),
         cast(native.NewCache, core.new_cache),
         cast(_CountTexts, core.count_texts),
+        cast(LayoutSentences, core.sentences),
     )
 
 
@@ -90,6 +96,13 @@ def compiled_text_counts(counter: PieceCounter) -> Callable[[list[str]], list[in
         return None
     memory, count_texts, count_pieces = _memory(counter), _CORE[2], counter.count_pieces
     return lambda texts: count_texts(memory, texts, count_pieces)
+
+
+def compiled_layout_sentences() -> LayoutSentences | None:
+    """The embedding strategies' paragraph sentences in C (the rules of
+    ``segment.split_sentences`` with soft wraps, stated with the abbreviations this module
+    configures the core with), or None when the core is not built or not allowed."""
+    return None if _CORE is None else _CORE[3]
 
 
 class SentenceChunker:

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import re
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final, overload
 
@@ -205,11 +205,27 @@ def _opens_only(block: str) -> bool:
     return tag is not None and f"</{tag.group(1).lower()}" not in block.lower()
 
 
-def _paragraph(atoms: _Atoms, start: int, end: int, min_characters: int) -> None:
-    text = atoms.text
-    sentences = [
-        (s.start + start, s.end + start) for s in split_sentences(text[start:end], soft_wraps=True)
+NATIVE_SENTENCES: Callable[[str, int, int, bool], list[int]] | None = None
+"""``segment.split_sentences(text[start:end], clauses=..., soft_wraps=True)`` in C, as flat
+``[start, end)`` pairs of offsets in ``text``; None: the Python definition. This room may not
+import the cores: ``worker.chunking.strategies`` sets it (the sentence core's ``sentences``),
+and tests set it to None to compare (tests/semantic/test_layout_sentences.py)."""
+
+
+def _sentences(text: str, start: int, end: int, clauses: bool = False) -> list[tuple[int, int]]:
+    """The sentences of ``text[start:end]`` (soft wraps read as spaces), offsets in ``text``."""
+    native = NATIVE_SENTENCES
+    if native is not None:
+        flat = native(text, start, end, clauses)
+        return list(zip(flat[::2], flat[1::2], strict=True))
+    return [
+        (s.start + start, s.end + start)
+        for s in split_sentences(text[start:end], clauses=clauses, soft_wraps=True)
     ]
+
+
+def _paragraph(atoms: _Atoms, start: int, end: int, min_characters: int) -> None:
+    sentences = _sentences(atoms.text, start, end)
     joined: list[tuple[int, int]] = []
     pending: int | None = None
     for a, b in sentences:
@@ -251,6 +267,9 @@ class _Slices(Sequence[str]):
     def __len__(self) -> int:
         return len(self.starts)
 
+    def __iter__(self) -> Iterator[str]:
+        return iter(self[:])  # one batch: not a numpy lookup per text
+
     @overload
     def __getitem__(self, index: int) -> str: ...
 
@@ -275,13 +294,9 @@ def _pieces(
     clauses: bool,
 ) -> list[tuple[int, int, int]]:
     """The grains of an atom over ``limit``: (start, end, level of the gap before)."""
-    if kind in _LINED:
-        lines = _lines(text, start, end)
-    else:  # a sentence, or short ones joined: its sentences (and with clauses, Arabic commas)
-        lines = [
-            (s.start + start, s.end + start)
-            for s in split_sentences(text[start:end], clauses=clauses, soft_wraps=True)
-        ]
+    # Lined atoms by their lines; a sentence, or short ones joined, by its sentences (and with
+    # clauses, Arabic commas).
+    lines = _lines(text, start, end) if kind in _LINED else _sentences(text, start, end, clauses)
     pieces: list[tuple[int, int, int]] = []
     for n, (a, b) in enumerate(lines):
         for m, span in enumerate(split_to_cap(text, Span(a, b), counter, limit)):
