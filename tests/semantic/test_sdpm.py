@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import numpy as np
 import pytest
@@ -17,17 +18,21 @@ from tests.semantic.fakes import (
 )
 from tests.semantic.invariants import assert_contiguous
 from worker.chunking import registry
+from worker.chunking.semantic import sdpm as sdpm_module
 from worker.chunking.semantic.sdpm import (
     LEVEL_REACH,
+    MERGE_PERCENTILE,
     SDPMChunker,
     _Run,
     cut_levels,
     row_percentiles,
     run_similarity,
 )
-from worker.chunking.semantic.semantic import SemanticChunker
-from worker.chunking.semantic.similarity import cosine
+from worker.chunking.semantic.semantic import SemanticChunker, atom_range
+from worker.chunking.semantic.similarity import cosine, gap_similarities
+from worker.chunking.semantic.units import UnitVectors
 from worker.chunking.text.tokens import CharacterCounter
+from worker.chunking.types import Span
 
 COUNTER = CharacterCounter()
 # A first pass that cuts at every paragraph break: no bar, paragraphs of one topic each.
@@ -178,3 +183,105 @@ def test_row_percentiles_are_numpys_nanpercentile_bit_for_bit(
     # Zeros signless: numpy's partition puts -0.0 and 0.0 in whatever order (see the function).
     expected = np.nanpercentile(values + 0.0, percentile * 100.0, axis=1)
     assert row_percentiles(values.copy(), percentile).tobytes() == expected.tobytes()
+
+
+def _defined_merge(chunker: SDPMChunker, plan: Any, vectors: Any, passed: Any) -> list[_Run]:
+    """The merge loop as first written: every pair scored again on every pass, each chunk's
+    unit vectors made on their own. The chunker's loop remembers pairs and fits by the runs'
+    bounds and makes the vectors a block of chunks at a time; its runs must be these, bit for
+    bit (the merges' similarities and levels are in the chunks' metadata)."""
+    p = chunker.params
+    spans = passed.spans
+    ranges = [atom_range(plan, passed, i) for i in range(len(spans))]
+    runs = [
+        _Run(i, i + 1, vectors.weighted_sum(first, stop, plan.weights).astype(np.float32))
+        for i, (first, stop) in enumerate(ranges)
+    ]
+    firsts = [cut.first for cut in passed.cuts]
+    gaps = passed.grain_gap[firsts]
+    gaps[1:][np.diff(firsts) == 0] = -1
+    at_cut = np.full(len(runs), np.inf)
+    between = gaps >= 0
+    if p.merge_threshold is not None:
+        at_cut[between] = p.merge_threshold
+    elif between.any():
+        curve = gap_similarities(vectors.rows, plan.count, plan.weights, p.similarity_window)
+        at_cut[between] = cut_levels(curve, gaps[between], MERGE_PERCENTILE)
+    changed = True
+    while changed:
+        changed = False
+        i = 0
+        while i < len(runs) - 1:
+            best: tuple[float, int, float] | None = None
+            for j in range(i + 1, min(len(runs), i + 1 + p.skip_window)):
+                similarity = run_similarity(runs[i], runs[j])
+                level = float(at_cut[runs[i].stop : runs[j].first + 1].max())
+                if similarity <= level or (best is not None and similarity <= best[0]):
+                    continue
+                span = Span(spans[runs[i].first].start, spans[runs[j].stop - 1].end)
+                if plan.size([span]) <= chunker.bounds.cap:
+                    best = (similarity, j, level)
+            if best is None:
+                i += 1
+                continue
+            similarity, j, level = best
+            merged = {"partner": runs[j].first, "similarity": round(similarity, 6)}
+            runs[i] = _Run(
+                runs[i].first,
+                runs[j].stop,
+                sum((r.vector for r in runs[i + 1 : j + 1]), runs[i].vector),
+                [*runs[i].merges, {**merged, "level": round(level, 6), "bridged": j - i - 1}]
+                + [m for run in runs[i + 1 : j + 1] for m in run.merges],
+            )
+            del runs[i + 1 : j + 1]
+            changed = True
+    return runs
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{}, {"skip_window": 4}, {"skip_window": 1, "merge_threshold": 0.2}, OVER_SPLIT],
+    ids=["defaults", "skip-4", "threshold", "over-split"],
+)
+def test_the_merge_is_its_definition_on_real_documents(
+    params: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On package descriptions with the shipped static model, and one page with a sentence too
+    long for the model's window (a unit of several pieces), blocks of 7 units at a time."""
+    from bench.seams import seam_split
+    from tests.semantic.test_static_seams import STATIC_DIR
+    from worker.batcher import embed_batch
+    from worker.models.loading import load_backend
+    from worker.models.reference import describe
+
+    monkeypatch.setattr(sdpm_module, "BLOCK_UNITS", 7)
+    ref = describe(STATIC_DIR, "boundary")
+    backend = load_backend(ref)
+    context = registry.BuildContext(
+        boundary=ref, retrieval=describe(STATIC_DIR.parent / "all-MiniLM-L6-v2", "retrieval")
+    )
+    chunker = registry.build("sdpm", params, context).chunker
+    assert isinstance(chunker, SDPMChunker)
+    pages = [doc.text for doc in seam_split("heldout")]
+    texts = ["\n\n".join(pages[at : at + 6]) for at in range(0, len(pages), 6)]
+    long_sentence = " ".join(f"word{n} and more" for n in range(900))
+    texts.append(f"{texts[0]}\n\n{long_sentence}.\n\n{texts[1]}")
+    several_pieces = merged_any = 0
+    for text in texts:
+        plan = chunker.plan(text)
+        vectors = UnitVectors(plan, embed_batch(backend, list(plan.texts)))
+        several_pieces += len(plan.piece_rows) > plan.count
+        passed = chunker._semantic.first_pass(plan, vectors)
+        found = chunker._merge(plan, vectors, passed)
+        expected = _defined_merge(chunker, plan, vectors, passed)
+        assert [(r.first, r.stop, r.merges) for r in found] == [
+            (r.first, r.stop, r.merges) for r in expected
+        ]
+        assert all(
+            a.vector.tobytes() == b.vector.tobytes() for a, b in zip(found, expected, strict=True)
+        )
+        merged_any += sum(len(r.merges) for r in found)
+    # The defaults merge a few times on these pages (4 when written), the over-split first
+    # pass and the fixed threshold some two hundred times.
+    assert several_pieces
+    assert merged_any

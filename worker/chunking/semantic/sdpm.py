@@ -40,7 +40,7 @@ from worker.chunking.semantic.semantic import (
     make_chunk,
     start_metadata,
 )
-from worker.chunking.semantic.similarity import gap_similarities, local_minima
+from worker.chunking.semantic.similarity import local_minima
 from worker.chunking.semantic.sizing import Sizing
 from worker.chunking.semantic.units import SentencePlan, UnitVectors, merge_params
 from worker.chunking.types import Chunk, ContentType, EmbeddingPlan, Metadata, Span
@@ -48,6 +48,7 @@ from worker.chunking.types import Chunk, ContentType, EmbeddingPlan, Metadata, S
 NAME = "sdpm"
 MERGE_PERCENTILE = 0.8
 LEVEL_REACH = 12
+BLOCK_UNITS = 4096  # unit vectors made at a time for the chunks' sums
 
 
 class SDPMParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -147,6 +148,29 @@ def run_similarity(left: _Run, right: _Run) -> float:
     return float(np.dot(left.vector, right.vector)) / norm if norm > 0 else 0.0
 
 
+def chunk_vectors(
+    plan: SentencePlan, vectors: UnitVectors, passed: FirstPass
+) -> list[NDArray[np.float32]]:
+    """Each first-pass chunk's weighted sum of unit vectors (``UnitVectors.weighted_sum``, cast
+    to float32), with the unit vectors made for a block of chunks at a time: a unit's vector
+    does not depend on the block it is made in, and one call per chunk cost more than the sums."""
+    weights = plan.weights
+    ranges = [atom_range(plan, passed, i) for i in range(len(passed.spans))]
+    out: list[NDArray[np.float32]] = []
+    at = 0
+    while at < len(ranges):
+        low = ranges[at][0]
+        end = at + 1  # chunks [at, end) share a block of at most BLOCK_UNITS units, or one
+        while end < len(ranges) and ranges[end][1] - low <= BLOCK_UNITS:
+            end += 1
+        block = vectors.rows(low, ranges[end - 1][1]).astype(np.float64)
+        for first, stop in ranges[at:end]:
+            summed = weights[first:stop] @ block[first - low : stop - low]
+            out.append(summed.astype(np.float32))
+        at = end
+    return out
+
+
 class SDPMChunker:
     """``plan`` (the first pass's) and ``assemble`` (both passes); the embedding between them
     is the pipeline's (:mod:`worker.pipeline`)."""
@@ -197,11 +221,8 @@ class SDPMChunker:
         spans = passed.spans
         if not spans:
             return []
-        weights = plan.weights
-        ranges = [atom_range(plan, passed, i) for i in range(len(spans))]
         runs = [
-            _Run(i, i + 1, vectors.weighted_sum(first, stop, weights).astype(np.float32))
-            for i, (first, stop) in enumerate(ranges)
+            _Run(i, i + 1, vector) for i, vector in enumerate(chunk_vectors(plan, vectors, passed))
         ]
         # The level at the cut before each first-pass chunk. A cut inside an atom is the cap's,
         # no topic change: never merged across (below the cap the first pass would not cut).
@@ -213,27 +234,43 @@ class SDPMChunker:
         if p.merge_threshold is not None:
             at_cut[between] = p.merge_threshold
         elif between.any():
-            curve = (
-                passed.curve  # the first pass's curve: the same units, weights and window
-                if passed.similarity_window == p.similarity_window
-                else gap_similarities(vectors.rows, plan.count, weights, p.similarity_window)
-            )
-            at_cut[between] = cut_levels(curve, gaps[between], MERGE_PERCENTILE)
+            # The first pass's curve: the same units and weights, and the same window
+            # (``SDPMParams.semantic`` hands it on).
+            at_cut[between] = cut_levels(passed.curve, gaps[between], MERGE_PERCENTILE)
         cap = self.bounds.cap
+        # A run's bounds name one vector within a call (runs only grow), so a pair is scored
+        # once however many passes look at it again; a span's fit is asked once as well.
+        pairs: dict[tuple[int, int, int, int], tuple[float, float]] = {}
+        fits: dict[tuple[int, int], bool] = {}
+        levels = at_cut.tolist()  # Python's max of a few floats, not numpy's, per pair
+        numeric_levels = not np.isnan(at_cut).any()  # else numpy's max, which keeps a NaN
         changed = True
         while changed:
             changed = False
             i = 0
             while i < len(runs) - 1:
                 best: tuple[float, int, float] | None = None
+                left = runs[i]
                 for j in range(i + 1, min(len(runs), i + 1 + p.skip_window)):
-                    similarity = run_similarity(runs[i], runs[j])
-                    # A merge must pass the level at every cut it removes.
-                    level = float(at_cut[runs[i].stop : runs[j].first + 1].max())
+                    right = runs[j]
+                    key = (left.first, left.stop, right.first, right.stop)
+                    scored = pairs.get(key)
+                    if scored is None:
+                        # A merge must pass the level at every cut it removes.
+                        level = (
+                            max(levels[left.stop : right.first + 1])
+                            if numeric_levels
+                            else float(at_cut[left.stop : right.first + 1].max())
+                        )
+                        scored = pairs[key] = (run_similarity(left, right), level)
+                    similarity, level = scored
                     if similarity <= level or (best is not None and similarity <= best[0]):
                         continue
-                    span = Span(spans[runs[i].first].start, spans[runs[j].stop - 1].end)
-                    if plan.size([span]) <= cap:
+                    fit = fits.get((left.first, right.stop))
+                    if fit is None:
+                        span = Span(spans[left.first].start, spans[right.stop - 1].end)
+                        fit = fits[(left.first, right.stop)] = plan.size([span]) <= cap
+                    if fit:
                         best = (similarity, j, level)
                 if best is None:
                     i += 1
