@@ -64,9 +64,12 @@ MEASURE_IN_THREAD_OVER = 64
 # A backend whose cost is its real tokens, with nothing to pad and no per-call setup to share (a
 # static model: ``packing_pays = False``), gains nothing from queueing and packing, which cost
 # more than its work per text (bench/static_bench.py): its requests are embedded as they come,
-# on the event loop when they hold at most this many characters (~2-5 ms of a static model's
-# work), on the batcher's threads otherwise.
-DIRECT_INLINE_CHARS = 16 * 1024
+# on the event loop when they hold at most this many characters, on the batcher's threads
+# otherwise. 64 KiB is ~2.5-3.5 ms of the static model's compiled rows (16 KiB measured 0.6-0.9
+# ms); the document's own plan and assembly, on the loop whatever its size, take longer. At one
+# core the hop buys nothing and costs a thread switch: 16 KiB → 64 KiB cut `semantic`'s and
+# `sdpm`'s CPU per MB end to end in two of three pairs, level in the third (docs/worker.md).
+DIRECT_INLINE_CHARS = 64 * 1024
 
 
 @dataclass
