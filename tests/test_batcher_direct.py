@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from worker.batcher import DIRECT_INLINE_CHARS, Batcher
+from worker.batcher import DIRECT_INLINE_CHARS, Batcher, embed_batch
 from worker.inference import MeteredBackend
 from worker.metrics import Metrics
 from worker.models.static import StaticEmbedder
@@ -42,6 +42,13 @@ class Recording:
         if self.fail:
             raise ValueError("model broke")
         return np.array([[len(t), 1.0, 0.0] for t in texts], dtype=np.float32)
+
+
+class MeasuredRecording(Recording):
+    """A static model's shape: vectors and lengths from one call; measuring alone is a bug."""
+
+    def embed_measured(self, texts: Sequence[str]) -> tuple[NDArray[np.float32], list[int]]:
+        return self.embed(texts), [len(t.split()) for t in texts]
 
 
 async def test_small_requests_run_inline_in_calls_of_at_most_the_batch_size() -> None:
@@ -99,3 +106,19 @@ async def test_the_real_static_model_through_the_metered_direct_path() -> None:
     real = metrics.embedding_real_tokens._value.get()
     assert real == sum(model.token_lengths(texts))
     assert metrics.embedding_batches._value.get() == -(-len(texts) // 16)
+
+
+def test_the_synchronous_path_embeds_a_static_model_unpacked_and_the_same() -> None:
+    """``embed_batch`` (library callers, the CLI's benches) takes the direct path too: calls of
+    at most the batch size, in order, no separate measuring."""
+    backend = MeasuredRecording()
+    texts = [f"text {'x' * i}" for i in range(10)]
+    vectors = embed_batch(backend, texts, max_batch_size=4)
+    assert vectors[:, 0].tolist() == [float(len(t)) for t in texts]
+    assert [n for n, _ in backend.calls] == [4, 4, 2]
+    assert backend.measured == 0
+    if not (STATIC_DIR / "manifest.json").is_file():
+        pytest.fail(f"no static model at {STATIC_DIR}: run scripts/bootstrap")
+    model = StaticEmbedder.load(STATIC_DIR)
+    real = ["Kafka keeps the order of one partition.", "", "Chunks are keyed by id."] * 30
+    assert np.array_equal(embed_batch(model, real), StaticEmbedder.load(STATIC_DIR).embed(real))

@@ -271,21 +271,7 @@ class Batcher:
 
     def _embed_now(self, texts: Sequence[str]) -> tuple[NDArray[np.float32], list[int], float]:
         started = time.perf_counter()
-        backend = self._backend
-        size = self._policy.max_batch_size
-        measured = getattr(backend, "embed_measured", None)
-        if measured is not None:  # vectors and lengths from one tokenization (a static model)
-            parts, lengths = [], []
-            for i in range(0, len(texts), size):
-                vectors, part_lengths = measured(texts[i : i + size])
-                parts.append(vectors)
-                lengths.extend(part_lengths)
-        else:
-            # Measured first: a metered backend keeps the lengths for its metrics, and a static
-            # model keeps the token ids, so embed() does not tokenise a second time.
-            lengths = backend.token_lengths(texts)
-            parts = [backend.embed(texts[i : i + size]) for i in range(0, len(texts), size)]
-        vectors = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        vectors, lengths = embed_unpacked(self._backend, texts, self._policy.max_batch_size)
         if vectors.shape != (len(texts), self.dimension):
             raise RuntimeError(
                 f"backend returned shape {vectors.shape}, expected {(len(texts), self.dimension)}"
@@ -392,6 +378,29 @@ class Batcher:
             self._on_watermark(over)
 
 
+def embed_unpacked(
+    backend: EmbeddingBackend, texts: Sequence[str], max_batch_size: int
+) -> tuple[NDArray[np.float32], list[int]]:
+    """``texts`` embedded in order, in calls of at most ``max_batch_size`` texts, with their
+    token lengths: the path of a backend where packing does not pay."""
+    measured = getattr(backend, "embed_measured", None)
+    if measured is not None:  # vectors and lengths from one tokenization (a static model)
+        parts, lengths = [], []
+        for i in range(0, len(texts), max_batch_size):
+            vectors, part_lengths = measured(texts[i : i + max_batch_size])
+            parts.append(vectors)
+            lengths.extend(part_lengths)
+    else:
+        # Measured first: a metered backend keeps the lengths for its metrics, and a static
+        # model keeps the token ids, so embed() does not tokenise a second time.
+        lengths = backend.token_lengths(texts)
+        parts = [
+            backend.embed(texts[i : i + max_batch_size])
+            for i in range(0, len(texts), max_batch_size)
+        ]
+    return (parts[0] if len(parts) == 1 else np.concatenate(parts)), lengths
+
+
 def embed_batch(
     backend: EmbeddingBackend,
     texts: Sequence[str],
@@ -399,9 +408,13 @@ def embed_batch(
     max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
     max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
 ) -> NDArray[np.float32]:
-    """Synchronous embedding of ``texts`` with the batcher's packing (for library callers)."""
+    """Synchronous embedding of ``texts`` with the batcher's packing (for library callers);
+    a backend where packing does not pay is embedded as the batcher's direct path does it."""
     out = np.empty((len(texts), backend.dimension), dtype=np.float32)
     if not texts:
+        return out
+    if not getattr(backend, "packing_pays", True):
+        out[:] = embed_unpacked(backend, texts, max_batch_size)[0]
         return out
     policy: BatchPolicy[int] = BatchPolicy(
         max_batch_tokens=max_batch_tokens, max_batch_size=max_batch_size, max_wait=0.0
