@@ -208,6 +208,12 @@ class DocumentHandler:
         early = lifecycle.update(state, rec.offset, doc.version, (), emit_unchanged=True)
         if isinstance(early, lifecycle.Skip):  # decided before any chunking work
             m.documents_skipped.labels(early.value).inc()
+            if early is lifecycle.Skip.OLDER_VERSION:
+                again = lifecycle.retracted_again(state, unconfirmed=unconfirmed)
+                if again:
+                    acks, _ = await self._publisher.stage_encoded(doc.id, [], [], headers, again)
+                    await self._publisher.wait(acks)
+                    m.chunks_retracted.inc(len(again))
             return
         built = self._resolver.resolve(doc)
         chunks = await self._chunk(built, doc.text, doc.content_type)

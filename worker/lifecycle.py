@@ -27,7 +27,9 @@ Invariants:
   come again: a compacted input topic drops it once a newer version of the document is
   written, retention drops it once it is old. A state a previous owner may not have finished
   (worker.unconfirmed) is therefore treated by any newer record as the redo treats it: what it
-  retracted is tombstoned again beside what it held, and every chunk is emitted.
+  retracted is tombstoned again beside what it held, and every chunk is emitted. An older
+  integer version, which changes nothing else, sends that state's retracted tombstones again
+  (:func:`retracted_again`): on a compacted input it is what drops the state's record.
 - **Retraction is by id**: the chunks of the previous version whose ids the new version does
   not have are tombstoned; an unchanged chunk keeps its id (content-addressed:
   worker.records.chunk_ids), so a sink need not re-embed it.
@@ -159,6 +161,20 @@ def update(
         retract=retract,
         state=DocumentState(offset, version, ids_to_bytes(ids), retracted=ids_to_bytes(retract)),
     )
+
+
+def retracted_again(state: DocumentState | None, *, unconfirmed: bool) -> list[str]:
+    """What an older integer version (:data:`Skip.OLDER_VERSION`) tombstones again when it meets
+    an unconfirmed state: the state's ``retracted``. The older version changes nothing else —
+    the state's version stays the document's — but the state's own record may never come again
+    to finish it (on a compacted input topic this very re-send is what drops it), and the
+    tombstones that record sent may not have landed. Those need no text, so they go out again
+    (idempotent for the sink) and no chunk the newer version retracted stays. Its chunk events
+    do need the text: a chunk only it added may stay missing until a newer version comes. The
+    state stays unconfirmed, so the next record that applies still finishes it."""
+    if not unconfirmed or state is None or state.deleted:
+        return []
+    return state.retracted_ids
 
 
 def delete(state: DocumentState | None, offset: int, *, unconfirmed: bool = False) -> Delete | Skip:

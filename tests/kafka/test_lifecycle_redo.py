@@ -182,3 +182,25 @@ async def test_a_state_whose_record_left_the_input_is_finished_by_the_next_versi
     assert set(held) - set(latest) == set(), "stale chunks of the first version"
     assert held == latest
     assert await helpers.dead_letters(bootstrap, settings.dlq_topic) == []
+
+
+async def test_an_older_version_after_a_lost_record_sends_its_tombstones_again(
+    kafka_bootstrap: str, topic_names: dict[str, str], tmp_path: Path
+) -> None:
+    """The same crash, the record gone, and then the first version is re-sent (on a compacted
+    input, that re-send is what drops the second version's record). The older integer version
+    changes nothing, but the second version's tombstones never landed and its record will not
+    come back to send them: the older version sends them again. No chunk the second version
+    retracted stays; the chunks only it added stay missing until a newer version comes (they
+    need its text, which is gone)."""
+    settings = helpers.make_settings(kafka_bootstrap, topic_names, **FLAGS)
+    old, new, event = await orphaned_state(settings, tmp_path)
+    bootstrap = settings.bootstrap_servers
+    delete_records_before(bootstrap, settings.input_topic, 2)
+    first = "\n\n".join(PARAGRAPHS)
+    await produce(bootstrap, settings.input_topic, [event(first, 1)])
+    await helpers.run_worker_to_end(settings, timeout_s=60)
+    held = await sink_contents(bootstrap, settings.output_topic, tmp_path / "b.db")
+    assert set(held) & (set(old) - set(new)) == set(), "chunks the second version retracted"
+    assert held == {chunk_id: text for chunk_id, text in old.items() if chunk_id in new}
+    assert await helpers.dead_letters(bootstrap, settings.dlq_topic) == []
