@@ -162,3 +162,51 @@ async def test_an_unconfirmed_marker_sends_the_documents_topic_null_again(
     await states.expire_markers({1: 6})
     sent = [(topic, key, value) for topic, key, value, _ in producer.sent]
     assert sent == [("chunk-documents", b"d", None), (STATE_TOPIC, b"d", None)]
+
+
+def test_the_states_whose_record_is_below_the_log_start_are_the_lost_ones() -> None:
+    tracker = Unconfirmed(committed=10)
+    assert tracker.lost(50) is None  # nothing unconfirmed read
+    tracker.seen("a", state(10))
+    tracker.seen("b", state(14))
+    assert tracker.lost(10) is None  # every record from the committed offset on is still there
+    assert tracker.lost(12) == (10, 12)
+    assert tracker.lost(99) == (10, 15)  # up to the highest unconfirmed offset read
+    tracker.settled("a")
+    tracker.settled("b")
+    assert tracker.lost(99) is None
+
+
+async def test_unconfirmed_states_below_the_log_start_send_their_tombstones_again(
+    tmp_path: Path,
+) -> None:
+    """A crash cut a version's records short, then time retention took its input record with
+    nothing of the document after it: on assignment, the states below the input's log start
+    send what they retracted again. Confirmed states, states still above the log start (their
+    record will be done again) and markers (expire_markers has them) send nothing here."""
+    producer = FakeProducer()
+    handler = lifecycle_handler(producer, tmp_path)
+    states = handler._states
+    assert states is not None
+    retracted = ["a" * 32, "b" * 32]
+    lost = DocumentState(6, 2, b"\x01" * 16, retracted=ids_to_bytes(retracted))
+    above = DocumentState(9, 2, b"\x02" * 16, retracted=ids_to_bytes(["c" * 32]))
+    confirmed = DocumentState(7, 2, b"\x03" * 16, retracted=ids_to_bytes(["d" * 32]))
+    marker = DocumentState(8, None, b"", deleted=True, retracted=ids_to_bytes(["e" * 32]))
+    tracker = Unconfirmed(committed=5)
+    for doc_id, value in [("lost", lost), ("above", above), ("ok", confirmed), ("m", marker)]:
+        states.store.put(1, doc_id, value)
+        tracker.seen(doc_id, value)
+    tracker.settled("ok")
+    states._unconfirmed[1] = tracker
+    assert states.may_have_lost(1)
+    assert await states.resend_lost(1, log_start=9) == 2
+    sent = [(topic, key, value) for topic, key, value, _ in producer.sent]
+    assert sent == [
+        ("chunks", retracted[0].encode(), None),
+        ("chunks", retracted[1].encode(), None),
+    ]
+    assert tracker.holds("lost", lost)  # still unconfirmed: a later version redoes it all
+    producer.sent.clear()
+    assert await states.resend_lost(1, log_start=5) == 0  # nothing taken by retention
+    assert producer.sent == []

@@ -86,6 +86,10 @@ class ConsumerClient(Protocol):
 
     async def seek_to_beginning(self, *partitions: TopicPartition) -> None: ...
 
+    async def beginning_offsets(
+        self, partitions: list[TopicPartition]
+    ) -> dict[TopicPartition, int]: ...
+
 
 @dataclass
 class InFlight:
@@ -445,7 +449,15 @@ class ConsumeLoop:
 
         async def restore() -> list[Restored]:  # committed offsets first: worker.unconfirmed
             committed = {tp.partition: await self._consumer.committed(tp) for tp in tps}
-            return await states.restore(partitions, committed)
+            restored = await states.restore(partitions, committed)
+            # Unconfirmed states whose input record retention already took: no redo will come
+            # (worker.state.resend_lost). Asked only when a partition has unconfirmed states.
+            doubtful = [tp for tp in tps if states.may_have_lost(tp.partition)]
+            if doubtful:
+                starts = await self._consumer.beginning_offsets(doubtful)
+                for tp in doubtful:
+                    await states.resend_lost(tp.partition, starts[tp])
+            return restored
 
         try:  # Kafka away: the partitions wait, paused, and the restore is tried again
             await retrying(restore, partitions)

@@ -28,7 +28,7 @@ from typing import Any
 from aiokafka.errors import KafkaError
 
 from worker.changelog import Changelog, Restored
-from worker.lifecycle import DocumentState, marker_expired
+from worker.lifecycle import ID_BYTES, DocumentState, marker_expired
 from worker.metrics import Metrics
 from worker.publisher import Publisher, Record
 from worker.state_store import StateStore, encode_state
@@ -191,6 +191,39 @@ class DocumentStates:
     def _outstanding(self, partition: int) -> bool:
         tracker = self._unconfirmed.get(partition)
         return tracker is not None and tracker.outstanding
+
+    def may_have_lost(self, partition: int) -> bool:
+        """Whether :meth:`resend_lost` has anything to look at (the caller then asks Kafka for
+        the input partition's log start)."""
+        return self._outstanding(partition)
+
+    async def resend_lost(self, partition: int, log_start: int) -> int:
+        """Send again the tombstones of the unconfirmed states whose input record is gone (its
+        offset below the partition's ``log_start``: time retention, or DeleteRecords), so no
+        redo of it will ever come, and no later record may either. What those records
+        retracted is tombstoned again (idempotent for the sink), so no chunk they retracted
+        stays; the states stay unconfirmed, so a later version still does the full redo (their
+        own chunk events need the text, which is gone). The number of ids tombstoned."""
+        tracker = self._unconfirmed.get(partition)
+        span = None if tracker is None else tracker.lost(log_start)
+        if tracker is None or span is None:
+            return 0
+        acks: list[asyncio.Future[None]] = []
+        sent = 0
+        for doc_id, state in self.store.live_between(partition, *span):
+            if not state.retracted or not tracker.holds(doc_id, state):
+                continue
+            staged, _ = await self._publisher.stage_encoded(doc_id, [], [], (), state.retracted_ids)
+            acks += staged
+            sent += len(state.retracted) // ID_BYTES
+        await self._publisher.wait(acks)
+        if sent:
+            self._metrics.chunks_retracted.inc(sent)
+            log.warning(
+                "input records gone before they were done again: their tombstones sent again",
+                extra={"partition": partition, "log_start": log_start, "tombstones": sent},
+            )
+        return sent
 
     async def expire_markers(self, committed: Mapping[int, int]) -> None:
         """Remove the delete markers the committed offsets have passed (changelog tombstone,

@@ -230,6 +230,18 @@ class StateStore:
             self._counts[partition] = cached
         return cached
 
+    def live_between(self, partition: int, low: int, high: int) -> list[tuple[str, DocumentState]]:
+        """The live (not deleted) documents of a partition whose state came from an input
+        offset in ``[low, high)``: a scan of the partition's rows (rare: worker.state's
+        ``resend_lost``)."""
+        self.flush()
+        rows = self._db.execute(
+            "SELECT doc_id, value FROM state WHERE part = ? AND deleted = 0 "
+            "AND offset >= ? AND offset < ?",
+            (partition, low, high),
+        )
+        return [(doc_id, decode_state(value)) for doc_id, value in rows]
+
     def markers(self, partition: int) -> list[tuple[str, int]]:
         """The delete markers of a partition: (document id, offset of the delete)."""
         self.flush()

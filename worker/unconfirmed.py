@@ -10,7 +10,9 @@ That record may never come again, though:
 
 The newer version must then do what the redo would have done. It tombstones what the state
 retracted as well as what it held, and it emits every chunk. This module says which states
-those are.
+those are, and (:meth:`Unconfirmed.lost`) which of them already lost their record: those send
+their tombstones again on assignment (worker.state), since a document may have no newer
+version at all.
 
 Invariants:
 
@@ -65,6 +67,14 @@ class Unconfirmed:
         """This worker wrote the document's state, and it was acknowledged."""
         if self._ids is not None:
             self._ids.discard(doc_id)
+
+    def lost(self, log_start: int) -> tuple[int, int] | None:
+        """The input offsets ``[low, high)`` of the unconfirmed states whose record is gone
+        (below the partition's ``log_start``: retention, or DeleteRecords): no redo will come
+        for them. None when there can be none."""
+        if not self.outstanding or self.since >= log_start or self.highest < self.since:
+            return None
+        return self.since, min(log_start, self.highest + 1)
 
     @property
     def outstanding(self) -> bool:

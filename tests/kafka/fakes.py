@@ -116,6 +116,11 @@ class FakeConsumer:
     async def committed(self, tp: TopicPartition) -> int | None:
         return self.committed_offset(tp)
 
+    async def beginning_offsets(
+        self, partitions: list[TopicPartition]
+    ) -> dict[TopicPartition, int]:
+        return {tp: 0 for tp in partitions}  # nothing taken by retention
+
     def committed_offset(self, tp: TopicPartition) -> int | None:
         for commit in reversed(self.commits):
             if tp in commit:

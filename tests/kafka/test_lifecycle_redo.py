@@ -204,3 +204,26 @@ async def test_an_older_version_after_a_lost_record_sends_its_tombstones_again(
     assert set(held) & (set(old) - set(new)) == set(), "chunks the second version retracted"
     assert held == {chunk_id: text for chunk_id, text in old.items() if chunk_id in new}
     assert await helpers.dead_letters(bootstrap, settings.dlq_topic) == []
+
+
+async def test_a_lost_record_with_nothing_after_it_has_its_tombstones_sent_again(
+    kafka_bootstrap: str, topic_names: dict[str, str], tmp_path: Path
+) -> None:
+    """The same crash, and retention takes the second version's record before any worker
+    reads it again, with no later record of the document. On assignment the worker finds the
+    unconfirmed state below the input's log start and sends its tombstones again: no chunk the
+    second version retracted stays. (Another document follows, so the group commits to the
+    end.)"""
+    settings = helpers.make_settings(kafka_bootstrap, topic_names, **FLAGS)
+    old, new, _ = await orphaned_state(settings, tmp_path)
+    bootstrap = settings.bootstrap_servers
+    delete_records_before(bootstrap, settings.input_topic, 2)
+    other = PARAGRAPHS[6]
+    encoded = EventEncoder("msgpack").encode(DocumentEvent(id="other", text=other, version=1))
+    await produce(bootstrap, settings.input_topic, [(b"other", encoded)])
+    await helpers.run_worker_to_end(settings, timeout_s=60)
+    held = await sink_contents(bootstrap, settings.output_topic, tmp_path / "b.db")
+    assert set(held) & (set(old) - set(new)) == set(), "chunks the second version retracted"
+    kept = {chunk_id: text for chunk_id, text in old.items() if chunk_id in new}
+    assert held == {**kept, **chunks_of(settings, "other", other)}
+    assert await helpers.dead_letters(bootstrap, settings.dlq_topic) == []
