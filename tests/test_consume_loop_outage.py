@@ -81,8 +81,8 @@ class FlakyStates:
     async def expire_markers(self, committed: Any) -> None:
         return None
 
-    def may_have_lost(self, partition: int) -> bool:
-        return False  # no unconfirmed state
+    async def resend_lost_records(self, partitions: Any, log_starts: Any) -> None:
+        return None  # no unconfirmed state
 
 
 async def test_a_restore_failing_on_kafka_is_tried_again_and_a_shutdown_while_down_is_clean(

@@ -199,14 +199,22 @@ async def test_unconfirmed_states_below_the_log_start_send_their_tombstones_agai
         tracker.seen(doc_id, value)
     tracker.settled("ok")
     states._unconfirmed[1] = tracker
-    assert states.may_have_lost(1)
-    assert await states.resend_lost(1, log_start=9) == 2
+    asked: list[list[TopicPartition]] = []
+
+    async def log_starts(tps: list[TopicPartition]) -> dict[TopicPartition, int]:
+        asked.append(tps)
+        return {tp: 9 for tp in tps}
+
+    p0, p1 = TopicPartition("documents", 0), TopicPartition("documents", 1)
+    await states.resend_lost_records([p0, p1], log_starts)
+    assert asked == [[p1]]  # partition 0 has no unconfirmed state: Kafka is not asked
     sent = [(topic, key, value) for topic, key, value, _ in producer.sent]
     assert sent == [
         ("chunks", retracted[0].encode(), None),
         ("chunks", retracted[1].encode(), None),
     ]
     assert tracker.holds("lost", lost)  # still unconfirmed: a later version redoes it all
+    assert states._metrics.chunks_retracted._value.get() == 2
     producer.sent.clear()
     assert await states.resend_lost(1, log_start=5) == 0  # nothing taken by retention
     assert producer.sent == []

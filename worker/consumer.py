@@ -450,13 +450,7 @@ class ConsumeLoop:
         async def restore() -> list[Restored]:  # committed offsets first: worker.unconfirmed
             committed = {tp.partition: await self._consumer.committed(tp) for tp in tps}
             restored = await states.restore(partitions, committed)
-            # Unconfirmed states whose input record retention already took: no redo will come
-            # (worker.state.resend_lost). Asked only when a partition has unconfirmed states.
-            doubtful = [tp for tp in tps if states.may_have_lost(tp.partition)]
-            if doubtful:
-                starts = await self._consumer.beginning_offsets(doubtful)
-                for tp in doubtful:
-                    await states.resend_lost(tp.partition, starts[tp])
+            await states.resend_lost_records(tps, self._consumer.beginning_offsets)
             return restored
 
         try:  # Kafka away: the partitions wait, paused, and the restore is tried again

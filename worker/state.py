@@ -22,9 +22,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
+from aiokafka import TopicPartition
 from aiokafka.errors import KafkaError
 
 from worker.changelog import Changelog, Restored
@@ -36,6 +37,9 @@ from worker.unconfirmed import Unconfirmed
 from worker.waiting import wait_while
 
 log = logging.getLogger("chunkstream.worker")
+
+# The input partitions' log start offsets (AIOKafkaConsumer.beginning_offsets).
+LogStarts = Callable[[list[TopicPartition]], Awaitable[dict[TopicPartition, int]]]
 
 # How long a hand-over waits for records still on their way (release): within the 5 s a
 # revocation leaves itself below the rebalance timeout after its drain (worker.consumer).
@@ -192,10 +196,16 @@ class DocumentStates:
         tracker = self._unconfirmed.get(partition)
         return tracker is not None and tracker.outstanding
 
-    def may_have_lost(self, partition: int) -> bool:
-        """Whether :meth:`resend_lost` has anything to look at (the caller then asks Kafka for
-        the input partition's log start)."""
-        return self._outstanding(partition)
+    async def resend_lost_records(
+        self, partitions: Sequence[TopicPartition], log_starts: LogStarts
+    ) -> None:
+        """:meth:`resend_lost` after a restore, for each partition that has unconfirmed states;
+        ``log_starts`` (the consumer's ``beginning_offsets``) is asked only for those."""
+        doubtful = [tp for tp in partitions if self._outstanding(tp.partition)]
+        if doubtful:
+            starts = await log_starts(doubtful)
+            for tp in doubtful:
+                await self.resend_lost(tp.partition, starts[tp])
 
     async def resend_lost(self, partition: int, log_start: int) -> int:
         """Send again the tombstones of the unconfirmed states whose input record is gone (its
