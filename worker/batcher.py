@@ -67,8 +67,8 @@ MEASURE_IN_THREAD_OVER = 64
 # on the event loop when they hold at most this many characters, on the batcher's threads
 # otherwise. 64 KiB is ~2.5-3.5 ms of the static model's compiled rows (16 KiB measured 0.6-0.9
 # ms); the document's own plan and assembly, on the loop whatever its size, take longer. At one
-# core the hop buys nothing and costs a thread switch: 16 KiB → 64 KiB cut `semantic`'s and
-# `sdpm`'s CPU per MB end to end in two of three pairs, level in the third (docs/worker.md).
+# core the hop buys nothing and costs a thread switch: `semantic`'s and `sdpm`'s CPU per MB end
+# to end was lower in 10 of 12 paired comparisons against 16 KiB (docs/worker.md).
 DIRECT_INLINE_CHARS = 64 * 1024
 
 

@@ -29,7 +29,7 @@ from aiokafka import TopicPartition
 from aiokafka.errors import KafkaError
 
 from worker.changelog import Changelog, Restored
-from worker.lifecycle import ID_BYTES, DocumentState, marker_expired
+from worker.lifecycle import DocumentState, marker_expired
 from worker.metrics import Metrics
 from worker.publisher import Publisher, Record
 from worker.state_store import StateStore, encode_state
@@ -223,9 +223,10 @@ class DocumentStates:
         for doc_id, state in self.store.live_between(partition, *span):
             if not state.retracted or not tracker.holds(doc_id, state):
                 continue
-            staged, _ = await self._publisher.stage_encoded(doc_id, [], [], (), state.retracted_ids)
+            retracted = state.retracted_ids
+            staged, _ = await self._publisher.stage_encoded(doc_id, [], [], (), retracted)
             acks += staged
-            sent += len(state.retracted) // ID_BYTES
+            sent += len(retracted)
         await self._publisher.wait(acks)
         if sent:
             self._metrics.chunks_retracted.inc(sent)
