@@ -26,13 +26,16 @@ the same compression, each pinned to one core, the broker to the other.
   worker's is on its own: the comparison slightly favours the peer).
 
 CPU is each child's own ``time.process_time()`` (every thread) over its clock's span. Reported:
-wall MB/s, CPU-s per MB, chunk events per MB, and worker ÷ peer (same compression, same round).
+wall MB/s, CPU-s per MB, chunk events per MB, and worker ÷ peer (same compression, same round);
+and the broker's CPU over the same span (bench/process_cpu.py) per input MB, with the MB/s its
+one core would allow at that cost when fully busy (``1 / broker CPU-s per MB``).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
@@ -49,6 +52,7 @@ sys.path.insert(0, str(REPO))
 
 from bench.corpus import Document, add_corpus_argument, describe, load  # noqa: E402
 from bench.e2e_bench import _produce, clock_from_assignment, repeated, start_broker  # noqa: E402
+from bench.process_cpu import CpuSampler  # noqa: E402
 from bench.quix_peer import run_peer  # noqa: E402
 from worker.config import load_settings  # noqa: E402
 from worker.kafka import create_topics, worker_topics  # noqa: E402
@@ -67,6 +71,11 @@ class Pass:
     cpu_s: float
     chunks: int
     round: int = 0
+    broker_cpu_s: float = float("nan")  # the broker's CPU over the pass's clock
+
+    @property
+    def broker_cpu_per_mb(self) -> float:
+        return self.broker_cpu_s / self.megabytes
 
     @property
     def mb_per_s(self) -> float:
@@ -91,6 +100,7 @@ async def child_worker(config: dict[str, str], documents: int) -> dict[str, floa
                 raise RuntimeError(f"worker stopped early: {task.result()}")
             await asyncio.sleep(0.005)
     cpu, _, wall = marks[0]
+    started = time.monotonic() - (time.perf_counter() - wall)  # the same moment, system-wide
     while worker.stats["documents"] + worker.stats["dead_letters"] < documents:
         if task.done():
             raise RuntimeError(f"worker stopped early: {task.result()}")
@@ -100,6 +110,8 @@ async def child_worker(config: dict[str, str], documents: int) -> dict[str, floa
         "cpu_s": time.process_time() - cpu,
         "chunks": worker.stats["chunks"],
         "dead_letters": worker.stats["dead_letters"],
+        "started": started,
+        "ended": time.monotonic(),
     }
     worker.request_stop()
     await task
@@ -155,6 +167,15 @@ def size_of(docs: Sequence[Document]) -> float:
     return sum(len(d.text.encode()) for d in docs) / 1e6
 
 
+def broker_cpu(sampler: CpuSampler, started: float, ended: float) -> float:
+    """The broker's CPU seconds over a pass's clock (NaN from a child that gave no span)."""
+    if not started:
+        return float("nan")
+    while sampler.times[-1] <= ended:  # the sampler's thread has not passed the end yet
+        time.sleep(sampler.interval_s)
+    return sampler.cpu_between(started, ended)
+
+
 def pin_broker(run_dir: Path, cpus: str) -> None:
     pid = (run_dir / "broker.pid").read_text().strip()
     subprocess.run(["taskset", "-a", "-cp", cpus, pid], check=True, capture_output=True)
@@ -180,6 +201,8 @@ async def main(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         bootstrap = start_broker(Path(tmp))
         pin_broker(Path(tmp), args.broker_cpu)
+        broker = CpuSampler(int((Path(tmp) / "broker.pid").read_text().strip()))
+        stack = contextlib.ExitStack()
         try:
             admin = load_settings({"bootstrap_servers": bootstrap}, env={})
             topic = f"peer-bench-docs-{uuid.uuid4().hex[:8]}"
@@ -193,6 +216,7 @@ async def main(args: argparse.Namespace) -> None:
                 await _produce(bootstrap, small, embedding_docs, encoding="json")
                 await _produce(bootstrap, tiny, with_vectors_docs, encoding="json")
             megabytes = size_of(docs)
+            stack.enter_context(broker)
             for number in range(1, args.rounds + 1):
                 for compression in args.compression:
                     common = {"compression_type": compression, **overrides}
@@ -210,7 +234,7 @@ async def main(args: argparse.Namespace) -> None:
                     passes.append(
                         Pass(
                             "quix peer", compression, megabytes, peer.seconds, peer.cpu_s,
-                            peer.chunks, number,
+                            peer.chunks, number, broker_cpu(broker, peer.started, peer.ended),
                         )
                     )  # fmt: skip
                     print(f"round {number} {compression} peer: done ({load_average()})", flush=True)
@@ -231,6 +255,7 @@ async def main(args: argparse.Namespace) -> None:
                                 Pass(
                                     label, compression, megabytes, r["seconds"], r["cpu_s"],
                                     int(r["chunks"]), number,
+                                    broker_cpu(broker, r["started"], r["ended"]),
                                 )
                             )  # fmt: skip
                             print(f"round {number} {compression} {label}: done", flush=True)
@@ -261,11 +286,13 @@ async def main(args: argparse.Namespace) -> None:
                                 Pass(
                                     label, compression, size_of(subset), r["seconds"], r["cpu_s"],
                                     int(r["chunks"]), number,
+                                    broker_cpu(broker, r["started"], r["ended"]),
                                 )
                             )  # fmt: skip
                             print(f"round {number} {compression} {label}: done", flush=True)
                     loads.append(load_average())
         finally:
+            stack.close()
             subprocess.run(  # noqa: ASYNC221 - the benchmark is over
                 [str(REPO / "deploy/kafka/local-kafka"), "stop", "--dir", tmp], check=False
             )
@@ -277,8 +304,8 @@ async def main(args: argparse.Namespace) -> None:
 def table(passes: list[Pass]) -> str:
     rows = [
         "| round | compression | what | MB | MB/s (wall) | CPU-s/MB | chunk events | events/MB "
-        "| MB/s ÷ peer | CPU-s/MB ÷ peer |",
-        "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| MB/s ÷ peer | CPU-s/MB ÷ peer | broker CPU-s/MB | broker-bound MB/s |",
+        "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     peers = {(p.round, p.compression): p for p in passes if p.what == "quix peer"}
     for p in passes:
@@ -288,7 +315,7 @@ def table(passes: list[Pass]) -> str:
         rows.append(
             f"| {p.round} | {p.compression} | {p.what} | {p.megabytes:.1f} | {p.mb_per_s:.2f} "
             f"| {p.cpu_per_mb:.3f} | {p.chunks:,} | {p.chunks / p.megabytes:,.0f} "
-            f"| {rate} | {cpu} |"
+            f"| {rate} | {cpu} | {p.broker_cpu_per_mb:.3f} | {1 / p.broker_cpu_per_mb:.1f} |"
         )
     return "\n".join(rows)
 
