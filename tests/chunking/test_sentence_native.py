@@ -113,9 +113,10 @@ def test_the_cap_is_checked() -> None:
         sentence.NATIVE_CHUNK("text", 0, None, None)
 
 
-def test_a_token_piece_over_the_cap_goes_to_the_twin(tokenizer_path: str) -> None:
+def test_a_token_piece_over_the_cap_without_a_cutter_goes_to_the_twin(tokenizer_path: str) -> None:
     # Cutting a piece at characters needs exact counts of its prefixes (a Python tokenizer):
-    # the core declines the document, and chunk() runs the twin.
+    # without units.cut_word the core declines the document (chunk() hands it one, and
+    # tests/chunking/test_cut_word_native.py holds the core's own cuts to the twin's).
     counter = piece_counter(tokenizer_path)
     assert sentence.NATIVE_CHUNK is not None
     long_word = "ab-" * 30  # one piece (no space, no sentence mark) of 60 tokens

@@ -767,16 +767,20 @@ done:
 /* -- entry point ------------------------------------------------------------------------- */
 
 static PyObject *chunk(PyObject *self, PyObject *args) {
-    PyObject *text, *language, *memory, *count_pieces;
+    PyObject *text, *language, *memory, *count_pieces, *cut_word = Py_None;
     Params params;
     Profile p;
     memset(&p, 0, sizeof p);
-    if (!PyArg_ParseTuple(args, "U(nnnn)pidO!UOO", &text, &params.base_size, &params.min_size, &params.max_size,
+    if (!PyArg_ParseTuple(args, "U(nnnn)pidO!UOO|O", &text, &params.base_size, &params.min_size, &params.max_size,
                           &params.overlap, &params.clause_cuts, &p.min_arabic_letters, &params.technical_threshold,
-                          &PyDict_Type, &params.extra, &language, &memory, &count_pieces))
+                          &PyDict_Type, &params.extra, &language, &memory, &count_pieces, &cut_word))
         return NULL;
     if (config.classes == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "configure() was not called");
+        return NULL;
+    }
+    if (cut_word != Py_None && !PyCallable_Check(cut_word)) {
+        PyErr_SetString(PyExc_TypeError, "cut_word must be callable or None");
         return NULL;
     }
     if (params.base_size < 1 || params.min_size < 1 || params.max_size < params.min_size || params.overlap < 0) {
@@ -808,6 +812,7 @@ static PyObject *chunk(PyObject *self, PyObject *args) {
     memset(&m, 0, sizeof m);
     m.t = &t;
     m.tokens = tokens;
+    measure_take_cutter(&m, text, cut_word); /* checked above */
     Units units;
     memset(&units, 0, sizeof units);
     BlockSpans blocks = {0};

@@ -1,4 +1,4 @@
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from worker.chunking.types import Chunk
 
@@ -14,14 +14,14 @@ def configure(
 ) -> None: ...
 def chunk(
     text: str,
-    base_size: int,
-    min_size: int,
-    max_size: int,
-    overlap: int,
+    sizes: tuple[int, int, int, int],
     clause_cuts: bool,
     arabic_min_letters: int,
     technical_threshold: float,
     extra_metadata: dict[str, object],
     language: str,
+    memory: object | None,
+    count_pieces: Callable[[list[str]], list[int]] | None,
+    cut_word: Callable[[str, int, int, int], list[tuple[int, int, int]]] | None = None,
     /,
-) -> list[Chunk]: ...
+) -> list[Chunk] | None: ...

@@ -89,7 +89,7 @@ static int at_word_edges(const Text *t, const Units *u, const Positions *groups)
 /* The chunks of the document read into r (lexical.chunk_reference after the document pass):
  * a list, None (the twin must chunk it), or NULL with an exception set. */
 static PyObject *chunks_of(Reader *r, PyObject *text, PyObject *doc_id, PyObject *source, Py_ssize_t cap,
-                           PyObject *memory, PyObject *count_pieces)
+                           PyObject *memory, PyObject *count_pieces, PyObject *cut_word)
 {
     const Text *t = r->t;
     SentenceText st = {t->kind, t->data, t->len};
@@ -97,6 +97,8 @@ static PyObject *chunks_of(Reader *r, PyObject *text, PyObject *doc_id, PyObject
     memset(&m, 0, sizeof m);
     m.t = &st;
     m.tokens = memory != Py_None;
+    if (measure_take_cutter(&m, text, cut_word) < 0)
+        return NULL;
     Units units;
     memset(&units, 0, sizeof units);
     BlockSpans blocks = {0};
@@ -170,7 +172,7 @@ done:
 }
 
 static PyObject *run_document(PyObject *text, PyObject *doc_id, PyObject *source, Py_ssize_t cap, PyObject *memory,
-                              PyObject *count_pieces)
+                              PyObject *count_pieces, PyObject *cut_word)
 {
     Text t = {PyUnicode_KIND(text), PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text), NULL, NULL, NULL, NULL, NULL};
     /* The classes padded with spaces to whole 64-character words, then the four bitmaps. */
@@ -201,7 +203,7 @@ static PyObject *run_document(PyObject *text, PyObject *doc_id, PyObject *source
     if (reading > 0)
         result = new_ref(Py_None);
     else if (reading == 0)
-        result = chunks_of(&reader, text, doc_id, source, cap, memory, count_pieces);
+        result = chunks_of(&reader, text, doc_id, source, cap, memory, count_pieces, cut_word);
     if (lent)
         return_scratch(&reader);
     else {
@@ -221,8 +223,9 @@ static PyObject *chunk(PyObject *module, PyObject *const *args, Py_ssize_t nargs
         PyErr_SetString(PyExc_RuntimeError, "_lexical_core.configure() has not been called");
         return NULL;
     }
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "chunk(text, doc_id, source, cap, memory, count_pieces) takes 6 arguments");
+    if (nargs != 6 && nargs != 7) {
+        PyErr_SetString(PyExc_TypeError,
+                        "chunk(text, doc_id, source, cap, memory, count_pieces[, cut_word]) takes 6 or 7 arguments");
         return NULL;
     }
     for (int k = 0; k < 3; k++) {
@@ -247,7 +250,7 @@ static PyObject *chunk(PyObject *module, PyObject *const *args, Py_ssize_t nargs
     /* Every object made here stays referenced by the result: a collection during the call
      * would only walk them. Collections resume afterwards (if they were enabled). */
     int collecting = PyGC_Disable();
-    PyObject *result = run_document(args[0], args[1], args[2], cap, args[4], args[5]);
+    PyObject *result = run_document(args[0], args[1], args[2], cap, args[4], args[5], nargs == 7 ? args[6] : Py_None);
     if (collecting)
         PyGC_Enable();
     return result;
@@ -257,8 +260,8 @@ static PyMethodDef methods[] = {
     {"configure", (PyCFunction)(void (*)(void))configure, METH_VARARGS | METH_KEYWORDS,
      "Set the word lists, limits and labels (once, from worker.chunking.rules.lexical)."},
     {"chunk", (PyCFunction)(void (*)(void))chunk, METH_FASTCALL,
-     "chunk(text, doc_id, source, cap, memory, count_pieces) -> list[Chunk] | None: characters when memory is "
-     "None, else tokens; None: use the reference."},
+     "chunk(text, doc_id, source, cap, memory, count_pieces[, cut_word]) -> list[Chunk] | None: characters when "
+     "memory is None, else tokens (a word over the cap cut by cut_word); None: use the reference."},
     PIECE_MEMORY_METHODS,
     {NULL, NULL, 0, NULL},
 };

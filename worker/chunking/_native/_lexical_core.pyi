@@ -1,6 +1,6 @@
 """The compiled core of the `lexical` strategy (worker/chunking/_native/_lexical_core.c)."""
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from worker.chunking.types import Chunk
 
@@ -23,4 +23,13 @@ def configure(
     list_keyword_overlap_min: int,
     lead_window: int,
 ) -> None: ...
-def chunk(text: str, doc_id: str, source: str, markdown: bool, /) -> list[Chunk] | None: ...
+def chunk(
+    text: str,
+    doc_id: str,
+    source: str,
+    cap: int,
+    memory: object | None,
+    count_pieces: Callable[[list[str]], list[int]] | None,
+    cut_word: Callable[[str, int, int, int], list[tuple[int, int, int]]] | None = None,
+    /,
+) -> list[Chunk] | None: ...

@@ -100,15 +100,60 @@ static Py_ssize_t clause_end(const SentenceText *t, Py_ssize_t p, Py_ssize_t end
     return end;
 }
 
+/* units._characters in tokens: the word [start, end), over the cap, cut by the twin's
+ * units.cut_word (exact counts need the tokenizer); the measure refined with its pieces, which
+ * are units, the first at `level` and the rest at L_FORCED. 0, or -1 with an exception set. */
+static int cut_word_units(Measure *m, const Sizes *s, Py_ssize_t start, Py_ssize_t end, int level, int heading,
+                          Py_ssize_t index, Units *out) {
+    PyObject *cuts = PyObject_CallFunction(m->cut_word, "Onnn", m->text, start, end, (Py_ssize_t)s->cap);
+    if (cuts == NULL) return -1;
+    int result = -1;
+    Py_ssize_t n = PyList_Check(cuts) ? PyList_GET_SIZE(cuts) : 0;
+    Py_ssize_t *ends = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(n ? n : 1));
+    long long *counts = PyMem_Malloc(sizeof(long long) * (size_t)(n ? n : 1));
+    if (ends == NULL || counts == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t expected = start;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *cut = PyList_GET_ITEM(cuts, k);
+        Py_ssize_t a, b;
+        long long count;
+        if (!PyTuple_Check(cut) || !PyArg_ParseTuple(cut, "nnL", &a, &b, &count)) goto invalid;
+        if (a != expected || b <= a || b > end || count < 0) goto invalid;
+        ends[k] = b;
+        counts[k] = count;
+        expected = b;
+    }
+    if (n == 0 || expected != end) goto invalid;
+    if (measure_refine(m, start, n, ends, counts) < 0) goto done;
+    Py_ssize_t a = start;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        if (units_push(out, a, ends[k], k == 0 ? level : L_FORCED, heading, index) < 0) goto done;
+        a = ends[k];
+    }
+    result = 0;
+    goto done;
+invalid:
+    if (!PyErr_Occurred())
+        PyErr_SetString(PyExc_ValueError, "cut_word must return (start, end, count) pieces covering the word");
+done:
+    PyMem_Free(ends);
+    PyMem_Free(counts);
+    Py_DECREF(cuts);
+    return result;
+}
+
 /* units._split: the unit [start, end) whole, or cut one step finer. 0, HAND_BACK, or -1. */
-static int split_unit(const Measure *m, const Sizes *s, int clauses, Py_ssize_t start, Py_ssize_t end, int level,
+static int split_unit(Measure *m, const Sizes *s, int clauses, Py_ssize_t start, Py_ssize_t end, int level,
                       int heading, Py_ssize_t index, int depth, Units *out) {
     const SentenceText *t = m->t;
     long long size = measure_size(m, start, end);
     if (size <= s->limit || ((depth == D_WORD || depth == D_BLOCK) && size <= s->cap))
         return units_push(out, start, end, level, heading, index);
     if (depth == D_WORD) {
-        if (m->tokens) return HAND_BACK;
+        if (m->tokens) return m->cut_word == NULL ? HAND_BACK : cut_word_units(m, s, start, end, level, heading, index, out);
         for (Py_ssize_t a = start; a < end; a += (Py_ssize_t)s->cap) {
             Py_ssize_t b = a + (Py_ssize_t)s->cap < end ? a + (Py_ssize_t)s->cap : end;
             if (units_push(out, a, b, a == start ? level : L_CHAR, heading, index) < 0) return -1;
@@ -188,7 +233,7 @@ static uint32_t gap_hash(const SentenceText *t, Py_ssize_t start_before, Py_ssiz
 }
 
 /* units.read_units: 0, HAND_BACK, or -1 with an exception set. `blocks`: read_blocks(t). */
-static int read_units_of(const Measure *m, const Sizes *s, const Abbreviations *abbreviations, const Reading *how,
+static int read_units_of(Measure *m, const Sizes *s, const Abbreviations *abbreviations, const Reading *how,
                          const BlockSpans *blocks, Units *units) {
     const SentenceText *t = m->t;
     RawUnits flat = {0};
@@ -246,7 +291,7 @@ done:
 }
 
 /* units.read_units with sentence's defaults. */
-static inline int read_units(const Measure *m, const Sizes *s, const Abbreviations *abbreviations, Units *units) {
+static inline int read_units(Measure *m, const Sizes *s, const Abbreviations *abbreviations, Units *units) {
     BlockSpans blocks = {0};
     Reading how = {0, 0};
     int result = read_blocks(m->t, &blocks) < 0 ? -1 : read_units_of(m, s, abbreviations, &how, &blocks, units);

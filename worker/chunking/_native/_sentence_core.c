@@ -93,9 +93,9 @@ static int ready(void) {
 /* -- entry point --------------------------------------------------------------------------- */
 
 static PyObject *chunk(PyObject *self, PyObject *args) {
-    PyObject *text, *memory, *count_pieces;
+    PyObject *text, *memory, *count_pieces, *cut_word = Py_None;
     Py_ssize_t cap;
-    if (!PyArg_ParseTuple(args, "UnOO", &text, &cap, &memory, &count_pieces) || !ready()) return NULL;
+    if (!PyArg_ParseTuple(args, "UnOO|O", &text, &cap, &memory, &count_pieces, &cut_word) || !ready()) return NULL;
     if (cap < 1) {
         PyErr_Format(PyExc_ValueError, "cap must be >= 1, got %zd", cap);
         return NULL;
@@ -115,6 +115,7 @@ static PyObject *chunk(PyObject *self, PyObject *args) {
     memset(&m, 0, sizeof m);
     m.t = &t;
     m.tokens = tokens;
+    if (measure_take_cutter(&m, text, cut_word) < 0) return NULL;
     Units units;
     memset(&units, 0, sizeof units);
     Positions groups = {0};

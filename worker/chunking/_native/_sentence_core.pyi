@@ -11,6 +11,7 @@ def chunk(
     cap: int,
     memory: object | None,
     count_pieces: Callable[[list[str]], list[int]] | None,
+    cut_word: Callable[[str, int, int, int], list[tuple[int, int, int]]] | None = None,
     /,
 ) -> list[Chunk] | None: ...
 def count_texts(

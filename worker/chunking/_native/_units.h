@@ -4,8 +4,10 @@
  *
  * Token sizes: the pieces of units.Measure are found here; their counts come from the core's
  * memory (_piece_cache.h) or, for the pieces it does not hold yet, from the Python
- * PieceCounter's count_pieces in one call. A piece over the cap would need
- * exact counts of its prefixes: the core then returns None and the twin chunks the document.
+ * PieceCounter's count_pieces in one call. A piece over the cap needs exact counts of its
+ * prefixes, which only the tokenizer gives: the core cuts it with units.cut_word (the twin's
+ * own function, handed in as `cut_word`) and refines the measure with the pieces; without
+ * `cut_word` it returns None and the twin chunks the document.
  */
 #ifndef CHUNKSTREAM_UNITS_H
 #define CHUNKSTREAM_UNITS_H
@@ -80,6 +82,8 @@ typedef struct {
     int tokens;
     Positions ends;    /* piece ends, in order */
     Counts cumulative; /* tokens before each piece, and the total after the last */
+    PyObject *text;     /* borrowed: the document, for cut_word */
+    PyObject *cut_word; /* borrowed, or NULL: units.cut_word with the counter's count_exact */
 } Measure;
 
 static void measure_free(Measure *m) {
@@ -173,6 +177,62 @@ static long long measure_before(const Measure *m, Py_ssize_t position) {
 
 static long long measure_size(const Measure *m, Py_ssize_t start, Py_ssize_t end) {
     return measure_before(m, end) - measure_before(m, start);
+}
+
+/* The measure's way to cut a word over the cap (units.cut_word), or none (None): the core
+ * then hands such a document back to the twin. 0, or -1 with an exception set. */
+static int measure_take_cutter(Measure *m, PyObject *text, PyObject *cut_word) {
+    if (cut_word != Py_None && !PyCallable_Check(cut_word)) {
+        PyErr_SetString(PyExc_TypeError, "cut_word must be callable or None");
+        return -1;
+    }
+    m->text = text;
+    m->cut_word = cut_word == Py_None ? NULL : cut_word;
+    return 0;
+}
+
+/* Measure.refine: the one piece that holds `start` replaced by `n` pieces ending at `ends`
+ * with `counts` tokens each. 0, or -1 with an exception set. */
+static int measure_refine(Measure *m, Py_ssize_t start, Py_ssize_t n, const Py_ssize_t *ends,
+                          const long long *counts) {
+    Py_ssize_t pieces = m->ends.count, first = 0, high = pieces;
+    while (first < high) { /* the lowest piece ending after start */
+        Py_ssize_t middle = (first + high) / 2;
+        if (m->ends.items[middle] <= start) first = middle + 1;
+        else high = middle;
+    }
+    if (first == pieces) {
+        PyErr_SetString(PyExc_ValueError, "refine: no piece holds the start");
+        return -1;
+    }
+    Py_ssize_t total = pieces - 1 + n;
+    Py_ssize_t *new_ends = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(total ? total : 1));
+    long long *new_cumulative = PyMem_Malloc(sizeof(long long) * (size_t)(total + 1));
+    if (new_ends == NULL || new_cumulative == NULL) {
+        PyMem_Free(new_ends);
+        PyMem_Free(new_cumulative);
+        PyErr_NoMemory();
+        return -1;
+    }
+    const long long *old = m->cumulative.items;
+    memcpy(new_ends, m->ends.items, sizeof(Py_ssize_t) * (size_t)first);
+    memcpy(new_cumulative, old, sizeof(long long) * (size_t)(first + 1));
+    for (Py_ssize_t k = 0; k < n; k++) {
+        new_ends[first + k] = ends[k];
+        new_cumulative[first + k + 1] = new_cumulative[first + k] + counts[k];
+    }
+    for (Py_ssize_t k = first + 1; k < pieces; k++) {
+        Py_ssize_t at = k - 1 + n; /* the piece's new index */
+        new_ends[at] = m->ends.items[k];
+        new_cumulative[at + 1] = new_cumulative[at] + (old[k + 1] - old[k]);
+    }
+    PyMem_Free(m->ends.items);
+    PyMem_Free(m->cumulative.items);
+    m->ends.items = new_ends;
+    m->ends.count = m->ends.capacity = total;
+    m->cumulative.items = new_cumulative;
+    m->cumulative.count = m->cumulative.capacity = total + 1;
+    return 0;
 }
 
 /* Measure.separates */

@@ -45,7 +45,7 @@ from worker.chunking.text.lexicon import ARABIC_COMPLEX_MIN_LETTERS
 from worker.chunking.text.packing import Sizes, pack
 from worker.chunking.text.segment import ABBREVIATIONS, fence_lines
 from worker.chunking.text.structure import GLUE, LINE
-from worker.chunking.text.units import Measure, Units, read_units
+from worker.chunking.text.units import Measure, Units, WordCutter, read_units, word_cutter
 from worker.chunking.types import Chunk, ContentType
 
 NAME = "adaptive"
@@ -111,8 +111,8 @@ def _pick(override: object, value: object) -> object:
 
 
 # The compiled core (``_adaptive_core.c``): the whole of chunk_reference() for a document in
-# one call, with the same rules and the same output; None when the document needs the twin
-# (a token piece over the cap).
+# one call, with the same rules and the same output; a token piece over the cap is cut by
+# units.cut_word (None instead: the core returns None and the document needs the twin).
 _NativeChunk = Callable[
     [
         str,
@@ -124,6 +124,7 @@ _NativeChunk = Callable[
         str,
         object | None,
         Callable[[list[str]], list[int]] | None,
+        WordCutter | None,
     ],
     list[Chunk] | None,
 ]
@@ -254,6 +255,7 @@ class AdaptiveChunker:
             p.language,
             memory,
             None if counter is None else counter.count_pieces,
+            None if counter is None else word_cutter(counter),
         )
         return self.chunk_reference(text, doc_id, source) if chunks is None else chunks
 

@@ -56,7 +56,7 @@ from worker.chunking.text.structure import (
     read_blocks,
 )
 from worker.chunking.text.tokens import PieceCounter
-from worker.chunking.text.units import Measure, Units, read_units
+from worker.chunking.text.units import Measure, Units, WordCutter, read_units, word_cutter
 from worker.chunking.types import Chunk, ContentType
 
 __all__ = ["LADDER", "OPENING_RULES", "LexicalChunker", "LexicalParams", "chunk_reference"]
@@ -296,7 +296,8 @@ class LexicalChunker:
             counter = self.sizing.counter
             memory = None if counter is None else native.piece_memory(counter, _CORE[1])
             count = None if counter is None else counter.count_pieces
-            chunks = self._native(text, doc_id, source, self.sizes.cap, memory, count)
+            cut = None if counter is None else word_cutter(counter)
+            chunks = self._native(text, doc_id, source, self.sizes.cap, memory, count, cut)
             if chunks is not None:
                 return chunks
         return self.chunk_reference(text, doc_id, source, content_type=content_type)
@@ -346,9 +347,18 @@ def _configure(core: ModuleType) -> None:
 
 
 # text, doc_id, source, cap, the cores' memory of piece counts and the PieceCounter's
-# count_pieces (None, None: characters) -> chunks, or None when the document needs the twin.
+# count_pieces (None, None: characters) and units.cut_word for a token piece over the cap ->
+# chunks, or None when the document needs the twin.
 _NativeChunk = Callable[
-    [str, str, str, int, object | None, Callable[[list[str]], list[int]] | None],
+    [
+        str,
+        str,
+        str,
+        int,
+        object | None,
+        Callable[[list[str]], list[int]] | None,
+        WordCutter | None,
+    ],
     list[Chunk] | None,
 ]
 

@@ -27,7 +27,7 @@ from worker.chunking.rules.sizing import SENTENCE_TOKENS, Sizing, own_sizing
 from worker.chunking.text.packing import Sizes, pack
 from worker.chunking.text.segment import ABBREVIATIONS
 from worker.chunking.text.tokens import PieceCounter
-from worker.chunking.text.units import Measure, read_units
+from worker.chunking.text.units import Measure, WordCutter, read_units, word_cutter
 from worker.chunking.types import Chunk, ContentType
 
 NAME = "sentence"
@@ -47,10 +47,11 @@ def _configure(core: ModuleType) -> None:
 
 
 # text, cap, the core's memory of piece counts for the tokenizer and the PieceCounter's
-# count_pieces (None, None: characters) -> chunks, or None when the document needs the twin
-# (a token piece over the cap).
+# count_pieces (None, None: characters), units.cut_word for a token piece over the cap ->
+# chunks, or None when the document needs the twin (such a piece and no cut_word).
 _NativeChunk = Callable[
-    [str, int, object | None, Callable[[list[str]], list[int]] | None], list[Chunk] | None
+    [str, int, object | None, Callable[[list[str]], list[int]] | None, WordCutter | None],
+    list[Chunk] | None,
 ]
 
 
@@ -119,10 +120,12 @@ class SentenceChunker:
         if NATIVE_CHUNK is not None:
             counter = self.sizing.counter
             if counter is None:
-                chunks = NATIVE_CHUNK(text, self.sizes.cap, None, None)
+                chunks = NATIVE_CHUNK(text, self.sizes.cap, None, None, None)
             else:
                 memory = _memory(counter)
-                chunks = NATIVE_CHUNK(text, self.sizes.cap, memory, counter.count_pieces)
+                chunks = NATIVE_CHUNK(
+                    text, self.sizes.cap, memory, counter.count_pieces, word_cutter(counter)
+                )
             if chunks is not None:
                 return chunks
         return self.chunk_reference(text, content_type=content_type)

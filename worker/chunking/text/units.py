@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
+from collections.abc import Callable
+from functools import partial
 from itertools import accumulate
 
 import msgspec
@@ -71,7 +73,7 @@ class Measure:
     def __init__(self, text: str, counter: PieceCounter | None) -> None:
         self.text = text
         self.tokens = counter is not None
-        self._counter = counter
+        self.counter = counter
         if counter is None:
             return
         spans = [(m.start(), m.end()) for m in _PIECE.finditer(text)]
@@ -123,8 +125,8 @@ class Measure:
 
     def exact(self, start: int, end: int) -> int:
         """The tokens of ``text[start:end]`` counted as one text (for cuts inside a piece)."""
-        assert self._counter is not None
-        return self._counter.count_exact(self.text[start:end])
+        assert self.counter is not None
+        return self.counter.count_exact(self.text[start:end])
 
 
 def paragraph_sentences(text: str, start: int, end: int) -> list[tuple[int, int]]:
@@ -314,14 +316,42 @@ def _characters(measure: Measure, cap: int, start: int, end: int) -> list[tuple[
     """A word over the cap cut at characters (see :func:`read_units`)."""
     if not measure.tokens:
         return [(a, min(a + cap, end)) for a in range(start, end, cap)]
-    pieces: list[tuple[int, int]] = []
+    assert measure.counter is not None
+    cuts = cut_word(measure.counter.count_exact, measure.text, start, end, cap)
+    pieces = [(a, b) for a, b, _ in cuts]
+    measure.refine(pieces, [count for _, _, count in cuts])
+    return pieces
+
+
+WordCutter = Callable[[str, int, int, int], list[tuple[int, int, int]]]
+"""text, start, end, cap -> :func:`cut_word`'s pieces (the compiled cores' ``cut_word``)."""
+
+
+def word_cutter(counter: PieceCounter) -> WordCutter:
+    """:func:`cut_word` with ``counter``'s exact count: what the compiled cores call."""
+    return partial(cut_word, counter.count_exact)
+
+
+def cut_word(
+    count_exact: Callable[[str], int], text: str, start: int, end: int, cap: int
+) -> list[tuple[int, int, int]]:
+    """The word ``text[start:end]``, over ``cap`` tokens, cut at characters: each piece's
+    start, end and tokens counted exactly (``count_exact`` of its text), in order.
+
+    The compiled cores call this for such a word (with the counter's ``count_exact`` bound):
+    an exact count needs the tokenizer, and a whole document used to go to the Python twin
+    for one word of a base64 blob or a long URL, at a hundred times the core's cost."""
+
+    def exact(a: int, b: int) -> int:
+        return count_exact(text[a:b])
+
+    cuts: list[tuple[int, int, int]] = []
     while start < end:
         # The same search as segment's (its docstring says why it gallops first).
-        good = longest_prefix_within(measure.exact, start, end, cap)
-        pieces.append((start, start + good))
+        good = longest_prefix_within(exact, start, end, cap)
+        cuts.append((start, start + good, exact(start, start + good)))
         start += good
-    measure.refine(pieces, [measure.exact(a, b) for a, b in pieces])
-    return pieces
+    return cuts
 
 
 def _finish(text: str, measure: Measure, units: list[_Unit]) -> Units:
