@@ -127,18 +127,28 @@ async def test_pauses_at_the_in_flight_limit_and_resumes_when_half_drained() -> 
     assert consumer.paused() == {P0, P1}
     assert len(process.started) == 4  # the fetch asks for no more than the room left
     assert loop.in_flight.documents == 4
+    # What the client had buffered was taken before the pause (aiokafka would drop it and
+    # fetch it again after the resume: worker.held), and is held, not started.
+    assert consumer.queued() == 0
 
-    # Three of four finish: 1 in flight ≤ half of 4, so the partitions resume.
+    # Three of four finish: 1 in flight ≤ half of 4, so the loop takes work again: the held
+    # records first, while the client stays paused (no second response beside them).
     for key in process.started[:3]:
         process.release(*key)
     await until(lambda: not loop.paused, consumer)
-    assert consumer.resume_calls == 1
+    await until(lambda: len(process.started) == 7, consumer)
+    assert consumer.resume_calls == 0
+    assert consumer.paused() == {P0, P1}
 
     for _ in range(20):  # release everything as it starts
         for key in list(process.started):
             process.release(*key)
         await asyncio.sleep(0)
     await until(lambda: stats["documents"] == 12, consumer)
+    assert consumer.resume_calls == 1  # once nothing was held any more
+    for partition in (0, 1):  # each partition's records started in offset order
+        offsets = [offset for p, offset in process.started if p == partition]
+        assert offsets == list(range(6))
     stopping.set()
     await task
     await loop.finish()

@@ -186,6 +186,8 @@ RULES = [
         (
             "worker.kafka",
             "worker.consumer",
+            "worker.consumer_client",  # the consumer's methods the loop uses (a Protocol)
+            "worker.held",  # the consumer's records held at a pause: part of the loop
             "worker.unreadable",  # reads aiokafka's own tracebacks: part of the consumer edge
             "worker.publisher",
             "worker.document",

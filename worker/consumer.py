@@ -33,7 +33,6 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
 
 from aiokafka import ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import KafkaError
@@ -43,6 +42,8 @@ from worker.backlog import CommitAges, WorkRate
 from worker.backpressure import Backpressure, Verdict
 from worker.changelog import Restored
 from worker.config import Settings
+from worker.consumer_client import ConsumerClient
+from worker.held import HeldRecords
 from worker.kafka_link import retrying
 from worker.metrics import Metrics
 from worker.offsets import OffsetTracker
@@ -50,7 +51,7 @@ from worker.records import InputRecord
 from worker.restores import Restores
 from worker.state import DocumentStates
 from worker.unreadable import StuckPartitions, locate
-from worker.waiting import unless_set, wait_while
+from worker.waiting import finish_or_cancel, unless_set, wait_while
 
 log = logging.getLogger("chunkstream.worker")
 
@@ -61,34 +62,6 @@ _FETCH_MAX_RECORDS = 500
 # A commit that has not returned by then is given up (its offsets go out with the next one):
 # aiokafka retries it for as long as the group coordinator is unknown.
 _COMMIT_TIMEOUT_S = 10.0
-
-
-class ConsumerClient(Protocol):
-    """The part of ``AIOKafkaConsumer`` the loop uses."""
-
-    async def getmany(
-        self, *partitions: TopicPartition, timeout_ms: int = ..., max_records: int | None = ...
-    ) -> dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]]: ...
-
-    def assignment(self) -> set[TopicPartition]: ...
-
-    def pause(self, *partitions: TopicPartition) -> None: ...
-
-    def resume(self, *partitions: TopicPartition) -> None: ...
-
-    async def commit(self, offsets: Any = None) -> None: ...
-
-    async def position(self, partition: TopicPartition) -> int: ...
-
-    async def committed(self, partition: TopicPartition) -> int | None: ...
-
-    def seek(self, partition: TopicPartition, offset: int) -> None: ...
-
-    async def seek_to_beginning(self, *partitions: TopicPartition) -> None: ...
-
-    async def beginning_offsets(
-        self, partitions: list[TopicPartition]
-    ) -> dict[TopicPartition, int]: ...
 
 
 @dataclass
@@ -132,6 +105,8 @@ class ConsumeLoop:
             max_bytes=settings.max_in_flight_bytes,
         )
         self.stuck = StuckPartitions()
+        self._held = HeldRecords()
+        self._client_paused = False  # backpressure's pause of the client, until held is empty
         self._finished = asyncio.Event()  # set whenever a document finishes
         self._last_commit = time.monotonic()
         self.joined = False
@@ -174,21 +149,30 @@ class ConsumeLoop:
             self._retry_stuck()
             try:
                 # Paused, nothing can come: poll without waiting (it keeps the member in the
-                # group) and wait below for a document to finish instead.
-                batch = await self._consumer.getmany(
-                    timeout_ms=0 if self.paused else _FETCH_TIMEOUT_MS,
-                    max_records=min(_FETCH_MAX_RECORDS, room),
+                # group) and wait below for a document to finish instead. Fetched records
+                # queue behind those held at the last pause (worker.held).
+                self._held.hold(
+                    await self._consumer.getmany(
+                        timeout_ms=0 if self._client_paused else _FETCH_TIMEOUT_MS,
+                        max_records=min(_FETCH_MAX_RECORDS, room),
+                    )
                 )
+                for tp, record in self._held.take(0 if self.paused else room, self._owned):
+                    self._start(tp, record)
+                if self._apply_backpressure() is Verdict.PAUSE:
+                    self._held.hold(await self._consumer.getmany(timeout_ms=0))  # all buffered
+                    self._consumer.pause(*self._consumer.assignment())
+                    self._client_paused = True
             except Exception as exc:
                 if not await self._on_unreadable(exc):
                     raise
                 continue
-            for tp, records in batch.items():
-                if tp not in self._owned:
-                    continue  # revoked while the fetch was in flight
-                for record in records:
-                    self._start(tp, record)
-            self._apply_backpressure()
+            if self._client_paused and not self.paused and not self._held:
+                assigned = self._consumer.assignment()
+                self._consumer.resume(
+                    *(tp for tp in assigned if tp not in self.stuck and tp not in self.restoring)
+                )
+                self._client_paused = False
             if self.paused:
                 await self._until_a_document_finishes()
             due = time.monotonic() - self._last_commit >= s.commit_interval_ms / 1000
@@ -238,7 +222,9 @@ class ConsumeLoop:
         self._metrics.unreadable_batches.labels(str(tp.partition)).inc()
         self._metrics.unreadable_partitions.set(len(self.stuck))
         # The client may have taken other partitions' records in the same call and lost them
-        # with the exception: fetch each again from the record after the last one we took.
+        # with the exception: fetch each again from the record after the last one we took
+        # (those held are fetched again too; tp's, before the bad batch, stay).
+        self._held.drop(self._owned - {tp})
         for other in self._owned - {tp}:
             next_offset = self._tracker.next_offset(other)
             if next_offset is not None:
@@ -253,7 +239,7 @@ class ConsumeLoop:
 
     def _retry_stuck(self) -> None:
         for tp in self.stuck.due(time.monotonic()):
-            if tp in self._owned and not self.paused and tp not in self.restoring:
+            if tp in self._owned and not self._client_paused and tp not in self.restoring:
                 self._consumer.resume(tp)
         self._metrics.unreadable_partitions.set(len(self.stuck))
 
@@ -285,26 +271,23 @@ class ConsumeLoop:
         tasks.add(task)
         task.add_done_callback(tasks.discard)
 
-    def _apply_backpressure(self) -> None:
+    def _apply_backpressure(self) -> Verdict:
+        """The verdict, logged and counted; the loop pauses the client (after taking what it
+        buffered) and resumes it once the records held are taken."""
         docs, size = self.in_flight.documents, self.in_flight.bytes
         queue_full = self._queue_full()
         verdict = self._backpressure.update(docs, size, queue_full)
-        assigned = self._consumer.assignment()
         if verdict is Verdict.PAUSE:
-            self._consumer.pause(*assigned)
             self._metrics.backpressure_pauses.inc()
-            self._metrics.paused_partitions.set(len(assigned))
+            self._metrics.paused_partitions.set(len(self._consumer.assignment()))
             log.info(
                 "paused",
                 extra={"in_flight": docs, "in_flight_bytes": size, "queue_full": queue_full},
             )
         elif verdict is Verdict.RESUME:
-            held = self.restoring
-            self._consumer.resume(
-                *(tp for tp in assigned if tp not in self.stuck and tp not in held)
-            )
             self._metrics.paused_partitions.set(0)
             log.info("resumed", extra={"in_flight": docs, "in_flight_bytes": size})
+        return verdict
 
     async def _process(
         self, tp: TopicPartition, record: ConsumerRecord[bytes, bytes], size: int
@@ -387,20 +370,12 @@ class ConsumeLoop:
             if partitions is None or tp in partitions
             for task in group
         }
-        if not tasks:
-            return set()
         # Kafka going away ends the wait: nothing in flight can be acknowledged then.
-        pending = await wait_while(set(tasks), deadline_s, self._kafka_up)
-        for task in pending:
-            task.cancel()
-        if pending:
-            reason = "drain deadline passed" if self._kafka_up() else "kafka unreachable: drain"
-            log.warning(reason, extra={"abandoned": len(pending)})
-            await asyncio.wait(pending)
-        return {tasks[task] for task in pending}
+        return await finish_or_cancel(tasks, deadline_s, self._kafka_up)
 
     async def on_revoked(self, revoked: set[TopicPartition]) -> None:
         self._owned -= revoked
+        self._held.drop(revoked)
         self._restores.revoke(revoked)
         # Bounded by the rebalance timeout: the group waits for us, so leave headroom.
         budget = max(1.0, self.settings.rebalance_timeout_ms / 1000 - 5.0)
@@ -429,7 +404,7 @@ class ConsumeLoop:
             "partitions assigned",
             extra={"partitions": sorted(f"{tp.topic}:{tp.partition}" for tp in assigned)},
         )
-        if self.paused and assigned:
+        if self._client_paused and assigned:
             # The new assignment starts unpaused in aiokafka; keep our state consistent.
             self._consumer.pause(*assigned)
         if self._states is not None and assigned:
@@ -467,7 +442,7 @@ class ConsumeLoop:
             return
         for tp in tps:  # states.restore logged them and observed their times
             self.restoring.discard(tp)
-            if tp in self._owned and not self.paused and tp not in self.stuck:
+            if tp in self._owned and not self._client_paused and tp not in self.stuck:
                 self._consumer.resume(tp)
         self._metrics.restoring_partitions.set(len(self.restoring))
 

@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+K = TypeVar("K")
 F = TypeVar("F", bound="asyncio.Future[Any]")
+
+log = logging.getLogger("chunkstream.worker")
 
 # How often a wait looks at its way out.
 SLICE_S = 0.25
@@ -28,6 +32,23 @@ async def wait_while(tasks: set[F], deadline_s: float, worth_it: Callable[[], bo
             break
         _, pending = await asyncio.wait(pending, timeout=min(left, SLICE_S))
     return pending
+
+
+async def finish_or_cancel(
+    tasks: dict[asyncio.Task[None], K], deadline_s: float, worth_it: Callable[[], bool]
+) -> set[K]:
+    """:func:`wait_while` on ``tasks``, then cancel those still pending (logged as abandoned)
+    and wait for them to end; the keys of the cancelled ones."""
+    if not tasks:
+        return set()
+    pending = await wait_while(set(tasks), deadline_s, worth_it)
+    for task in pending:
+        task.cancel()
+    if pending:
+        reason = "drain deadline passed" if worth_it() else "kafka unreachable: drain"
+        log.warning(reason, extra={"abandoned": len(pending)})
+        await asyncio.wait(pending)
+    return {tasks[task] for task in pending}
 
 
 async def unless_set(work: Awaitable[T], event: asyncio.Event) -> T | None:

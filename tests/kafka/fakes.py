@@ -96,6 +96,10 @@ class FakeConsumer:
                 out[tp] = taken
         return out
 
+    def queued(self) -> int:
+        """Records fed and not handed out yet (a real client's buffer and the log behind it)."""
+        return sum(len(records) for records in self._queued.values())
+
     def assignment(self) -> set[TopicPartition]:
         return set(self._assigned)
 

@@ -1,0 +1,36 @@
+"""The part of aiokafka's consumer the consume loop uses (tests pass a small fake of it)."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from aiokafka import TopicPartition
+from aiokafka.structs import ConsumerRecord
+
+
+class ConsumerClient(Protocol):
+    """The part of ``AIOKafkaConsumer`` the loop uses."""
+
+    async def getmany(
+        self, *partitions: TopicPartition, timeout_ms: int = ..., max_records: int | None = ...
+    ) -> dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]]: ...
+
+    def assignment(self) -> set[TopicPartition]: ...
+
+    def pause(self, *partitions: TopicPartition) -> None: ...
+
+    def resume(self, *partitions: TopicPartition) -> None: ...
+
+    async def commit(self, offsets: Any = None) -> None: ...
+
+    async def position(self, partition: TopicPartition) -> int: ...
+
+    async def committed(self, partition: TopicPartition) -> int | None: ...
+
+    def seek(self, partition: TopicPartition, offset: int) -> None: ...
+
+    async def seek_to_beginning(self, *partitions: TopicPartition) -> None: ...
+
+    async def beginning_offsets(
+        self, partitions: list[TopicPartition]
+    ) -> dict[TopicPartition, int]: ...
