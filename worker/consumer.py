@@ -48,6 +48,7 @@ from worker.kafka_link import retrying
 from worker.metrics import Metrics
 from worker.offsets import OffsetTracker
 from worker.records import InputRecord
+from worker.resources import fetch_max_bytes
 from worker.restores import Restores
 from worker.state import DocumentStates
 from worker.unreadable import StuckPartitions, locate
@@ -160,7 +161,8 @@ class ConsumeLoop:
                 for tp, record in self._held.take(0 if self.paused else room, self._owned):
                     self._start(tp, record)
                 if self._apply_backpressure() is Verdict.PAUSE:
-                    self._held.hold(await self._consumer.getmany(timeout_ms=0))  # all buffered
+                    self._finished.clear()
+                    await self._hold_buffered()
                     self._consumer.pause(*self._consumer.assignment())
                     self._client_paused = True
             except Exception as exc:
@@ -186,17 +188,29 @@ class ConsumeLoop:
                     # only no longer waited for here.
                     await unless_set(asyncio.shield(self._expiring), self._stopping)
 
+    async def _hold_buffered(self) -> None:
+        """What the client has buffered, taken before a pause makes it drop the records
+        (worker.held): up to one fetch response's bytes (compressed input decodes larger; the
+        rest is fetched again after the resume)."""
+        while self._held.bytes < fetch_max_bytes(self.settings):
+            batch = await self._consumer.getmany(timeout_ms=0, max_records=_FETCH_MAX_RECORDS)
+            if not batch:
+                return
+            self._held.hold(batch)
+
     async def _until_a_document_finishes(self) -> None:
         """While paused: return when a document finishes (resuming may be due) or after one
         fetch timeout. A paused fetch waiting out its whole timeout left the worker idle for
         up to 250 ms per pause once the in-flight documents had drained (measured: half the
-        worker's throughput on 10 MB, docs/worker.md)."""
-        self._finished.clear()
+        worker's throughput on 10 MB, docs/worker.md). A document that finished since the
+        pause (while the buffered records were taken) counts: the event is cleared at the
+        pause and after each wait, not before it."""
         # asyncio.timeout, not wait_for: Python 3.11's wait_for swallows a cancellation
         # that arrives as the event is set, and the loop would then fetch on.
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(_FETCH_TIMEOUT_MS / 1000):
                 await self._finished.wait()
+        self._finished.clear()
 
     async def _on_unreadable(self, exc: Exception) -> bool:
         """A record batch the client cannot read (see :mod:`worker.unreadable`): pause its

@@ -7,9 +7,10 @@ next asked for, and fetches them again after the resume. A fetch response holds 
 comes once the in-flight window is full (a few hundred documents): most of every response was
 thrown away and read again. The worker read 7× its input from the broker (281 MB for 40 MB,
 docs/worker.md, "The consumer read its input seven times"). Taking the rest of the buffered
-records just before pausing keeps them: the memory is the same response the client held,
-now here, and the client's partitions stay paused until it is empty, so no second response
-is fetched beside it.
+records just before pausing keeps them: the memory is the response the client held, now
+here (decoded: at most one fetch response's bytes are taken, since compressed input grows;
+the rest is left to be fetched again), and the client's partitions stay paused until it is
+empty, so no second response is fetched beside it.
 
 Invariants:
 
@@ -33,6 +34,7 @@ Held = tuple[TopicPartition, ConsumerRecord[bytes, bytes]]
 class HeldRecords:
     def __init__(self) -> None:
         self._records: deque[Held] = deque()
+        self.bytes = 0  # of the records' values: the memory bound's term (worker.resources)
 
     def __len__(self) -> int:
         return len(self._records)
@@ -40,7 +42,9 @@ class HeldRecords:
     def hold(self, batch: Mapping[TopicPartition, Iterable[ConsumerRecord[bytes, bytes]]]) -> None:
         """Keeps ``batch`` (a ``getmany`` result) after what is held."""
         for tp, records in batch.items():
-            self._records.extend((tp, record) for record in records)
+            for record in records:
+                self._records.append((tp, record))
+                self.bytes += len(record.value or b"")
 
     def take(self, room: int, owned: Collection[TopicPartition]) -> list[Held]:
         """Up to ``room`` records of ``owned`` partitions, oldest first (others are dropped:
@@ -48,6 +52,7 @@ class HeldRecords:
         taken: list[Held] = []
         while self._records and len(taken) < room:
             held = self._records.popleft()
+            self.bytes -= len(held[1].value or b"")
             if held[0] in owned:
                 taken.append(held)
         return taken
@@ -55,3 +60,4 @@ class HeldRecords:
     def drop(self, partitions: Collection[TopicPartition]) -> None:
         """Forgets the records of ``partitions`` (let go)."""
         self._records = deque(held for held in self._records if held[0] not in partitions)
+        self.bytes = sum(len(record.value or b"") for _, record in self._records)

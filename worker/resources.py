@@ -89,7 +89,9 @@ _CORE_STRATEGIES = frozenset({"sentence", "adaptive", "lexical"})
 # Allocator slack and whatever the terms above miss.
 HEADROOM = 32 * MiB
 # Fetched records wait undecoded in the consumer: one response (≤ fetch_max_bytes) per broker
-# that leads a partition of this member. Counted for three brokers.
+# that leads a partition of this member, or, after a backpressure pause, decoded in the loop's
+# held records (worker.held: at most fetch_max_bytes, the client paused meanwhile). Counted
+# for three brokers.
 FETCH_BROKERS = 3
 # A response must admit the largest document whole; it need never bring more than the window.
 FETCH_OVERHEAD = 64 * 1024

@@ -218,6 +218,58 @@ async def test_flood_with_slow_inference_pauses_stays_bounded_and_completes(
     assert all(e.embedding is not None and len(e.embedding) == 16 * 4 for e in events)
 
 
+def read_bytes() -> int:
+    """Bytes this process has read so far through read() and its kin, sockets included (the
+    kernel's count: /proc/PID/io's rchar)."""
+    with open(f"/proc/{os.getpid()}/io") as io:
+        for line in io:
+            if line.startswith("rchar:"):
+                return int(line.split()[1])
+    raise RuntimeError("no rchar")
+
+
+async def test_backpressure_pauses_do_not_fetch_the_input_again(
+    kafka_bootstrap: str, topic_names: dict[str, str]
+) -> None:
+    """aiokafka drops what it has buffered for a paused partition and fetches it again after
+    the resume; the loop takes it before pausing (worker.held). With a window of 8 documents
+    and fetch responses of a megabyte, every pause threw most of a response away: the
+    worker read its input many times over (281 MB for 40 MB in the peer bench)."""
+    port = free_port()
+    settings = helpers.make_settings(
+        kafka_bootstrap,
+        topic_names,
+        metrics_port=port,
+        strategy="sentence",
+        strategy_params="chunk_size=1000,tokenizer=character",
+        document_lifecycle="false",
+        max_in_flight_documents=8,
+    )
+    await helpers.create(settings, partitions=1)
+    docs = [
+        DocumentEvent(id=f"fetched-once-{i}", text=f"Sentence {i} of a document read once. " * 130)
+        for i in range(400)
+    ]
+    records = helpers.encode_documents(docs)
+    input_bytes = sum(len(value or b"") for _, value, _ in records)
+    await helpers.produce_raw(kafka_bootstrap, settings.input_topic, records)
+    worker = Worker(settings)
+    before = read_bytes()
+    task = asyncio.create_task(worker.run())
+    try:
+        await helpers.wait_committed_to_end(
+            kafka_bootstrap, settings.group_id, settings.input_topic, timeout_s=180
+        )
+        m = await scrape(port)
+    finally:
+        worker.request_stop()
+        assert await task == 0
+    read = read_bytes() - before
+    assert total(m, "chunkstream_backpressure_pauses_total") >= 10  # it paused, often
+    assert read < 2 * input_bytes, f"read {read:,} bytes for {input_bytes:,} bytes of input"
+    check_complete(docs, await helpers.chunk_events(kafka_bootstrap, settings.output_topic))
+
+
 @pytest.fixture(scope="module")
 def real_model_dir() -> Path:
     from worker.model_making.build import ensure_model
