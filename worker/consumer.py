@@ -162,9 +162,11 @@ class ConsumeLoop:
                     self._start(tp, record)
                 if self._apply_backpressure() is Verdict.PAUSE:
                     self._finished.clear()
-                    await self._hold_buffered()
-                    self._consumer.pause(*self._consumer.assignment())
-                    self._client_paused = True
+                    try:
+                        await self._hold_buffered()
+                    finally:  # even if the client failed: a paused loop never fetches on
+                        self._consumer.pause(*self._consumer.assignment())
+                        self._client_paused = True
             except Exception as exc:
                 if not await self._on_unreadable(exc):
                     raise
@@ -175,6 +177,7 @@ class ConsumeLoop:
                     *(tp for tp in assigned if tp not in self.stuck and tp not in self.restoring)
                 )
                 self._client_paused = False
+                self._metrics.paused_partitions.set(0)
             if self.paused:
                 await self._until_a_document_finishes()
             due = time.monotonic() - self._last_commit >= s.commit_interval_ms / 1000
@@ -298,8 +301,7 @@ class ConsumeLoop:
                 "paused",
                 extra={"in_flight": docs, "in_flight_bytes": size, "queue_full": queue_full},
             )
-        elif verdict is Verdict.RESUME:
-            self._metrics.paused_partitions.set(0)
+        elif verdict is Verdict.RESUME:  # the client itself once nothing is held (run)
             log.info("resumed", extra={"in_flight": docs, "in_flight_bytes": size})
         return verdict
 
