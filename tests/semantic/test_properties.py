@@ -133,6 +133,16 @@ def test_sdpm_invariants(
     language=st.sampled_from(["auto", "ar", "en"]),
     window=windows,
 )
+@example(  # a float32 cosine of identical texts above 1.0, kept, and reported as 1.0
+    text="Chef chef simmers simmers onions simmers. " * 2,
+    size=(83, 0),
+    core_fraction=0.5,
+    overlap=0,
+    window_size=1,
+    similarity_threshold=1.0,
+    language="auto",
+    window=ModelWindow(COUNTER, 4),
+)
 def test_context_invariants(
     text: str,
     size: tuple[int, int],
