@@ -123,6 +123,10 @@ class ConsumeLoop:
         self.commit_ages: CommitAges[TopicPartition] = CommitAges()
 
     @property
+    def held(self) -> HeldRecords:
+        return self._held
+
+    @property
     def owned(self) -> set[TopicPartition]:
         return self._owned
 

@@ -22,7 +22,7 @@ Invariants:
 
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Collection, Iterable, Mapping
 
 from aiokafka import TopicPartition
@@ -35,6 +35,8 @@ class HeldRecords:
     def __init__(self) -> None:
         self._records: deque[Held] = deque()
         self.bytes = 0  # of the records' values: the memory bound's term (worker.resources)
+        # Per partition: the client's position is past them, so its lag leaves them out.
+        self._counts: Counter[TopicPartition] = Counter()
 
     def __len__(self) -> int:
         return len(self._records)
@@ -45,6 +47,7 @@ class HeldRecords:
             for record in records:
                 self._records.append((tp, record))
                 self.bytes += len(record.value or b"")
+                self._counts[tp] += 1
 
     def take(self, room: int, owned: Collection[TopicPartition]) -> list[Held]:
         """Up to ``room`` records of ``owned`` partitions, oldest first (others are dropped:
@@ -53,6 +56,7 @@ class HeldRecords:
         while self._records and len(taken) < room:
             held = self._records.popleft()
             self.bytes -= len(held[1].value or b"")
+            self._counts[held[0]] -= 1
             if held[0] in owned:
                 taken.append(held)
         return taken
@@ -61,3 +65,8 @@ class HeldRecords:
         """Forgets the records of ``partitions`` (let go)."""
         self._records = deque(held for held in self._records if held[0] not in partitions)
         self.bytes = sum(len(record.value or b"") for _, record in self._records)
+        self._counts = Counter(tp for tp, _ in self._records)
+
+    def count(self, tp: TopicPartition) -> int:
+        """Records of ``tp`` held: part of its lag (consumed by the client, not started)."""
+        return self._counts[tp]

@@ -60,6 +60,8 @@ class Sampler:
             m.seconds_per_input_byte.set(per_byte)
         for tp in assigned:
             lag = await self._lag(tp)
+            if lag is not None:  # records the loop took from the client and holds (worker.held)
+                lag += loop.held.count(tp)
             if tp not in loop.owned:
                 continue  # revoked while we asked: its series are gone and must stay gone
             label = str(tp.partition)
