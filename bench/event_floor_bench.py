@@ -41,6 +41,7 @@ sys.path.insert(0, str(REPO))
 from aiokafka.producer.message_accumulator import BatchBuilder  # noqa: E402
 
 from bench.corpus import Document, add_corpus_argument, load  # noqa: E402
+from bench.peer_bench import prefix  # noqa: E402
 from worker.chunking import registry  # noqa: E402
 from worker.chunking.types import Chunk  # noqa: E402
 from worker.event_bytes import ChunkEventWriter  # noqa: E402
@@ -53,17 +54,6 @@ PARAMS = {"sentence": {"chunk_size": "1000", "tokenizer": "character"}}
 BATCH_BYTES = 512 * 1024  # worker.config.DEFAULT_BATCH_BYTES
 HEADERS = [("content-type", b"application/msgpack")]
 CODECS = {"none": 0, "zstd": 4}  # aiokafka's compression attribute values
-
-
-def first_megabytes(docs: Sequence[Document], megabytes: float) -> list[Document]:
-    picked: list[Document] = []
-    size = 0
-    for doc in docs:
-        if size >= megabytes * 1e6:
-            break
-        picked.append(doc)
-        size += len(doc.text.encode())
-    return picked
 
 
 def lowest(rounds: int, work: Callable[[], object]) -> float:
@@ -183,7 +173,7 @@ if __name__ == "__main__":
     parser.add_argument("--child", help=argparse.SUPPRESS)  # one strategy, its row as JSON
     arguments = parser.parse_args()
     if arguments.child:
-        documents = first_megabytes(load(arguments.corpus), arguments.min_mb)
+        documents = prefix(load(arguments.corpus), arguments.min_mb)
         print(json.dumps(measure(arguments.child, documents, arguments.rounds)))
     else:
         main(arguments)
