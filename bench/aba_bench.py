@@ -34,10 +34,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.corpus import gather
 from bench.seams import SPLITS, Scores, prose_paragraphs, score, seam_split
-from worker.batcher import embed_batch
 from worker.chunking import registry
 from worker.chunking.text.segment import split_sentences
 from worker.chunking.types import Chunk
+from worker.inference.batcher import embed_batch
 from worker.models.backend import EmbeddingBackend
 from worker.models.loading import load_backend
 from worker.models.reference import describe, find

@@ -39,7 +39,7 @@ if str(REPO) not in sys.path:
 from bench.corpus import gather  # noqa: E402
 from tests.faults.broker import PrivateBroker, free_port  # noqa: E402
 from tests.kafka import helpers  # noqa: E402
-from worker.events import DocumentEvent  # noqa: E402
+from worker.wire.events import DocumentEvent  # noqa: E402
 
 KiB = 1024
 MiB = 1024 * KiB

@@ -6,7 +6,7 @@ The corpus (bench/corpus.py) is chunked once with `sentence`; its chunk events a
 encoded as the worker builds them. Then, per codec, in one process and one run, rounds
 alternating the codecs so that load from other work falls on all alike (best round kept):
 
-* **send**: the worker's own producer (`worker.kafka.make_producer`: acks=all, idempotence,
+* **send**: the worker's own producer (`worker.kafka.clients.make_producer`: acks=all, idempotence,
   the configured linger and batch size) and `Publisher` send every document's chunk events,
   all documents at once; wall time from the first send to the last ack, and this process's
   CPU time (`time.process_time`, so the broker's CPU on the shared machine is not counted);
@@ -40,12 +40,12 @@ from bench.corpus import describe, gather  # noqa: E402
 from bench.e2e_bench import kind, start_broker  # noqa: E402
 from worker.chunking import registry  # noqa: E402
 from worker.chunking.types import RuleChunker  # noqa: E402
-from worker.codec import EventEncoder  # noqa: E402
 from worker.config import Settings, load_settings  # noqa: E402
-from worker.events import ChunkEvent, DocumentEvent  # noqa: E402
-from worker.kafka import create_topics, make_producer  # noqa: E402
-from worker.publisher import Publisher  # noqa: E402
-from worker.records import InputRecord, chunk_events  # noqa: E402
+from worker.kafka.clients import create_topics, make_producer  # noqa: E402
+from worker.kafka.publisher import Publisher  # noqa: E402
+from worker.wire.codec import EventEncoder  # noqa: E402
+from worker.wire.events import ChunkEvent, DocumentEvent  # noqa: E402
+from worker.wire.records import InputRecord, chunk_events  # noqa: E402
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 

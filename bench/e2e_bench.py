@@ -52,20 +52,20 @@ sys.path.insert(0, str(REPO))
 
 from bench.corpus import Document, add_corpus_argument, describe, load  # noqa: E402
 from bench.quix_peer import PeerRun, run_peer  # noqa: E402
-from worker.batcher import Batcher  # noqa: E402
+from worker.app import Worker  # noqa: E402
 from worker.chunking import registry  # noqa: E402
 from worker.chunking.rules import adaptive, lexical  # noqa: E402
 from worker.chunking.types import ContentType  # noqa: E402
-from worker.codec import Encoding, EventEncoder  # noqa: E402
 from worker.config import load_settings  # noqa: E402
-from worker.consumer import ConsumeLoop  # noqa: E402
-from worker.events import DocumentEvent  # noqa: E402
-from worker.inference import open_batcher  # noqa: E402
-from worker.kafka import create_topics, worker_topics  # noqa: E402
+from worker.consuming.loop import ConsumeLoop  # noqa: E402
+from worker.inference.batcher import Batcher  # noqa: E402
+from worker.inference.serving import open_batcher  # noqa: E402
+from worker.kafka.clients import create_topics, worker_topics  # noqa: E402
 from worker.models.reference import describe as describe_model  # noqa: E402
 from worker.models.reference import find  # noqa: E402
 from worker.pipeline import chunk_document  # noqa: E402
-from worker.service import Worker  # noqa: E402
+from worker.wire.codec import Encoding, EventEncoder  # noqa: E402
+from worker.wire.events import DocumentEvent  # noqa: E402
 
 MODEL_DIR = find("retrieval", None).directory
 # The boundary model of the embedding strategies: the transformer above, or with
@@ -184,7 +184,7 @@ async def through_kafka(
     await _produce(bootstrap, settings.input_topic, docs)
     worker = Worker(settings)
     recorder = _Recorder()
-    worker.metrics.document_seconds = recorder  # type: ignore[assignment]
+    worker.observability.metrics.document_seconds = recorder  # type: ignore[assignment]
     with clock_from_assignment() as marks:
         task = asyncio.create_task(worker.run())
         while not marks:

@@ -49,7 +49,8 @@ from numpy.typing import NDArray
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.corpus import gather
-from worker.batcher import (
+from worker.chunking.text.segment import split_sentences
+from worker.inference.batcher import (
     DEFAULT_CONCURRENT_BATCHES,
     DEFAULT_MAX_BATCH_SIZE,
     DEFAULT_MAX_BATCH_TOKENS,
@@ -58,7 +59,6 @@ from worker.batcher import (
     DEFAULT_QUEUE_LOW_TOKENS,
     Batcher,
 )
-from worker.chunking.text.segment import split_sentences
 from worker.models.manifest import (
     INT8_MODEL_NAME,
     MODEL_NAME,

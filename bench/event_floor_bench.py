@@ -9,8 +9,8 @@ memory meets new words as the worker does on text read once):
 
 * **chunking**: the strategy as the worker builds it (sizes in the retrieval model's tokens;
   ``sentence`` as bench/peer_bench.py runs it, 1,000 characters), one pass, the first;
-* **chunk ids**: :func:`worker.records.chunk_ids` per document;
-* **event bytes**: :meth:`worker.event_bytes.ChunkEventWriter.values` (msgpack);
+* **chunk ids**: :func:`worker.wire.records.chunk_ids` per document;
+* **event bytes**: :meth:`worker.wire.event_bytes.ChunkEventWriter.values` (msgpack);
 * **records**: the client's own record batch builder (aiokafka's ``BatchBuilder``, 512 KiB
   batches as the worker's default ``batch.size``), every event keyed by its chunk id with the
   content-type header, built, without compression and with zstd.
@@ -44,11 +44,11 @@ from bench.corpus import Document, add_corpus_argument, load  # noqa: E402
 from bench.peer_bench import prefix  # noqa: E402
 from worker.chunking import registry  # noqa: E402
 from worker.chunking.types import Chunk  # noqa: E402
-from worker.event_bytes import ChunkEventWriter  # noqa: E402
-from worker.events import DocumentEvent, SourceRecord  # noqa: E402
 from worker.models.reference import find  # noqa: E402
 from worker.pipeline import chunk_document_sync  # noqa: E402
-from worker.records import chunk_ids  # noqa: E402
+from worker.wire.event_bytes import ChunkEventWriter  # noqa: E402
+from worker.wire.events import DocumentEvent, SourceRecord  # noqa: E402
+from worker.wire.records import chunk_ids  # noqa: E402
 
 PARAMS = {"sentence": {"chunk_size": "1000", "tokenizer": "character"}}
 BATCH_BYTES = 512 * 1024  # worker.config.DEFAULT_BATCH_BYTES

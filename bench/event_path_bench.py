@@ -8,7 +8,7 @@ producer that acknowledges every batch at once.
 What it isolates: the CPU the worker's event loop spends per MB of input outside the Kafka
 client's network path (no fetch, no socket, no compression by the client: the in-memory
 producer takes the builder's records and acknowledges them). Each variant — events by
-worker.event_bytes (``writer``, what the worker runs) or by encoding
+worker.wire.event_bytes (``writer``, what the worker runs) or by encoding
 ``records.chunk_events`` one by one (``reference``: the worker before it), with or without the
 document lifecycle's state — processes the same JSON records, all documents in flight at once
 as the consume loop would start them; the variants alternate ``--repeat`` times (each going
@@ -38,20 +38,20 @@ import msgspec  # noqa: E402
 from bench.corpus import describe, gather  # noqa: E402
 from bench.e2e_bench import kind, repeated  # noqa: E402
 from worker import document  # noqa: E402
-from worker.changelog import Changelog  # noqa: E402
 from worker.chunking import registry  # noqa: E402
-from worker.codec import EventEncoder  # noqa: E402
 from worker.config import load_settings, state_topic  # noqa: E402
-from worker.document import DocumentHandler  # noqa: E402
-from worker.event_bytes import ChunkEventWriter  # noqa: E402
-from worker.events import DocumentEvent  # noqa: E402
-from worker.metrics import Metrics  # noqa: E402
+from worker.handling.handler import DocumentHandler  # noqa: E402
+from worker.handling.resolver import StrategyResolver  # noqa: E402
+from worker.kafka.publisher import Publisher  # noqa: E402
+from worker.observability.metrics import Metrics  # noqa: E402
 from worker.pipeline import THREAD_CHUNKING_CHARS  # noqa: E402
-from worker.publisher import Publisher  # noqa: E402
-from worker.records import InputRecord, ReferenceEventWriter  # noqa: E402
-from worker.resolver import StrategyResolver  # noqa: E402
-from worker.state import DocumentStates  # noqa: E402
-from worker.state_store import StateStore  # noqa: E402
+from worker.state.changelog import Changelog  # noqa: E402
+from worker.state.documents import DocumentStates  # noqa: E402
+from worker.state.store import StateStore  # noqa: E402
+from worker.wire.codec import EventEncoder  # noqa: E402
+from worker.wire.event_bytes import ChunkEventWriter  # noqa: E402
+from worker.wire.events import DocumentEvent  # noqa: E402
+from worker.wire.records import InputRecord, ReferenceEventWriter  # noqa: E402
 
 
 class _Builder:

@@ -56,10 +56,10 @@ from tests.kafka import helpers  # noqa: E402
 from tests.kafka.test_worker_kafka import make_docs  # noqa: E402
 from worker.chunking import registry  # noqa: E402
 from worker.config import Settings  # noqa: E402
-from worker.events import ChunkEvent, DeadLetterEvent, DocumentEvent  # noqa: E402
-from worker.kafka import create_topics, worker_topics  # noqa: E402
+from worker.kafka.clients import create_topics, worker_topics  # noqa: E402
 from worker.pipeline import chunk_document_sync  # noqa: E402
-from worker.records import chunk_ids  # noqa: E402
+from worker.wire.events import ChunkEvent, DeadLetterEvent, DocumentEvent  # noqa: E402
+from worker.wire.records import chunk_ids  # noqa: E402
 
 STRATEGY_PARAMS = {"chunk_size": "300"}
 Record = tuple[bytes | None, bytes | None, list[tuple[str, bytes]]]
@@ -163,7 +163,7 @@ def documents(profile: Profile, seed: int, prefix: str) -> list[DocumentEvent]:
 def expected_chunk_ids(docs: Sequence[DocumentEvent], settings: Settings) -> dict[str, set[str]]:
     """doc id → the chunk ids the worker must publish for it (computed offline, with the
     strategy built as a worker with ``settings`` builds it: the same model references)."""
-    from worker.inference import resolve
+    from worker.inference.serving import resolve
 
     refs = resolve(settings, boundary=False, retrieval=False)
     context = registry.BuildContext(boundary=refs.boundary, retrieval=refs.retrieval)

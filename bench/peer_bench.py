@@ -54,10 +54,10 @@ from bench.corpus import Document, add_corpus_argument, describe, load  # noqa: 
 from bench.e2e_bench import _produce, clock_from_assignment, repeated, start_broker  # noqa: E402
 from bench.process_cpu import CpuSampler  # noqa: E402
 from bench.quix_peer import run_peer  # noqa: E402
+from worker.app import Worker  # noqa: E402
 from worker.config import load_settings  # noqa: E402
-from worker.kafka import create_topics, worker_topics  # noqa: E402
+from worker.kafka.clients import create_topics, worker_topics  # noqa: E402
 from worker.models.reference import find  # noqa: E402
-from worker.service import Worker  # noqa: E402
 
 SENTENCE_LIKE_THE_PEER = "chunk_size=1000,tokenizer=character"
 

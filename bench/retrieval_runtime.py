@@ -1,7 +1,8 @@
 """The worker's models for the retrieval benchmark: the two roles, resolved as the worker does.
 
 The boundary model places the embedding strategies' cuts; the retrieval model embeds chunks and
-questions. Both are resolved by ``worker.inference.resolve`` (the worker's own model references:
+questions. Both are resolved by ``worker.inference.serving.resolve`` (the worker's own model
+references:
 strategies get both roles in their ``BuildContext`` and size chunks in the retrieval model's
 tokens) and served by the worker's ``open_batcher`` from inference settings read like an offline
 command's (``CHUNKSTREAM_*`` inference variables apply), so every batch is bounded as in the
@@ -15,8 +16,8 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from worker.batcher import Batcher
 from worker.chunking import registry
+from worker.inference.batcher import Batcher
 
 BatcherFactory = Callable[[], contextlib.AbstractAsyncContextManager[Batcher]]
 
@@ -34,7 +35,7 @@ class Runtime:
 
 def resolve_models(boundary: str | None, retrieval: str | None) -> Runtime:
     """The two roles: the named directories, else the worker's defaults."""
-    from worker import inference
+    from worker.inference import serving as inference
 
     settings = inference.inference_settings(model_dir=boundary, retrieval_model_dir=retrieval)
     refs = inference.resolve(settings, boundary=True, retrieval=True)

@@ -39,9 +39,9 @@ from bench.seam_blocks import DEFAULT_CACHE
 from bench.seam_scores import Summary, paired_difference, summarise
 from bench.seam_sets import GENRES, SPLITS, seam_set
 from bench.seams import Scores, SeamDocument, score
-from worker.batcher import embed_batch
 from worker.chunking import registry
 from worker.chunking.text.segment import split_paragraphs
+from worker.inference.batcher import embed_batch
 from worker.models.backend import EmbeddingBackend
 from worker.models.loading import load_backend
 from worker.models.reference import ModelRef, describe, find

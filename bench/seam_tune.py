@@ -32,8 +32,8 @@ from bench.seam_blocks import DEFAULT_CACHE
 from bench.seam_scores import paired_difference, summarise
 from bench.seam_sets import seam_set
 from bench.seams import Scores, score, seam_split
-from worker.batcher import embed_batch
 from worker.chunking import registry
+from worker.inference.batcher import embed_batch
 from worker.models.loading import load_backend
 from worker.models.reference import ModelRef, describe, find
 from worker.models.static import StaticEmbedder

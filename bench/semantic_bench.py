@@ -32,8 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.corpus import Document, gather
 from bench.seams import Scores, SeamDocument, score, seam_split
-from worker.batcher import embed_batch
 from worker.chunking import registry
+from worker.inference.batcher import embed_batch
 from worker.models.onnx_embedder import OnnxEmbedder
 from worker.models.reference import describe, find
 from worker.pipeline import chunk_document_sync

@@ -1,4 +1,5 @@
-"""Memory of the embedding strategies per input byte: what worker/resources.py's bound needs.
+"""Memory of the embedding strategies per input byte: what worker/runtime/resources.py's bound
+needs.
 
     PYTHONPATH=. .venv/bin/python bench/semantic_memory.py [--sizes 130000 1000000]
         [--model static|int8|fp32] [--strategy semantic ...]
@@ -25,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.corpus import gather
 from tests.long_document import long_markdown
-from worker.batcher import embed_batch
 from worker.chunking import registry
+from worker.inference.batcher import embed_batch
 from worker.models.loading import load_backend
 from worker.models.reference import describe, find
 

@@ -32,8 +32,8 @@ def chunk_all(request: dict[str, Any]) -> dict[str, list[list[list[Any]]]]:
     :func:`job_key`), each document's chunks."""
     import numpy as np
 
-    from worker.batcher import embed_batch
     from worker.chunking import registry
+    from worker.inference.batcher import embed_batch
     from worker.models.loading import load_backend
     from worker.models.reference import describe, find
     from worker.pipeline import chunk_document_sync

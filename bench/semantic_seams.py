@@ -38,8 +38,8 @@ MODELS = ("static", "fp32")
 def chunk_starts(request: dict[str, Any]) -> dict[str, Any]:
     """For each (strategy, model): every document's chunk starts and the median seconds per
     pass. Uses only APIs that the code before issue 21 also has."""
-    from worker.batcher import embed_batch
     from worker.chunking import registry
+    from worker.inference.batcher import embed_batch
     from worker.models.loading import load_backend
     from worker.models.reference import describe, find
     from worker.pipeline import chunk_document_sync

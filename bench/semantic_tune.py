@@ -24,9 +24,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.seams import SPLITS, Scores, score, seam_split
-from worker.batcher import embed_batch
 from worker.chunking import registry
 from worker.chunking.semantic import first_pass
+from worker.inference.batcher import embed_batch
 from worker.models.loading import load_backend
 from worker.models.reference import describe, find
 from worker.pipeline import chunk_document_sync

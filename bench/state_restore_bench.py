@@ -7,8 +7,8 @@ Starts its own broker; writes a compacted changelog topic of ``documents`` docum
 (``chunks`` chunk ids each, as the worker writes them: msgpack DocumentState, keyed by document
 id, zstd like the worker's producer), spread over ``partitions`` partitions; then, in a fresh
 process per run (so its peak resident memory is the restore's alone), restores every
-partition with the worker's own code (worker.changelog.Changelog into a
-worker.state_store.StateStore) — once from scratch (a new pod), once from a checkpoint with 1 %
+partition with the worker's own code (worker.state.changelog.Changelog into a
+worker.state.store.StateStore) — once from scratch (a new pod), once from a checkpoint with 1 %
 of the states rewritten since (a rebalance back to a worker that kept its state directory) —
 and prints the table. Nothing is committed; the broker's directory is temporary.
 """
@@ -32,9 +32,9 @@ from aiokafka import AIOKafkaProducer  # noqa: E402
 
 from bench.e2e_bench import start_broker  # noqa: E402
 from worker.config import load_settings  # noqa: E402
-from worker.kafka import COMPACTED, create_topics  # noqa: E402
-from worker.lifecycle import DocumentState  # noqa: E402
-from worker.state_store import encode_state  # noqa: E402
+from worker.kafka.clients import COMPACTED, create_topics  # noqa: E402
+from worker.state.store import encode_state  # noqa: E402
+from worker.wire.state_record import DocumentState  # noqa: E402
 
 
 def state_for(n: int, chunks: int, version: int) -> DocumentState:
@@ -84,13 +84,13 @@ async def write_changelog(
 
 async def restore(bootstrap: str, topic: str, partitions: int, state_dir: str) -> dict[str, float]:
     """One worker's restore of every partition (run in a process of its own)."""
-    from worker.changelog import Changelog
-    from worker.kafka import make_changelog_reader
-    from worker.state_store import open_store
+    from worker.kafka.clients import make_changelog_reader
+    from worker.state.changelog import Changelog
+    from worker.state.store import open_store
 
     settings = load_settings({"bootstrap_servers": bootstrap}, env={})
     opening = time.perf_counter()
-    # Opening a kept store file reads its keys into the Bloom filter (worker.key_filter).
+    # Opening a kept store file reads its keys into the Bloom filter (worker.state.key_filter).
     store = open_store(state_dir, "bench")
     open_seconds = time.perf_counter() - opening
     reader = make_changelog_reader(settings)

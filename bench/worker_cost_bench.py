@@ -65,14 +65,14 @@ from bench.corpus import Document, add_corpus_argument, describe, load  # noqa: 
 from bench.e2e_bench import _produce, clock_from_assignment, repeated, start_broker  # noqa: E402
 from bench.quix_peer import PeerRun, run_peer  # noqa: E402
 from worker import document, service  # noqa: E402
-from worker.codec import Headers  # noqa: E402
+from worker.app import Worker  # noqa: E402
 from worker.config import Settings, load_settings  # noqa: E402
-from worker.event_bytes import ChunkEventWriter  # noqa: E402
-from worker.events import ChunkEvent  # noqa: E402
-from worker.kafka import create_topics, make_producer, worker_topics  # noqa: E402
-from worker.publisher import Publisher  # noqa: E402
-from worker.records import ReferenceEventWriter  # noqa: E402
-from worker.service import Worker  # noqa: E402
+from worker.kafka.clients import create_topics, make_producer, worker_topics  # noqa: E402
+from worker.kafka.publisher import Publisher  # noqa: E402
+from worker.wire.codec import Headers  # noqa: E402
+from worker.wire.event_bytes import ChunkEventWriter  # noqa: E402
+from worker.wire.events import ChunkEvent  # noqa: E402
+from worker.wire.records import ReferenceEventWriter  # noqa: E402
 
 STAGES = (
     "fetch/decode",
@@ -86,26 +86,26 @@ STAGES = (
 OTHER = "event loop, metrics, other"
 # (substring of "file:function", stage), first match wins. Order matters: specific first.
 _RULES: tuple[tuple[str, str], ...] = (
-    ("worker/codec.py:decode", "fetch/decode"),
-    ("worker/codec.py:check_headers", "fetch/decode"),
-    ("worker/codec.py:encoding_from_headers", "fetch/decode"),
-    ("worker/codec.py:sniff", "fetch/decode"),
-    ("worker/codec.py:encode", "encoding"),
-    ("worker/records.py", "event construction"),
+    ("worker/wire/codec.py:decode", "fetch/decode"),
+    ("worker/wire/codec.py:check_headers", "fetch/decode"),
+    ("worker/wire/codec.py:encoding_from_headers", "fetch/decode"),
+    ("worker/wire/codec.py:sniff", "fetch/decode"),
+    ("worker/wire/codec.py:encode", "encoding"),
+    ("worker/wire/records.py", "event construction"),
     # Builds and encodes in one: its encoding shows as construction.
-    ("worker/event_bytes.py", "event construction"),
-    ("worker/lifecycle.py", "document state"),
-    ("worker/state.py", "document state"),
-    ("worker/state_store.py", "document state"),
-    ("worker/changelog.py", "document state"),
-    ("worker/turns.py", "document state"),
-    ("worker/tracecontext.py", "event construction"),
+    ("worker/wire/event_bytes.py", "event construction"),
+    ("worker/state/decisions.py", "document state"),
+    ("worker/state/documents.py", "document state"),
+    ("worker/state/store.py", "document state"),
+    ("worker/state/changelog.py", "document state"),
+    ("worker/handling/turns.py", "document state"),
+    ("worker/wire/tracecontext.py", "event construction"),
     ("worker/chunking/", "chunk"),
-    ("worker/resolver.py", "chunk"),
-    ("worker/publisher.py", "send/ack"),
+    ("worker/handling/resolver.py", "chunk"),
+    ("worker/kafka/publisher.py", "send/ack"),
     ("aiokafka/producer/", "send/ack"),
     ("aiokafka/partitioner", "send/ack"),
-    ("worker/offsets.py", "offsets/commit"),
+    ("worker/consuming/offsets.py", "offsets/commit"),
     ("service.py:_commit", "offsets/commit"),
     ("aiokafka/consumer/group_coordinator", "offsets/commit"),
     ("aiokafka/consumer/", "fetch/decode"),
@@ -267,8 +267,8 @@ async def worker_run(
 ) -> tuple[WorkerRun, Settings]:
     """The real Worker, in a fresh consumer group, on the documents already in
     ``input_topic``; its output goes to a fresh topic. ``events="reference"``: chunk events
-    built as ChunkEvent structs and encoded one by one (worker.records.ReferenceEventWriter,
-    the same bytes: the worker before worker.event_bytes)."""
+    built as ChunkEvent structs and encoded one by one (worker.wire.records.ReferenceEventWriter,
+    the same bytes: the worker before worker.wire.event_bytes)."""
     settings = settings_for(bootstrap, strategy, input_topic, "cost")
     topics, configs = worker_topics(settings, 3)
     del topics[settings.input_topic]  # shared by every pass, made once
@@ -553,7 +553,7 @@ if __name__ == "__main__":
         nargs="+",
         choices=["writer", "reference"],
         default=["writer"],
-        help="chunk events by worker.event_bytes (writer, what the worker runs) and/or by "
+        help="chunk events by worker.wire.event_bytes (writer, what the worker runs) and/or by "
         "encoding ChunkEvent structs (reference: the worker before it); both alternate per round",
     )
     parser.add_argument(

@@ -1,11 +1,12 @@
-"""The arithmetic of the backlog estimate and of the commit age (worker/backlog.py, pure). The
+"""The arithmetic of the backlog estimate and of the commit age (worker/observability/backlog.py,
+pure). The
 estimate against measured drain times on the real broker: tests/kafka/test_backlog_estimate.py."""
 
 from __future__ import annotations
 
 import pytest
 
-from worker.backlog import CommitAges, DecayingSum, WorkRate
+from worker.observability.backlog import CommitAges, DecayingSum, WorkRate
 
 
 def test_a_decaying_sum_halves_every_half_life() -> None:

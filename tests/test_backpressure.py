@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from worker.backpressure import Backpressure, Verdict
+from worker.consuming.backpressure import Backpressure, Verdict
 
 
 def test_pauses_at_any_high_mark_and_resumes_only_below_every_low_mark() -> None:

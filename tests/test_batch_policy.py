@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from worker.batch_policy import BatchPolicy, Watermark
+from worker.inference.batch_policy import BatchPolicy, Watermark
 
 
 def policy(tokens: int = 100, size: int = 8, wait: float = 1.0) -> BatchPolicy[str]:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from worker.batcher import MEASURE_IN_THREAD_OVER, Batcher, embed_batch
+from worker.inference.batcher import MEASURE_IN_THREAD_OVER, Batcher, embed_batch
 from worker.models.backend import EmbeddingBackend
 
 DIM = 3

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from worker.batcher import DIRECT_INLINE_CHARS, Batcher, embed_batch
-from worker.inference import MeteredBackend
-from worker.metrics import Metrics
+from worker.inference.batcher import DIRECT_INLINE_CHARS, Batcher, embed_batch
+from worker.inference.serving import MeteredBackend
 from worker.models.static import StaticEmbedder
+from worker.observability.metrics import Metrics
 
 STATIC_DIR = Path(__file__).resolve().parents[1] / ".cache/models/all-MiniLM-L6-v2-static"
 

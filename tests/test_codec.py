@@ -7,7 +7,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from worker.codec import EventEncoder, decode_as, decode_document, sniff
 from worker.errors import (
     DocumentError,
     DocumentTooLarge,
@@ -16,7 +15,8 @@ from worker.errors import (
     SchemaViolation,
     Undecodable,
 )
-from worker.events import ChunkEvent, DocumentEvent
+from worker.wire.codec import EventEncoder, decode_as, decode_document, sniff
+from worker.wire.events import ChunkEvent, DocumentEvent
 
 JSON = [("content-type", b"application/json")]
 MSGPACK = [("content-type", b"application/msgpack")]

@@ -18,7 +18,7 @@ from worker.config import (
     settings_table,
 )
 from worker.errors import ConfigError
-from worker.kafka import make_producer
+from worker.kafka.clients import make_producer
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -41,9 +41,9 @@ def test_defaults_env_and_flag_precedence() -> None:
 
 
 def test_embedding_concurrency_defaults_to_the_batchers_measured_default() -> None:
-    from worker.batcher import DEFAULT_CONCURRENT_BATCHES
-    from worker.cgroups import CgroupLimits
-    from worker.resources import plan
+    from worker.inference.batcher import DEFAULT_CONCURRENT_BATCHES
+    from worker.runtime.cgroups import CgroupLimits
+    from worker.runtime.resources import plan
 
     # 0 = derived from the CPU budget: the batcher's default once the budget has room for it.
     assert load_settings({}, env={}).concurrent_batches == 0
@@ -165,8 +165,8 @@ def test_readme_configuration_table_is_current() -> None:
 def test_with_the_lifecycle_a_document_has_no_more_chunks_than_one_state_record_names() -> None:
     """The largest state record (a withdrawn version's delete marker: three versions' ids)
     must fit max_record_bytes with its key, or the partition stalls on a refused state."""
-    from worker.lifecycle import DocumentState
-    from worker.state_store import encode_state
+    from worker.state.store import encode_state
+    from worker.wire.state_record import DocumentState
 
     for limit in (65536, 1024 * 1024, 4 * 1024 * 1024):
         settings = load_settings({}, env={"CHUNKSTREAM_MAX_RECORD_BYTES": str(limit)})

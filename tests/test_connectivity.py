@@ -1,5 +1,6 @@
-"""Reaching Kafka: the retry policy and the link's state (worker/connectivity.py, pure), the
-classification of connection errors, and the start-up wait (worker/kafka_link.py) driven with
+"""Reaching Kafka: the retry policy and the link's state (worker/kafka/connectivity.py, pure), the
+classification of connection errors, and the start-up wait (worker/kafka/reachability.py) driven
+with
 stand-ins for the network. The real broker: tests/kafka/test_kafka_outage.py."""
 
 from __future__ import annotations
@@ -17,9 +18,12 @@ from aiokafka.errors import (
     UnsupportedSaslMechanismError,
 )
 
-from worker import connectivity, kafka, kafka_link
 from worker.config import load_settings
-from worker.connectivity import (
+from worker.errors import ConfigError
+from worker.kafka import clients as kafka
+from worker.kafka import connectivity
+from worker.kafka import reachability as kafka_link
+from worker.kafka.connectivity import (
     ATTEMPT_CAP_S,
     FATAL_AT_START,
     INITIAL_S,
@@ -30,8 +34,7 @@ from worker.connectivity import (
     Kind,
     Link,
 )
-from worker.errors import ConfigError
-from worker.metrics import Metrics
+from worker.observability.metrics import Metrics
 
 
 def test_backoff_doubles_to_the_cap_of_the_kind() -> None:
@@ -152,7 +155,7 @@ async def test_start_up_waits_logging_each_kind_once(
             raise KafkaConnectionError("Unable to bootstrap")
         return "session"
 
-    with caplog.at_level(logging.INFO, logger="chunkstream.worker"):
+    with caplog.at_level(logging.INFO, logger="worker.kafka.reachability"):
         assert await link.connect(attempt) == "session"
     assert attempts == 3
     down = [r for r in caplog.records if r.getMessage() == "kafka unreachable"]
@@ -204,7 +207,7 @@ async def test_a_stop_request_ends_the_wait(monkeypatch: pytest.MonkeyPatch, fas
 
 
 def test_the_password_attribute_aiokafka_reads_for_each_connection() -> None:
-    """worker.kafka.renew_password writes it: aiokafka must still read it by this name."""
+    """worker.kafka.clients.renew_password writes it: aiokafka must still read it by this name."""
     import inspect
 
     from aiokafka.client import AIOKafkaClient

@@ -14,11 +14,11 @@ from typing import Any
 from aiokafka import TopicPartition
 
 from tests.kafka.fakes import FakeConsumer
-from worker import consumer as consumer_module
 from worker.config import load_settings
-from worker.consumer import ConsumeLoop
-from worker.metrics import Metrics
-from worker.records import InputRecord
+from worker.consuming import loop as consumer_module
+from worker.consuming.loop import ConsumeLoop
+from worker.observability.metrics import Metrics
+from worker.wire.records import InputRecord
 
 P0 = TopicPartition("documents", 0)
 P1 = TopicPartition("documents", 1)
@@ -50,7 +50,7 @@ def make_loop(
     consumer: FakeConsumer, process: Gated, **settings: Any
 ) -> tuple[ConsumeLoop, asyncio.Event, dict[str, int]]:
     # The worker plans its in-flight byte window from the container's memory at start-up
-    # (worker.resources.plan; 0 = derive); these tests set one, as the plan would.
+    # (worker.runtime.resources.plan; 0 = derive); these tests set one, as the plan would.
     flags = {
         "commit_interval_ms": "1",
         "max_in_flight_bytes": str(64 << 20),
@@ -128,7 +128,7 @@ async def test_pauses_at_the_in_flight_limit_and_resumes_when_half_drained() -> 
     assert len(process.started) == 4  # the fetch asks for no more than the room left
     assert loop.in_flight.documents == 4
     # What the client had buffered was taken before the pause (aiokafka would drop it and
-    # fetch it again after the resume: worker.held), and is held, not started.
+    # fetch it again after the resume: worker.consuming.prefetch), and is held, not started.
     assert consumer.queued() == 0
 
     # Three of four finish: 1 in flight ≤ half of 4, so the loop takes work again: the held

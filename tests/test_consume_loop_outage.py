@@ -13,11 +13,11 @@ from aiokafka.errors import KafkaTimeoutError
 
 from tests.kafka.fakes import FakeConsumer
 from tests.test_consume_loop import P0, P1, Gated, until
-from worker import connectivity
-from worker.changelog import Restored
 from worker.config import load_settings
-from worker.consumer import ConsumeLoop
-from worker.metrics import Metrics
+from worker.consuming.loop import ConsumeLoop
+from worker.kafka import connectivity
+from worker.observability.metrics import Metrics
+from worker.state.changelog import Restored
 
 
 def loop_with(consumer: FakeConsumer, process: Gated, up: list[bool], states: Any = None) -> Any:

@@ -12,14 +12,14 @@ from aiokafka.errors import KafkaTimeoutError
 
 from tests.kafka.fakes import FakeProducer
 from worker.chunking import registry
-from worker.codec import EventEncoder, decode_as
 from worker.config import load_settings
-from worker.document import DocumentHandler, dead_letter_room
-from worker.events import ChunkEvent, DeadLetterEvent, DocumentEvent
-from worker.metrics import Metrics
-from worker.publisher import Publisher
-from worker.records import InputRecord
-from worker.resolver import StrategyResolver
+from worker.handling.handler import DocumentHandler, dead_letter_room
+from worker.handling.resolver import StrategyResolver
+from worker.kafka.publisher import Publisher
+from worker.observability.metrics import Metrics
+from worker.wire.codec import EventEncoder, decode_as
+from worker.wire.events import ChunkEvent, DeadLetterEvent, DocumentEvent
+from worker.wire.records import InputRecord
 
 TEXT = "First sentence here. Second sentence there! A third one? And the fourth."
 

@@ -15,19 +15,19 @@ from aiokafka.errors import MessageSizeTooLargeError
 from tests.kafka.fakes import FakeProducer
 from tests.test_document_handler import record
 from tests.test_publisher import HeldProducer
-from worker import state as state_module
-from worker.changelog import Changelog
 from worker.chunking import registry
-from worker.codec import EventEncoder, decode_as
 from worker.config import load_settings, state_topic
-from worker.document import DocumentHandler
-from worker.events import ChunkEvent, DeadLetterEvent, DocumentEvent
-from worker.lifecycle import DocumentState
-from worker.metrics import Metrics
-from worker.publisher import Publisher
-from worker.resolver import StrategyResolver
-from worker.state import DocumentStates
-from worker.state_store import StateStore, decode_state
+from worker.handling.handler import DocumentHandler
+from worker.handling.resolver import StrategyResolver
+from worker.kafka.publisher import Publisher
+from worker.observability.metrics import Metrics
+from worker.state import documents as state_module
+from worker.state.changelog import Changelog
+from worker.state.documents import DocumentStates
+from worker.state.store import StateStore, decode_state
+from worker.wire.codec import EventEncoder, decode_as
+from worker.wire.events import ChunkEvent, DeadLetterEvent, DocumentEvent
+from worker.wire.state_record import DocumentState
 
 STATE_TOPIC = "chunkstream-document-state-changelog"
 V1 = "Alpha one here. Beta two there. Gamma three now."

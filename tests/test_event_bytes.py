@@ -1,5 +1,6 @@
-"""The worker's chunk-event bytes (worker.event_bytes) against the definition: every event of
-worker.records.chunk_events encoded by the EventEncoder (worker.records.ReferenceEventWriter).
+"""The worker's chunk-event bytes (worker.wire.event_bytes) against the definition: every event of
+worker.wire.records.chunk_events encoded by the EventEncoder
+(worker.wire.records.ReferenceEventWriter).
 
 Byte for byte, in msgpack and JSON, with and without embeddings, spans, strategy and document
 metadata, versions, sources and languages; and through DocumentHandler: the same records
@@ -24,13 +25,13 @@ from hypothesis import strategies as st
 from tests.kafka.fakes import FakeProducer
 from tests.test_document_handler import handler_for, record
 from tests.test_document_lifecycle import lifecycle_handler
-from worker import document
 from worker.chunking.types import Chunk, Span
-from worker.codec import Encoding, decode_as
-from worker.event_bytes import ChunkEventWriter
-from worker.events import ChunkEvent, DocumentEvent, SourceRecord
-from worker.records import ReferenceEventWriter, chunk_ids
-from worker.tracecontext import HeaderPropagation
+from worker.handling import handler as document
+from worker.wire.codec import Encoding, decode_as
+from worker.wire.event_bytes import ChunkEventWriter
+from worker.wire.events import ChunkEvent, DocumentEvent, SourceRecord
+from worker.wire.records import ReferenceEventWriter, chunk_ids
+from worker.wire.tracecontext import HeaderPropagation
 
 NOW = dt.datetime(2026, 12, 1, 1, 2, 3, 456789, tzinfo=dt.UTC)
 ENCODINGS: tuple[Encoding, ...] = ("msgpack", "json")
@@ -163,7 +164,7 @@ def test_an_event_decodes_with_an_independent_reader_to_the_chunk_it_came_from()
 
 
 class _FrozenClock:
-    """worker.document's ``dt`` with ``datetime.now`` fixed, so two passes stamp alike."""
+    """worker.handling.handler's ``dt`` with ``datetime.now`` fixed, so two passes stamp alike."""
 
     UTC = dt.UTC
 

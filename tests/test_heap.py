@@ -1,4 +1,5 @@
-"""worker.heap: start-up objects frozen out of collections, cycles made later still collected."""
+"""worker.runtime.collector: start-up objects frozen out of collections, cycles made later still
+collected."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from worker import heap
+from worker.runtime import collector as heap
 
 
 class Node:

@@ -1,7 +1,9 @@
 """The import rules of docs/architecture.md, enforced on the source (AST, every import,
 including those inside functions).
 
-Kafka and the inference runtime stay at the edges; the chunking rooms depend only downwards
+worker/ is a house of rooms (sub-packages) layered bottom to top: each room imports only the
+rooms below it (``ROOM_DEPENDS``). Kafka and the inference runtime stay at the edges; the chunking
+rooms depend only downwards
 (``text`` ← ``rules`` / ``semantic`` ← ``contract`` ← ``strategies`` ← ``registry``); the two model
 rooms are the run-time contract at the bottom (``models``) and the offline model making above
 it (``model_making``); pure modules import no I/O; and nothing in ``worker/`` imports itself
@@ -86,33 +88,88 @@ def offenders(
 
 
 IO = ("aiokafka", "onnxruntime", "onnx", "safetensors", "prometheus_client")
-WORKER_SIDE = tuple(
-    f"worker.{name}"
-    for name in (
-        "service", "consumer", "document", "kafka", "publisher", "cli", "config", "batcher",
-        "pipeline", "metrics", "health", "records", "resolver", "codec", "events", "inference",
-        "models.onnx_embedder", "models.loading", "models.static", "model_making",
-    )
-)  # fmt: skip
-# The model room's contract that chunking may read: what a model reference and a manifest are.
-MODEL_CONTRACT = ("worker.models.reference", "worker.models.manifest")
-ABOVE_MODELS = tuple(
-    f"worker.{name}"
-    for name in (
-        "model_making", "inference", "config", "batcher", "metrics", "service", "consumer",
-        "document", "publisher", "kafka", "cli", "chunking", "pipeline", "resources", "cgroups",
-    )
-)  # fmt: skip
+
+# The rooms of worker/ and the rooms each may import at run time (docs/architecture.md): a
+# room's modules import only their own room and these. The map is a layering, bottom first;
+# test_the_room_map_has_no_circle keeps it one. Imports under TYPE_CHECKING never run and are
+# not counted (the sampler names the consume loop's type, one room up).
+ROOM_DEPENDS: dict[str, tuple[str, ...]] = {
+    "worker._version": (),
+    "worker.errors": (),
+    "worker.wordpiece": (),
+    "worker.models": ("worker.errors", "worker.wordpiece"),
+    "worker.chunking": ("worker.models", "worker.wordpiece", "worker.errors"),
+    "worker.pipeline": ("worker.chunking",),
+    "worker.config": ("worker.errors", "worker.models", "worker.chunking"),
+    "worker.observability": ("worker._version",),
+    "worker.wire": ("worker._version", "worker.errors", "worker.chunking"),
+    "worker.runtime": (
+        "worker.errors", "worker.config", "worker.models", "worker.chunking",
+        "worker.observability",
+    ),
+    "worker.inference": (
+        "worker.errors", "worker.config", "worker.models", "worker.chunking",
+        "worker.observability", "worker.runtime",
+    ),
+    "worker.kafka": (
+        "worker.errors", "worker.config", "worker.observability", "worker.runtime", "worker.wire",
+    ),
+    "worker.state": (
+        "worker.errors", "worker.config", "worker.observability", "worker.runtime", "worker.wire",
+        "worker.kafka",
+    ),
+    "worker.consuming": (
+        "worker.errors", "worker.config", "worker.observability", "worker.runtime", "worker.wire",
+        "worker.kafka", "worker.state",
+    ),
+    "worker.handling": (
+        "worker.errors", "worker.config", "worker.observability", "worker.runtime", "worker.wire",
+        "worker.kafka", "worker.state", "worker.chunking", "worker.pipeline", "worker.models",
+        "worker.inference",
+    ),
+    "worker.model_making": ("worker.errors", "worker.models", "worker.chunking"),
+    "worker.app": (
+        "worker.errors", "worker.config", "worker.observability", "worker.runtime", "worker.wire",
+        "worker.kafka", "worker.state", "worker.chunking", "worker.pipeline", "worker.models",
+        "worker.inference", "worker.consuming", "worker.handling",
+    ),
+    "worker.cli": (
+        "worker._version", "worker.errors", "worker.config", "worker.observability",
+        "worker.runtime", "worker.wire", "worker.kafka", "worker.state", "worker.chunking",
+        "worker.pipeline", "worker.models", "worker.inference", "worker.app",
+        "worker.model_making",
+    ),
+    "worker": ("worker._version",),  # the public surface imports its names on first use
+}  # fmt: skip
+
+
+def room_of(module: str) -> str:
+    """The room a module of worker/ belongs to: its sub-package, or itself at the top."""
+    parts = module.split(".")
+    if len(parts) == 1:
+        return module
+    top = f"{parts[0]}.{parts[1]}"
+    return top if (WORKER / parts[1]).is_dir() else module
+
+
+# Which modules may use Kafka's client library, by room and by module: the Kafka edge.
+KAFKA_EDGE = (
+    "worker.kafka",
+    "worker.consuming.loop",
+    "worker.consuming.client",  # the consumer's methods the loop uses (a Protocol)
+    "worker.consuming.prefetch",  # the consumer's records held at a pause: part of the loop
+    "worker.consuming.unreadable",  # reads aiokafka's own tracebacks: the consumer edge
+    "worker.handling.handler",  # a publish that fails for a transient reason is retried
+    "worker.state.documents",  # the state changelog's writes (Kafka errors)
+    "worker.state.changelog",  # the state changelog's reader
+    "worker.app",
+    "worker.cli.kafka_tools",  # the Kafka commands; chunking and model commands never
+    "worker.cli.sink",  # the reference sink: a consumer at the edge
+)
 
 RULES = [
     # (who, may not import, exempt modules, why)
     ("worker.chunking", IO, (), "chunking is pure: no Kafka, no inference runtime, no metrics"),
-    (
-        "worker.chunking",
-        WORKER_SIDE,
-        (),
-        "chunking reads nothing of the worker (only the model contract: reference, manifest)",
-    ),
     (
         "worker.chunking.text",
         (
@@ -162,11 +219,10 @@ RULES = [
         "the strategies know the contract, not the registry that lists them",
     ),
     (
-        "worker.models",
-        ABOVE_MODELS,
+        "worker.chunking",
+        ("worker.models.onnx_embedder", "worker.models.loading", "worker.models.static"),
         (),
-        "the run-time model room is the contract at the bottom: it knows no settings, batcher, "
-        "metrics or model making",
+        "chunking never loads or runs a model (it reads references and manifests)",
     ),
     (
         "worker",
@@ -174,33 +230,7 @@ RULES = [
         ("worker.model_making", "worker.cli.models"),
         "only the CLI's model commands reach the offline model-making room",
     ),
-    (
-        "worker",
-        ("worker.cli",),
-        ("worker.cli",),
-        "the CLI is the top: no module of the worker imports it",
-    ),
-    (
-        "worker",
-        ("aiokafka",),
-        (
-            "worker.kafka",
-            "worker.consumer",
-            "worker.consumer_client",  # the consumer's methods the loop uses (a Protocol)
-            "worker.held",  # the consumer's records held at a pause: part of the loop
-            "worker.unreadable",  # reads aiokafka's own tracebacks: part of the consumer edge
-            "worker.publisher",
-            "worker.document",
-            "worker.service",
-            "worker.cli.kafka_tools",  # the Kafka commands; chunking and model commands never
-            "worker.sink",  # the reference sink: a consumer at the edge
-            "worker.state",  # the state changelog's writes (Kafka errors)
-            "worker.changelog",  # the state changelog's reader
-            "worker.kafka_link",  # waiting for Kafka, watching it (Kafka errors)
-            "worker.producers",  # the producer replaced when it breaks (its errors)
-        ),
-        "Kafka stays at the edge",
-    ),
+    ("worker", ("aiokafka",), KAFKA_EDGE, "Kafka stays at the edge"),
     (
         "worker",
         ("onnxruntime", "onnx", "safetensors"),
@@ -213,9 +243,39 @@ RULES = [
         "the inference runtime and the model build stay in the model rooms",
     ),
 ]
-PURE = ("worker.offsets", "worker.batch_policy", "worker.backpressure", "worker.records",
-        "worker.errors", "worker.events", "worker.pipeline", "worker.resolver", "worker.codec",
-        "worker.loop_lag", "worker.connectivity", "worker.backlog")  # fmt: skip
+PURE = (
+    "worker.wire", "worker.state.decisions", "worker.consuming.offsets",
+    "worker.consuming.backpressure", "worker.inference.batch_policy", "worker.errors",
+    "worker.pipeline", "worker.handling.resolver", "worker.runtime.loop_lag",
+    "worker.kafka.connectivity", "worker.observability.backlog",
+)  # fmt: skip
+IO_MODULES = (
+    *IO, "tokenizers", "worker.kafka.clients", "worker.consuming.loop", "worker.app",
+    "worker.kafka.publisher", "worker.observability.health", "worker.models.onnx_embedder",
+)  # fmt: skip
+
+
+def test_every_room_is_in_the_map() -> None:
+    rooms = {room_of(m) for m in RUNTIME}
+    assert sorted(rooms - ROOM_DEPENDS.keys()) == []
+    assert sorted(ROOM_DEPENDS.keys() - rooms) == []
+
+
+@pytest.mark.parametrize("room", sorted(ROOM_DEPENDS))
+def test_a_room_imports_only_the_rooms_below_it(room: str) -> None:
+    allowed = {room, *ROOM_DEPENDS[room]}
+    bad = sorted(
+        f"{module} imports {name}"
+        for module, imported in RUNTIME.items()
+        if room_of(module) == room
+        for name in imported
+        if name in RUNTIME and room_of(name) not in allowed
+    )
+    assert not bad
+
+
+def test_the_room_map_has_no_circle() -> None:
+    assert _circles({room: set(deps) for room, deps in ROOM_DEPENDS.items()}) == []
 
 
 @pytest.mark.parametrize(("who", "forbidden", "exempt", "why"), RULES, ids=[r[3] for r in RULES])
@@ -227,9 +287,13 @@ def test_import_rule(
 
 @pytest.mark.parametrize("module", PURE)
 def test_pure_modules_import_no_io(module: str) -> None:
-    io = (*IO, "tokenizers", "worker.kafka", "worker.consumer", "worker.service",
-          "worker.publisher", "worker.health", "worker.models.onnx_embedder")  # fmt: skip
-    bad = sorted(n for n in MODULES[module] if any(under(n, f) for f in io))
+    bad = sorted(
+        f"{name} (in {m})"
+        for m, imported in MODULES.items()
+        if under(m, module)
+        for name in imported
+        if any(under(name, f) for f in IO_MODULES)
+    )
     assert not bad, f"{module} imports {bad}"
 
 
@@ -237,7 +301,7 @@ def test_only_kafka_py_constructs_kafka_clients() -> None:
     clients = {"AIOKafkaConsumer", "AIOKafkaProducer", "AIOKafkaAdminClient"}
     bad = []
     for path in sorted(WORKER.rglob("*.py")):
-        if module_name(path) == "worker.kafka":
+        if module_name(path) == "worker.kafka.clients":
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Call):
@@ -302,10 +366,10 @@ def test_the_circle_finder_finds_circles() -> None:
 
 def test_the_rules_see_the_imports() -> None:
     # The checker itself must find what is there, or every rule passes vacuously.
-    assert "aiokafka" in MODULES["worker.kafka"]
+    assert "aiokafka" in MODULES["worker.kafka.clients"]
     assert "worker.chunking._native" in MODULES["worker.chunking.rules.adaptive"]
     assert "worker.chunking.strategies" in MODULES["worker.chunking.registry"]
-    assert "worker.inference" in MODULES["worker.cli.chunking"]  # inside a function
+    assert "worker.inference.serving" in MODULES["worker.cli.chunking"]  # inside a function
     assert "worker.model_making.commands" in MODULES["worker.cli.models"]  # inside a function
     assert "aiokafka.errors" in MODULES["worker.cli.kafka_tools"]
     assert "worker.cli.chunking" in MODULES["worker.cli"]

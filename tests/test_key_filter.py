@@ -1,4 +1,4 @@
-"""The Bloom filter in front of the state store (worker.key_filter), and the store's answers
+"""The Bloom filter in front of the state store (worker.state.key_filter), and the store's answers
 with it: never a stored state missed, whatever happened to the store."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from worker.key_filter import KeyFilter
-from worker.lifecycle import DocumentState
-from worker.state_store import StateStore, encode_state
+from worker.state.key_filter import KeyFilter
+from worker.state.store import StateStore, encode_state
+from worker.wire.state_record import DocumentState
 
 
 def test_every_added_key_is_found_and_few_others_are() -> None:

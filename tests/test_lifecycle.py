@@ -1,4 +1,4 @@
-"""The lifecycle decisions (worker.lifecycle), pure: a simulated sink that only upserts by key
+"""The lifecycle decisions (worker.state.decisions), pure: a simulated sink that only upserts by key
 and deletes on tombstones must end with exactly the current version's chunk ids, whatever the
 order of versions, replays and deletes."""
 
@@ -10,8 +10,9 @@ import msgspec
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from worker import lifecycle
-from worker.lifecycle import DocumentState, Skip
+from worker.state import decisions as lifecycle
+from worker.state.decisions import Skip
+from worker.wire.state_record import DocumentState, ids_to_bytes
 
 
 def ids(*texts: str) -> list[str]:
@@ -23,11 +24,11 @@ def test_a_new_document_emits_everything_and_retracts_nothing() -> None:
     assert isinstance(decision, lifecycle.Update)
     assert decision.emit == [0, 1]
     assert decision.retract == []
-    assert decision.state == DocumentState(5, None, lifecycle.ids_to_bytes(ids("a", "b")))
+    assert decision.state == DocumentState(5, None, ids_to_bytes(ids("a", "b")))
 
 
 def test_an_edit_retracts_what_is_gone_and_keeps_what_stayed() -> None:
-    old = DocumentState(5, 1, lifecycle.ids_to_bytes(ids("a", "b", "c")))
+    old = DocumentState(5, 1, ids_to_bytes(ids("a", "b", "c")))
     new = ids("a", "B", "c", "d")
     skip = lifecycle.update(old, 9, 2, new, emit_unchanged=False)
     emit = lifecycle.update(old, 9, 2, new, emit_unchanged=True)
@@ -40,7 +41,7 @@ def test_an_edit_retracts_what_is_gone_and_keeps_what_stayed() -> None:
 
 
 def test_replays_and_older_integer_versions_change_nothing() -> None:
-    state = DocumentState(10, 3, lifecycle.ids_to_bytes(ids("a")))
+    state = DocumentState(10, 3, ids_to_bytes(ids("a")))
     assert lifecycle.update(state, 9, 3, ids("a"), emit_unchanged=True) is Skip.REPLAYED
     assert lifecycle.update(state, 7, 4, ids("x"), emit_unchanged=True) is Skip.REPLAYED
     assert lifecycle.update(state, 11, 2, ids("x"), emit_unchanged=True) is Skip.OLDER_VERSION
@@ -61,7 +62,7 @@ def test_replays_and_older_integer_versions_change_nothing() -> None:
 def test_the_record_the_state_came_from_is_done_again_in_full() -> None:
     """A crash after the state was written and before its chunk events were: the replay of
     that record must publish every chunk again and tombstone what it had tombstoned."""
-    old = DocumentState(5, 1, lifecycle.ids_to_bytes(ids("a", "b", "c")))
+    old = DocumentState(5, 1, ids_to_bytes(ids("a", "b", "c")))
     edit = lifecycle.update(old, 9, 2, ids("a", "B"), emit_unchanged=False)
     assert isinstance(edit, lifecycle.Update)
     assert edit.emit == [1]
@@ -92,7 +93,7 @@ def test_a_withdrawn_records_replay_tombstones_what_the_withdrawal_did() -> None
     """A crash after a withdrawal's marker reached the changelog and before its tombstones
     reached the chunk topic: the replay of that record, accepted this time, emits every chunk
     and tombstones what the marker names and the new version does not have."""
-    old = DocumentState(5, 1, lifecycle.ids_to_bytes(ids("a", "b")))
+    old = DocumentState(5, 1, ids_to_bytes(ids("a", "b")))
     edit = lifecycle.update(old, 9, 2, ids("a", "c"), emit_unchanged=False)
     assert isinstance(edit, lifecycle.Update)
     marker = lifecycle.withdraw(edit.state, old).state
@@ -110,7 +111,7 @@ def test_an_unconfirmed_state_is_finished_by_the_next_record() -> None:
     """A crash left a state whose own record will not come back (a compacted input dropped
     it): the next version tombstones what that state retracted too, and emits every chunk,
     since which of the state's events landed is unknown."""
-    old = DocumentState(5, 1, lifecycle.ids_to_bytes(ids("a", "b", "c")))
+    old = DocumentState(5, 1, ids_to_bytes(ids("a", "b", "c")))
     edit = lifecycle.update(old, 9, 2, ids("a", "B"), emit_unchanged=False)
     assert isinstance(edit, lifecycle.Update)
     after = lifecycle.update(edit.state, 14, 3, ids("a", "B", "d"), emit_unchanged=False)
@@ -158,14 +159,14 @@ def test_an_unconfirmed_state_is_finished_by_the_next_record() -> None:
 
 def test_a_state_written_before_retracted_existed_still_decodes() -> None:
     """States in a changelog written by the previous release have four fields."""
-    four = msgspec.msgpack.encode([7, 2, lifecycle.ids_to_bytes(ids("a")), False])
+    four = msgspec.msgpack.encode([7, 2, ids_to_bytes(ids("a")), False])
     state = msgspec.msgpack.decode(four, type=DocumentState)
-    assert state == DocumentState(7, 2, lifecycle.ids_to_bytes(ids("a")))
+    assert state == DocumentState(7, 2, ids_to_bytes(ids("a")))
     assert state.retracted == b""
 
 
 def test_deletes_retract_everything_and_leave_a_marker_until_commits_pass_it() -> None:
-    state = DocumentState(10, None, lifecycle.ids_to_bytes(ids("a", "b")))
+    state = DocumentState(10, None, ids_to_bytes(ids("a", "b")))
     decision = lifecycle.delete(state, 12)
     assert isinstance(decision, lifecycle.Delete)
     assert decision.retract == ids("a", "b")
@@ -222,7 +223,7 @@ def test_a_stock_sink_ends_with_exactly_the_current_version(
     current_version: int | None = None
 
     def texts_of(texts: tuple[str, ...]) -> list[str]:
-        # Occurrences make equal texts distinct, as worker.records.chunk_ids does.
+        # Occurrences make equal texts distinct, as worker.wire.records.chunk_ids does.
         return [f"{t}#{texts[:i].count(t)}" for i, t in enumerate(texts)]
 
     # A crash while a record's chunk events, tombstones and state record were on their way
@@ -289,7 +290,7 @@ def test_a_crashed_record_that_never_comes_back_is_finished_by_the_next(
     changed the document, the sink holds exactly the current version again."""
     crashed = dict(gone)
     state: DocumentState | None = None
-    unconfirmed = False  # as worker.unconfirmed would say of the state
+    unconfirmed = False  # as worker.state.unconfirmed would say of the state
     sink: set[str] = set()
     live = False
     current: list[str] = []
@@ -325,7 +326,7 @@ def test_a_crashed_record_that_never_comes_back_is_finished_by_the_next(
                     sink.discard(chunk_id)
             state = decision.state
             unconfirmed = offset in crashed
-        elif decision is Skip.OLDER_VERSION:  # what the handler sends again (worker.document)
+        elif decision is Skip.OLDER_VERSION:  # what worker.handling.handler sends again
             again = lifecycle.retracted_again(state, unconfirmed=unconfirmed)
             for chunk_id in again[: round(len(again) * crashed.get(offset, 1.0))]:
                 sink.discard(chunk_id)

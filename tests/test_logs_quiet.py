@@ -1,11 +1,12 @@
 """The Kafka client's repeated lines (and the worker's per-document retries) are let through
-once per window per message pattern, with the count of those left out (worker/logs.py)."""
+once per window per message pattern, with the count of those left out
+(worker/observability/logs.py)."""
 
 from __future__ import annotations
 
 import logging
 
-from worker.logs import QuietRepeats
+from worker.observability.logs import QuietRepeats
 
 
 def record(name: str, msg: str, *args: object) -> logging.LogRecord:
@@ -32,7 +33,7 @@ def test_a_pattern_passes_once_per_window_then_says_how_many_were_left_out() -> 
 def test_only_the_client_and_the_known_retry_lines_are_quieted() -> None:
     quiet = QuietRepeats(window_s=60.0, clock=lambda: 0.0)
     for _ in range(3):
-        assert quiet.filter(record("chunkstream.worker", "dead letter"))
-        assert quiet.filter(record("chunkstream.worker", "kafka unreachable"))
-    assert quiet.filter(record("chunkstream.worker", "publish failed; retrying"))
-    assert not quiet.filter(record("chunkstream.worker", "publish failed; retrying"))
+        assert quiet.filter(record("worker.handling.handler", "dead letter"))
+        assert quiet.filter(record("worker.kafka.reachability", "kafka unreachable"))
+    assert quiet.filter(record("worker.handling.handler", "publish failed; retrying"))
+    assert not quiet.filter(record("worker.handling.handler", "publish failed; retrying"))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from worker.loop_lag import LagWindow
+from worker.runtime.loop_lag import LagWindow
 
 
 def test_the_gauge_is_the_worst_of_the_last_samples_only() -> None:

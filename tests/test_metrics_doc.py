@@ -8,7 +8,7 @@ from pathlib import Path
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from worker.metrics import Metrics
+from worker.observability.metrics import Metrics
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "worker.md"
 

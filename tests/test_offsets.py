@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from worker.offsets import OffsetTracker, PartitionOffsets
+from worker.consuming.offsets import OffsetTracker, PartitionOffsets
 
 
 def test_in_order_completion_advances_one_by_one() -> None:

@@ -26,10 +26,10 @@ def test_worker_exports() -> None:
         "load_settings",
         "open_batcher",
     ]
+    from worker.app import Worker
     from worker.chunking.registry import build
     from worker.chunking.types import Chunk
     from worker.config import Settings
-    from worker.service import Worker
 
     assert worker.Chunk is Chunk
     assert worker.Settings is Settings

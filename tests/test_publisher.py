@@ -16,10 +16,10 @@ from aiokafka.errors import KafkaTimeoutError, MessageSizeTooLargeError
 from aiokafka.partitioner import murmur2
 
 from tests.kafka.fakes import FakeProducer
-from worker.codec import EventEncoder, decode_as
 from worker.errors import OutputRecordTooLarge
-from worker.events import ChunkEvent, SourceRecord
-from worker.publisher import Publisher
+from worker.kafka.publisher import Publisher
+from worker.wire.codec import EventEncoder, decode_as
+from worker.wire.events import ChunkEvent, SourceRecord
 
 NOW = dt.datetime(2026, 11, 30, tzinfo=dt.UTC)
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from worker.cgroups import CgroupLimits, read_limits
 from worker.config import load_settings
 from worker.errors import ConfigError
-from worker.resources import (
+from worker.runtime.cgroups import CgroupLimits, read_limits
+from worker.runtime.resources import (
     BATCH_RESERVE,
     DEFAULT_IN_FLIGHT_BYTES,
     MODEL_RESERVE,
@@ -216,12 +216,12 @@ def test_a_static_model_runs_one_thread_per_batch() -> None:
 def test_loaded_models_reads_the_kinds_the_worker_loads(tmp_path: Path) -> None:
     """The kinds come from the model references the worker resolves, and the boundary model is
     loaded exactly when the worker needs one (resources.needs_boundary_model, which
-    worker.service decides with)."""
+    worker.app decides with)."""
     for directory in (STATIC_DIR, ONNX_DIR):
         if not (directory / "manifest.json").is_file():
             pytest.fail(f"no model in {directory}: run scripts/bootstrap")
     from worker.chunking import registry
-    from worker.resources import needs_model
+    from worker.runtime.resources import needs_model
 
     def kinds(**env: str) -> tuple[str, ...]:
         settings = load_settings({}, env={f"CHUNKSTREAM_{k.upper()}": v for k, v in env.items()})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from worker import schema
+from worker.wire import schema
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
 

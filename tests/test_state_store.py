@@ -1,4 +1,4 @@
-"""The local copy of the state changelog (worker.state_store): an SQLite cache, per partition."""
+"""The local copy of the state changelog (worker.state.store): an SQLite cache, per partition."""
 
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ import sys
 import time
 from pathlib import Path
 
-from worker.lifecycle import DocumentState
-from worker.state_store import (
+from worker.state.store import (
     SWEEP_AFTER_S,
     TEMPORARY_PREFIX,
     StateStore,
     encode_state,
     open_store,
 )
+from worker.wire.state_record import DocumentState
 
 A = DocumentState(3, 1, bytes(16))
 B = DocumentState(7, None, bytes(range(32)))
@@ -111,7 +111,7 @@ def test_a_kept_directory_is_reused_unless_another_process_holds_it(tmp_path: Pa
         [
             sys.executable,
             "-c",
-            "import sys, time; from worker.state_store import open_store; "
+            "import sys, time; from worker.state.store import open_store; "
             f"open_store({str(tmp_path)!r}, 'other'); print('held', flush=True); time.sleep(60)",
         ],
         stdout=subprocess.PIPE,
@@ -146,7 +146,7 @@ def _hold_temporary_store(scratch: Path) -> subprocess.Popen[str]:
         [
             sys.executable,
             "-c",
-            "import pathlib, time; from worker.state_store import open_store; "
+            "import pathlib, time; from worker.state.store import open_store; "
             f"s = open_store(None, 'g', scratch=pathlib.Path({str(scratch)!r})); "
             "print(s.path.parent, flush=True); time.sleep(60)",
         ],

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from worker.tracecontext import HeaderPropagation, parse_traceparent, valid_tracestate
+from worker.wire.tracecontext import HeaderPropagation, parse_traceparent, valid_tracestate
 
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 PARENT = "00f067aa0ba902b7"

@@ -1,10 +1,10 @@
-"""Records of one document are handled one at a time, in arrival order (worker.turns)."""
+"""Records of one document are handled one at a time, in arrival order (worker.handling.turns)."""
 
 from __future__ import annotations
 
 import asyncio
 
-from worker.turns import DocumentTurns
+from worker.handling.turns import DocumentTurns
 
 
 async def test_one_documents_records_run_in_arrival_order_others_run_alongside() -> None:

@@ -1,5 +1,5 @@
-"""Which restored states a previous owner may not have finished (worker.unconfirmed), and
-what the document states do with them (worker.state): no checkpoint while any is left."""
+"""Which restored states a previous owner may not have finished (worker.state.unconfirmed), and
+what the document states do with them (worker.state.documents): no checkpoint while any is left."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from aiokafka import TopicPartition
 
 from tests.kafka.fakes import FakeProducer
 from tests.test_document_lifecycle import STATE_TOPIC, lifecycle_handler
-from worker import unconfirmed
-from worker.changelog import Changelog
-from worker.lifecycle import DocumentState, ids_to_bytes
-from worker.metrics import Metrics
-from worker.state import DocumentStates
-from worker.state_store import StateStore, encode_state
-from worker.unconfirmed import Unconfirmed
+from worker.observability.metrics import Metrics
+from worker.state import unconfirmed
+from worker.state.changelog import Changelog
+from worker.state.documents import DocumentStates
+from worker.state.store import StateStore, encode_state
+from worker.state.unconfirmed import Unconfirmed
+from worker.wire.state_record import DocumentState, ids_to_bytes
 
 
 def state(offset: int) -> DocumentState:

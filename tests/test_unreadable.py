@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from aiokafka import TopicPartition
 
-from worker.unreadable import StuckPartitions, Unreadable, locate
+from worker.consuming.unreadable import StuckPartitions, Unreadable, locate
 
 
 def test_a_stuck_partition_is_due_again_after_the_retry_interval() -> None:

@@ -23,22 +23,22 @@ from typing import TYPE_CHECKING, Any
 from worker._version import __version__
 
 if TYPE_CHECKING:
+    from worker.app import Worker
     from worker.chunking.registry import build
     from worker.chunking.types import Chunk
     from worker.config import Settings, load_settings
-    from worker.inference import open_batcher
+    from worker.inference.serving import open_batcher
     from worker.pipeline import chunk_document, chunk_document_sync
-    from worker.service import Worker
 
 _WHERE = {
     "Chunk": "worker.chunking.types",
     "Settings": "worker.config",
-    "Worker": "worker.service",
+    "Worker": "worker.app",
     "build": "worker.chunking.registry",
     "chunk_document": "worker.pipeline",
     "chunk_document_sync": "worker.pipeline",
     "load_settings": "worker.config",
-    "open_batcher": "worker.inference",
+    "open_batcher": "worker.inference.serving",
 }
 
 __all__ = [

@@ -70,7 +70,7 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = None
     sasl_username: str | None = None
     sasl_password: str | None = None
-    # Read at start-up and again for every new client and connection (worker/kafka.py), so a
+    # Read at start-up and again for every new client and connection (worker/kafka/clients.py), so a
     # rotated secret is used without a restart.
     sasl_password_file: str | None = None
     ssl_cafile: str | None = None
@@ -86,7 +86,7 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     max_queued_tokens: Annotated[int, msgspec.Meta(ge=1024)] = 65536
     include_embeddings: bool = False
     retrieval_model_dir: str | None = None
-    # Container budgets (worker/resources.py): 0 = read the cgroup limits.
+    # Container budgets (worker/runtime/resources.py): 0 = read the cgroup limits.
     cpu_budget: Annotated[float, msgspec.Meta(ge=0)] = 0.0
     memory_budget: Annotated[int, msgspec.Meta(ge=0)] = 0
 

@@ -8,8 +8,8 @@ Invariants:
   they never call a model (:func:`assemble_with` / :func:`assemble_with_sync` are the step
   for a caller holding a chunker rather than a built strategy, e.g. a test).
 - Every vector comes from the caller's ``embed``. The worker, ``chunkstream chunk``,
-  ``chunkstream embed`` and the benches all pass a :class:`worker.batcher.Batcher`'s
-  ``submit`` (built by :mod:`worker.inference` from the same settings), so inference
+  ``chunkstream embed`` and the benches all pass a :class:`worker.inference.batcher.Batcher`'s
+  ``submit`` (built by :mod:`worker.inference.serving` from the same settings), so inference
   batches are bounded by ``max_batch_tokens`` for every caller: no caller hands a whole
   document to the model in one call.
 - A rule strategy on a large document (:data:`THREAD_CHUNKING_CHARS` or more) runs on a worker

@@ -1,5 +1,6 @@
 """The Grafana dashboard and the alert rules query only metrics that exist: every expression is
-parsed as PromQL; each metric name in it is declared in worker/metrics.py or is on the explicit
+parsed as PromQL; each metric name in it is declared in worker/observability/metrics.py or is on
+the explicit
 list of other exporters' metrics below; and each of ours appears in a /metrics scrape of a worker
 running with the deployment's own configuration on the real broker."""
 
@@ -16,9 +17,9 @@ from tests.deploy import promql
 from tests.kafka import helpers
 from tests.kafka.test_full_worker import http_get
 from tests.kafka.test_worker_kafka import make_docs
+from worker.app import Worker
 from worker.config import load_settings
-from worker.metrics import Metrics
-from worker.service import Worker
+from worker.observability.metrics import Metrics
 
 # Metrics of other exporters that the dashboard and the rules may query, and only these. Every
 # name here must be one the exporter really has (its documentation), never a guess.
@@ -30,7 +31,8 @@ EXTERNAL_METRICS = {
     "container_cpu_usage_seconds_total",
     "container_memory_working_set_bytes",
 }
-# Declared in worker/metrics.py but not yet set by any worker code: a scrape shows their HELP
+# Declared in worker/observability/metrics.py but not yet set by any worker code: a scrape shows
+# their HELP
 # and TYPE but no sample. None is left (the commit age and the backlog estimate of issue 20 are
 # set now); a name added here is exempt from the scrape test's real-sample check until then.
 NOT_YET_SET: set[str] = set()
@@ -40,7 +42,8 @@ SET_ON_EVENT = {"chunkstream_unreadable_batches_total"}
 
 
 def declared_samples() -> set[str]:
-    """Every sample name the registry of worker/metrics.py can expose, labelled families
+    """Every sample name the registry of worker/observability/metrics.py can expose, labelled
+    families
     included (they expose no sample before their first label value)."""
     suffixes = {
         "counter": ("_total", "_created"),
@@ -101,7 +104,8 @@ def test_every_expression_parses_and_names_metrics() -> None:
 
 def test_every_queried_metric_is_declared_in_worker_metrics() -> None:
     """Acceptance (issue 20): every PromQL metric name of the dashboard and the rules is a
-    family of worker/metrics.py or on the commented list of other exporters' metrics."""
+    family of worker/observability/metrics.py or on the commented list of other exporters'
+    metrics."""
     declared = declared_samples()
     used = used_metrics()
     unknown = used - declared - EXTERNAL_METRICS

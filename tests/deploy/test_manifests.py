@@ -15,9 +15,15 @@ import yaml
 
 from tests.deploy import manifests as m
 from tests.deploy import promql
-from worker.cgroups import CgroupLimits
 from worker.config import ENV_PREFIX, Settings, load_settings
-from worker.resources import loaded_models, memory_bound, needs_model, plan, runnable_strategies
+from worker.runtime.cgroups import CgroupLimits
+from worker.runtime.resources import (
+    loaded_models,
+    memory_bound,
+    needs_model,
+    plan,
+    runnable_strategies,
+)
 
 ALL = list(m.KUSTOMIZATIONS)
 KEDA = ["keda", "managed-kafka", "strimzi"]

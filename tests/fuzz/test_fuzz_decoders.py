@@ -17,16 +17,16 @@ from hypothesis import strategies as st
 from tests.fuzz.conftest import FUZZ
 from worker.chunking import registry
 from worker.chunking.types import RuleChunker
-from worker.codec import EventEncoder, decode_as, decode_document
 from worker.errors import DocumentError
-from worker.events import (
+from worker.handling.resolver import StrategyResolver
+from worker.wire.codec import EventEncoder, decode_as, decode_document
+from worker.wire.events import (
     MAX_METADATA_ENTRIES,
     ChunkEvent,
     DocumentEvent,
     StrategyOverride,
 )
-from worker.records import InputRecord, chunk_events
-from worker.resolver import StrategyResolver
+from worker.wire.records import InputRecord, chunk_events
 
 LIMIT = 64 * 1024
 INT64 = st.integers(-(2**63), 2**63 - 1)

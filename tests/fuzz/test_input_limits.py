@@ -10,9 +10,9 @@ import msgspec
 import pytest
 
 from worker.chunking import registry
-from worker.codec import EventEncoder, decode_document
 from worker.errors import DocumentError, SchemaViolation
-from worker.records import InputRecord, chunk_events
+from worker.wire.codec import EventEncoder, decode_document
+from worker.wire.records import InputRecord, chunk_events
 
 JSON = [("content-type", b"application/json")]
 HUGE = 10**30
@@ -57,7 +57,7 @@ def _override(params: dict[str, object]) -> bytes:
 
 def test_documents_cannot_point_the_worker_at_files(tmp_path: Path) -> None:
     from worker.errors import StrategyNotAllowed
-    from worker.resolver import StrategyResolver
+    from worker.handling.resolver import StrategyResolver
 
     configured = tmp_path / "tokenizer.json"
     default = registry.build("sentence", {})

@@ -21,7 +21,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from tests.kafka import helpers
 from tests.kafka.test_worker_kafka import WORDS, run_worker_until
-from worker.service import Worker
+from worker.app import Worker
 
 pytestmark = pytest.mark.kafka
 

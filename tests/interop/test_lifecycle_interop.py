@@ -16,9 +16,9 @@ from confluent_kafka import Producer
 from tests.interop.test_confluent_interop import read_topic
 from tests.kafka import helpers
 from tests.kafka.test_worker_kafka import run_worker_until
+from worker.app import Worker
 from worker.pipeline import chunk_document_sync
-from worker.records import chunk_ids
-from worker.service import Worker
+from worker.wire.records import chunk_ids
 
 pytestmark = pytest.mark.kafka
 

@@ -1,7 +1,7 @@
 """Where the worker puts a document's chunk events, checked against a client nobody here wrote.
 
 The worker computes each document's partition itself and appends its chunk events to record
-batches of its own (worker/publisher.py). A consumer that co-partitions by document id (a
+batches of its own (worker/kafka/publisher.py). A consumer that co-partitions by document id (a
 join, a per-document state store) relies on those events landing where any Kafka client
 would put a record with that key: the Java producer's default partitioner, murmur2 of the key.
 librdkafka implements it as ``partitioner=murmur2_random`` ("Java Producer compatible"; its
@@ -23,8 +23,8 @@ from confluent_kafka import Producer
 from tests.interop.test_confluent_interop import decode, read_topic
 from tests.kafka import helpers
 from tests.kafka.test_worker_kafka import make_docs, run_worker_until
-from worker.kafka import create_topics
-from worker.service import Worker
+from worker.app import Worker
+from worker.kafka.clients import create_topics
 
 pytestmark = pytest.mark.kafka
 

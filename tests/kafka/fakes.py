@@ -44,7 +44,7 @@ class SlowHashBackend:
 
 
 class FakeConsumer:
-    """The consumer methods :class:`worker.consumer.ConsumeLoop` uses, over in-memory records.
+    """The consumer methods :class:`worker.consuming.loop.ConsumeLoop` uses, over in-memory records.
 
     ``feed`` queues records of a partition; ``getmany`` hands out what is queued for
     partitions that are assigned and not paused (up to ``max_records``), and yields to the
@@ -133,7 +133,7 @@ class FakeConsumer:
 
 
 class FakeBatch:
-    """The batch builder :class:`worker.publisher.Publisher` fills: takes records until
+    """The batch builder :class:`worker.kafka.publisher.Publisher` fills: takes records until
     ``capacity`` (any number by default), then refuses; ``close`` ends it."""
 
     def __init__(self, capacity: int | None) -> None:
@@ -156,7 +156,8 @@ class FakeBatch:
 
 
 class FakeProducer:
-    """The producer methods :class:`worker.publisher.Publisher` uses: every send (a record or a
+    """The producer methods :class:`worker.kafka.publisher.Publisher` uses: every send (a record or
+    a
     batch) is acknowledged at once (or fails with ``fail_next`` errors first), and its records
     kept in ``sent``; ``batches`` counts the batches sent."""
 

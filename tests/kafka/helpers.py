@@ -17,10 +17,10 @@ from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import CoordinatorLoadInProgressError, GroupCoordinatorNotAvailableError
 
 from worker.chunking.registry import BuiltStrategy
-from worker.codec import EventEncoder, decode_as
 from worker.config import Settings, load_settings
-from worker.events import ChunkEvent, DeadLetterEvent, DocumentEvent
-from worker.kafka import create_topics, worker_topics
+from worker.kafka.clients import create_topics, worker_topics
+from worker.wire.codec import EventEncoder, decode_as
+from worker.wire.events import ChunkEvent, DeadLetterEvent, DocumentEvent
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -38,9 +38,9 @@ def make_settings(bootstrap: str, names: Mapping[str, str], **overrides: Any) ->
 
 def build_as_worker(settings: Settings) -> BuiltStrategy:
     """The default strategy as a worker with ``settings`` builds it: the same model references
-    (worker.inference.resolve), so the same sizes, boundaries and chunk ids offline."""
+    (worker.inference.serving.resolve), so the same sizes, boundaries and chunk ids offline."""
     from worker.chunking import registry
-    from worker.inference import resolve
+    from worker.inference.serving import resolve
 
     needs = registry.get(settings.strategy).needs_model
     refs = resolve(settings, boundary=needs, retrieval=False)
@@ -187,7 +187,7 @@ async def wait_committed_to_end(
 async def run_worker_to_end(settings: Settings, timeout_s: float) -> None:
     """Run an in-process Worker until its group has committed the whole input topic, then stop
     it and require a clean exit (0)."""
-    from worker.service import Worker
+    from worker.app import Worker
 
     worker = Worker(settings)
     task = asyncio.create_task(worker.run())

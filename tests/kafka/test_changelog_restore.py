@@ -1,4 +1,5 @@
-"""Restoring the state changelog on the real broker (worker.changelog): every assigned partition
+"""Restoring the state changelog on the real broker (worker.state.changelog): every assigned
+partition
 in one go — an empty one, one from the beginning with a tombstone, one from its checkpoint — and
 the reader fetches nothing once the restore is done."""
 
@@ -11,11 +12,11 @@ import pytest
 from aiokafka import AIOKafkaProducer, TopicPartition
 
 from tests.kafka import helpers
-from worker.changelog import CHECKPOINT_MAX_AGE_S, Changelog, learn_topic
 from worker.config import state_topic
-from worker.kafka import make_changelog_reader
-from worker.lifecycle import DocumentState
-from worker.state_store import StateStore, encode_state
+from worker.kafka.clients import make_changelog_reader
+from worker.state.changelog import CHECKPOINT_MAX_AGE_S, Changelog, learn_topic
+from worker.state.store import StateStore, encode_state
+from worker.wire.state_record import DocumentState
 
 pytestmark = pytest.mark.kafka
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from tests.kafka import helpers
-from worker.codec import decode_as
-from worker.events import DocumentEvent
-from worker.service import Worker
+from worker.app import Worker
+from worker.wire.codec import decode_as
+from worker.wire.events import DocumentEvent
 
 pytestmark = pytest.mark.kafka
 REPO = Path(__file__).resolve().parents[2]

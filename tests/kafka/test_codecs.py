@@ -16,8 +16,8 @@ from tests.conftest import free_port
 from tests.kafka import helpers
 from tests.kafka.test_full_worker import http_get, scrape, total
 from tests.kafka.test_worker_kafka import check_complete, make_docs, run_worker_until
+from worker.app import Worker
 from worker.config import Settings, state_topic
-from worker.service import Worker
 
 pytestmark = pytest.mark.kafka
 
@@ -226,7 +226,7 @@ async def test_a_corrupt_batch_is_named_and_not_skipped(
     try:
         await _wait_partition_committed(bootstrap, settings, 1, len(intact))
         for _ in range(300):
-            if worker.metrics.unreadable_partitions._value.get() == 1:
+            if worker.observability.metrics.unreadable_partitions._value.get() == 1:
                 break
             await asyncio.sleep(0.1)
         ready, checks = worker.readiness()

@@ -19,10 +19,10 @@ from tests.conftest import free_port
 from tests.kafka import helpers
 from tests.kafka.fakes import SlowHashBackend
 from tests.kafka.test_worker_kafka import check_complete, make_docs
+from worker.app import State, Worker
 from worker.chunking.rules import adaptive
 from worker.chunking.types import Chunk, ContentType
-from worker.events import ChunkEvent, DocumentEvent, StrategyOverride
-from worker.service import State, Worker
+from worker.wire.events import ChunkEvent, DocumentEvent, StrategyOverride
 
 pytestmark = pytest.mark.kafka
 REPO = Path(__file__).resolve().parents[2]
@@ -93,8 +93,8 @@ async def test_metrics_health_and_readiness(
         # While draining, readiness is withdrawn before the process exits.
         states = []
         while not task.done():
-            states.append(worker.state)
-            if worker.state is State.DRAINING:
+            states.append(worker.state.documents)
+            if worker.state.documents is State.DRAINING:
                 assert worker.readiness()[0] is False
             await asyncio.sleep(0.01)
         assert await task == 0
@@ -222,7 +222,8 @@ async def test_backpressure_pauses_do_not_fetch_the_input_again(
     kafka_bootstrap: str, topic_names: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """aiokafka drops what it has buffered for a paused partition and fetches it again after
-    the resume; the loop takes it before pausing (worker.held). With a window of 8 documents
+    the resume; the loop takes it before pausing (worker.consuming.prefetch). With a window of 8
+    documents
     and fetch responses of a megabyte, every pause threw most of a response away: the
     worker read its input many times over (281 MB for 40 MB in the peer bench)."""
     port = free_port()

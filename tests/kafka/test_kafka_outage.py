@@ -28,7 +28,7 @@ from tests.faults.broker import PrivateBroker, free_port
 from tests.kafka import helpers
 from tests.kafka.test_lifecycle_worker import PARAMS, changelog, expected_chunks, sink_contents
 from tests.kafka.test_lifecycle_worker import produce as produce_records
-from worker.connectivity import JITTER, PROBE_CAP_S
+from worker.kafka.connectivity import JITTER, PROBE_CAP_S
 
 pytestmark = pytest.mark.kafka
 

@@ -21,13 +21,13 @@ from confluent_kafka.admin import AdminClient
 
 from tests.kafka import helpers
 from tests.kafka.test_lifecycle_worker import produce, sink_contents
-from worker import lifecycle
-from worker.codec import EventEncoder
 from worker.config import Settings, state_topic
-from worker.events import DocumentEvent
 from worker.pipeline import chunk_document_sync
-from worker.records import chunk_ids
-from worker.state_store import encode_state
+from worker.state.store import encode_state
+from worker.wire.codec import EventEncoder
+from worker.wire.events import DocumentEvent
+from worker.wire.records import chunk_ids
+from worker.wire.state_record import DocumentState, ids_to_bytes
 
 pytestmark = pytest.mark.kafka
 
@@ -79,11 +79,11 @@ async def orphaned_state(
 
     # The second version lands at input offset 1; only its state reaches the changelog.
     await produce(bootstrap, settings.input_topic, [event(second, 2)])
-    written = lifecycle.DocumentState(
+    written = DocumentState(
         offset=1,
         version=2,
-        chunk_ids=lifecycle.ids_to_bytes(list(new)),
-        retracted=lifecycle.ids_to_bytes([i for i in old if i not in new]),
+        chunk_ids=ids_to_bytes(list(new)),
+        retracted=ids_to_bytes([i for i in old if i not in new]),
     )
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
     await producer.start()

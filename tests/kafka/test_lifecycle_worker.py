@@ -3,7 +3,7 @@
 Random changelogs over hundreds of documents — creates, one-paragraph edits, appends,
 truncations, reorders, deletes (tombstones) and re-sends of old versions — go through real
 worker processes while one is killed with SIGKILL and the group rebalances. The chunk topic is
-then applied by the reference sink (worker.sink: upsert by key, delete on null, nothing else),
+then applied by the reference sink (worker.cli.sink: upsert by key, delete on null, nothing else),
 and must hold exactly the chunks that chunking each surviving document's last version gives:
 the same ids, the same texts, none stale, none missing.
 """
@@ -20,12 +20,12 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from tests.kafka import helpers
-from worker.codec import EventEncoder
+from worker.cli.sink import SinkStore, run_sink
 from worker.config import Settings
-from worker.events import DocumentEvent
 from worker.pipeline import chunk_document_sync
-from worker.records import chunk_ids
-from worker.sink import SinkStore, run_sink
+from worker.wire.codec import EventEncoder
+from worker.wire.events import DocumentEvent
+from worker.wire.records import chunk_ids
 
 pytestmark = pytest.mark.kafka
 

@@ -18,8 +18,8 @@ import pytest
 from tests.conftest import free_port
 from tests.kafka import helpers
 from tests.kafka.test_worker_kafka import check_complete
-from worker.events import DocumentEvent
-from worker.resources import EXPANSION
+from worker.runtime.resources import EXPANSION
+from worker.wire.events import DocumentEvent
 
 REPO = Path(__file__).resolve().parents[2]
 MiB = 1 << 20

@@ -1,7 +1,7 @@
 """`chunkstream chunk` and the worker give the same chunks for the same document.
 
 Both run :func:`worker.pipeline.chunk_document` over a batcher built by
-:func:`worker.inference.open_batcher` from the same settings; this checks it end to
+:func:`worker.inference.serving.open_batcher` from the same settings; this checks it end to
 end: the CLI in a subprocess, the worker against the real broker and the real model.
 """
 
@@ -18,7 +18,7 @@ import pytest
 
 from tests.kafka import helpers
 from tests.long_document import long_markdown
-from worker.events import DocumentEvent
+from worker.wire.events import DocumentEvent
 
 pytestmark = [pytest.mark.kafka, pytest.mark.model]
 REPO = Path(__file__).resolve().parents[2]

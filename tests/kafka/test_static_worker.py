@@ -11,9 +11,9 @@ import pytest
 
 from tests.kafka import helpers
 from tests.kafka.test_worker_kafka import check_complete, make_docs
-from worker.batcher import embed_batch
 from worker.chunking import registry
 from worker.chunking.types import EmbeddingChunker
+from worker.inference.batcher import embed_batch
 
 pytestmark = pytest.mark.kafka
 

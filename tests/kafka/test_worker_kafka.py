@@ -13,8 +13,8 @@ import msgspec
 import pytest
 
 from tests.kafka import helpers
-from worker.events import ChunkEvent, DocumentEvent, StrategyOverride
-from worker.service import Worker
+from worker.app import Worker
+from worker.wire.events import ChunkEvent, DocumentEvent, StrategyOverride
 
 pytestmark = pytest.mark.kafka
 

@@ -33,7 +33,7 @@ def test_public_names() -> None:
 def test_serving_imports_do_not_need_the_build_tooling() -> None:
     # onnx and safetensors come with the `model` extra; a worker image may not have them.
     code = (
-        "import sys, worker.models, worker.models.onnx_embedder, worker.batcher;"
+        "import sys, worker.models, worker.models.onnx_embedder, worker.inference.batcher;"
         "print(sorted(m for m in ('onnx', 'safetensors') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

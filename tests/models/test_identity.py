@@ -13,7 +13,7 @@ from safetensors.numpy import save_file
 from tests.models.tiny_bert import tiny_weights, write_tiny_model
 from worker.config import Settings, load_settings
 from worker.errors import ModelNotBuilt
-from worker.inference import boundary_ref
+from worker.inference.serving import boundary_ref
 from worker.model_making.build import build_model
 from worker.models.identity import variant_identity
 from worker.models.manifest import MODEL_NAME, ManifestError, read_any_manifest, read_manifest

@@ -12,7 +12,7 @@ import pytest
 from safetensors.numpy import load_file, save_file
 from tokenizers import Tokenizer
 
-from worker.batcher import embed_batch
+from worker.inference.batcher import embed_batch
 from worker.model_making.static_write import write_static_model
 from worker.models.backend import EmbeddingBackend
 from worker.models.loading import load_backend
@@ -260,9 +260,9 @@ async def test_worker_refuses_a_bad_static_model_at_start_up(
     tmp_path: Path, tokenizer_path: Path, matrix: np.ndarray, breakage: str, expected: str
 ) -> None:
     """One line naming the setting, before any broker is contacted (none listens here)."""
+    from worker.app import Worker
     from worker.config import load_settings
     from worker.errors import ConfigError
-    from worker.service import Worker
 
     directory = _model_dir(tmp_path, tokenizer_path, matrix)
     if breakage == "missing matrix":

@@ -21,7 +21,7 @@ from tokenizers import Tokenizer
 
 from worker.chunking import _native
 from worker.chunking.text.segment import split_sentences
-from worker.inference import compile_static
+from worker.inference.serving import compile_static
 from worker.models.loading import load_backend
 from worker.models.reference import find
 from worker.models.static import StaticEmbedder, StaticModel

@@ -12,7 +12,6 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from tokenizers import Tokenizer
 
-from worker.batcher import embed_batch
 from worker.chunking import registry
 from worker.chunking import strategies as chunking_strategies
 from worker.chunking.rules import sentence
@@ -20,6 +19,7 @@ from worker.chunking.semantic.sizing import TokenizerUnit, load_unit
 from worker.chunking.text.segment import split_sentences
 from worker.chunking.text.tokens import piece_counter
 from worker.chunking.types import EmbeddingChunker
+from worker.inference.batcher import embed_batch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from bench.corpus import gather

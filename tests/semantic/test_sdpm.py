@@ -250,7 +250,7 @@ def test_the_merge_is_its_definition_on_real_documents(
     long for the model's window (a unit of several pieces), blocks of 7 units at a time."""
     from bench.seams import seam_split
     from tests.semantic.test_static_seams import STATIC_DIR
-    from worker.batcher import embed_batch
+    from worker.inference.batcher import embed_batch
     from worker.models.loading import load_backend
     from worker.models.reference import describe
 

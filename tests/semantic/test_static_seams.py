@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from bench.seams import Scores, score, seam_split
-from worker.batcher import embed_batch
 from worker.chunking import registry
 from worker.chunking.text.segment import split_paragraphs
 from worker.chunking.types import EmbeddingChunker
+from worker.inference.batcher import embed_batch
 
 REPO = Path(__file__).resolve().parents[2]
 STATIC_DIR = REPO / ".cache" / "models" / "all-MiniLM-L6-v2-static"

@@ -8,7 +8,7 @@ The public surface for library users (pinned by tests/test_public_api.py)::
 - the chunk types: :class:`Chunk`, :class:`Span`, ``ContentType``;
 - the registry: :func:`build` (a name and loose parameters → a configured strategy with its
   fingerprint), :func:`names`, :class:`BuildContext` (the resolved model references:
-  :func:`worker.inference.resolve`), :class:`BuiltStrategy`, and its errors
+  :func:`worker.inference.serving.resolve`), :class:`BuiltStrategy`, and its errors
   :class:`StrategyError` ⊃ :class:`NoSuchStrategy`, :class:`InvalidParameters`;
 - each strategy's chunker and parameters: ``SentenceChunker``/``SentenceParams``,
   ``AdaptiveChunker``, ``LexicalChunker``, ``SemanticChunker``, ``SDPMChunker``,

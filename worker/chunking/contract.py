@@ -34,10 +34,11 @@ class InvalidParameters(StrategyError):
 @dataclass(frozen=True)
 class BuildContext:
     """The models a factory may need, each resolved once per process
-    (:func:`worker.inference.resolve`): ``boundary`` places the embedding strategies' cuts and
-    its identity is part of their fingerprint (another model moves boundaries, so it must mint
-    new ids); ``retrieval`` is the model that embeds the chunks downstream, whose tokens size
-    them. ``None`` for a role nobody resolved (a library caller with its own embedder)."""
+    (:func:`worker.inference.serving.resolve`): ``boundary`` places the embedding strategies'
+    cuts and its identity is part of their fingerprint (another model moves boundaries, so it
+    must mint new ids); ``retrieval`` is the model that embeds the chunks downstream, whose
+    tokens size them. ``None`` for a role nobody resolved (a library caller with its own
+    embedder)."""
 
     boundary: ModelRef | None = None
     retrieval: ModelRef | None = None

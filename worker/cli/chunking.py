@@ -103,7 +103,7 @@ def parse_param_flags(items: Sequence[str] | None) -> dict[str, str]:
 
 def run_chunk(args: argparse.Namespace) -> int:
     from worker.chunking import registry
-    from worker.inference import inference_settings, resolve
+    from worker.inference.serving import inference_settings, resolve
 
     strategy = registry.get(args.strategy)
     params = parse_param_flags(args.param)
@@ -129,7 +129,7 @@ async def chunk_files(
     boundary: ModelRef | None,
 ) -> int:
     """Each document read, chunked and printed in turn (module docstring)."""
-    from worker.inference import open_batcher
+    from worker.inference.serving import open_batcher
     from worker.pipeline import chunk_document
 
     out = sys.stdout
@@ -174,7 +174,7 @@ def run_settings(args: argparse.Namespace) -> int:
 
 
 def run_schema(args: argparse.Namespace) -> int:
-    from worker import schema
+    from worker.wire import schema
 
     out = Path(args.out)
     if not args.check:

@@ -8,7 +8,7 @@ Every tool connects the same way (:func:`add_connection_flags`, :func:`client_se
 "Unclosed AIOKafka…" warning. A new tool registers its parser in :func:`add_commands` and opens
 its clients with ``async with started(client, settings)``.
 
-``run`` keeps the worker's own start-up behaviour (worker/service.py decides what a missing
+``run`` keeps the worker's own start-up behaviour (worker/app.py decides what a missing
 broker means for the worker).
 """
 
@@ -82,7 +82,7 @@ def client_settings(args: argparse.Namespace, **flags: Any) -> Settings:
 async def started(client: Client, settings: Settings) -> AsyncIterator[Client]:
     """``client`` started, and stopped on the way out whatever happens. A bootstrap failure
     becomes :class:`KafkaUnreachable` carrying the diagnosis (which setting to check)."""
-    from worker.kafka import diagnose_connection
+    from worker.kafka.clients import diagnose_connection
 
     stop = _stop_method(client)
     try:
@@ -111,9 +111,9 @@ def _stop_method(client: KafkaClient) -> Callable[[], Awaitable[None]]:
 
 
 def run_worker(args: argparse.Namespace) -> int:
-    from worker import logs
+    from worker.app import Worker
     from worker.config import load_settings
-    from worker.service import Worker
+    from worker.observability import logs
 
     settings = load_settings(vars(args))
     logs.configure(settings.log_level)
@@ -153,9 +153,9 @@ def add_produce(sub: SubParsers[argparse.ArgumentParser]) -> None:
 
 
 def run_produce(args: argparse.Namespace) -> int:
-    from worker.codec import EventEncoder
-    from worker.events import DocumentEvent
-    from worker.kafka import make_document_producer
+    from worker.kafka.clients import make_document_producer
+    from worker.wire.codec import EventEncoder
+    from worker.wire.events import DocumentEvent
 
     settings = client_settings(args)
     encoder = EventEncoder(args.encoding)
@@ -221,9 +221,9 @@ def add_tail(sub: SubParsers[argparse.ArgumentParser]) -> None:
 
 
 def describe_event(value: bytes, headers: Sequence[tuple[str, bytes]]) -> str:
-    from worker.codec import decode_as
     from worker.errors import DocumentError
-    from worker.events import ChunkEvent, DeadLetterEvent
+    from worker.wire.codec import decode_as
+    from worker.wire.events import ChunkEvent, DeadLetterEvent
 
     try:
         chunk = decode_as(value, headers, ChunkEvent)
@@ -248,7 +248,7 @@ def describe_event(value: bytes, headers: Sequence[tuple[str, bytes]]) -> str:
 
 
 def run_tail(args: argparse.Namespace) -> int:
-    from worker.kafka import make_reader
+    from worker.kafka.clients import make_reader
 
     settings = client_settings(args)
 
@@ -265,8 +265,8 @@ def run_tail(args: argparse.Namespace) -> int:
 
 async def print_events(consumer: Any, args: argparse.Namespace) -> int:
     """Records of ``consumer`` as lines on stdout until ``--max`` or ``--idle-timeout``."""
-    from worker.codec import decode_as
-    from worker.events import ChunkEvent
+    from worker.wire.codec import decode_as
+    from worker.wire.events import ChunkEvent
 
     shown = 0
     idle_since = time.monotonic()
@@ -313,7 +313,7 @@ async def group_lag(settings: Settings, group: str, topic: str) -> dict[int, tup
     from aiokafka import TopicPartition
     from aiokafka.errors import CoordinatorLoadInProgressError, GroupCoordinatorNotAvailableError
 
-    from worker.kafka import make_admin, make_reader
+    from worker.kafka.clients import make_admin, make_reader
 
     async with started(make_reader(settings, topic), settings) as consumer:
         partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
@@ -370,7 +370,7 @@ def add_topics(sub: SubParsers[argparse.ArgumentParser]) -> None:
 
 
 def run_topics(args: argparse.Namespace) -> int:
-    from worker.kafka import create_topics, diagnose_connection, worker_topics
+    from worker.kafka.clients import create_topics, diagnose_connection, worker_topics
 
     settings = client_settings(
         args,

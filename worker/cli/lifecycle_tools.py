@@ -36,7 +36,7 @@ def add_commands(sub: SubParsers[argparse.ArgumentParser]) -> None:
 
 def run_delete(args: argparse.Namespace) -> int:
     """Tombstones: a null value keyed by each document id (what a CDC pipeline sends)."""
-    from worker.kafka import make_document_producer
+    from worker.kafka.clients import make_document_producer
 
     settings = client_settings(args)
 
@@ -55,8 +55,8 @@ def run_delete(args: argparse.Namespace) -> int:
 
 
 def run_sink_command(args: argparse.Namespace) -> int:
-    from worker.kafka import make_sink_consumer
-    from worker.sink import SinkStore, run_sink
+    from worker.cli.sink import SinkStore, run_sink
+    from worker.kafka.clients import make_sink_consumer
 
     settings = client_settings(args)
     store = SinkStore(Path(args.db))

@@ -3,9 +3,9 @@ model) and ``embed`` (one vector per input line).
 
 Flags and printing only: the work is :mod:`worker.model_making.commands` (the offline
 model-making room, which only the CLI reaches) and, for ``embed``, the worker's own batcher
-(:mod:`worker.inference`). Expected failures are :class:`~worker.errors.CommandError` (exit 1)
-or :class:`~worker.errors.ConfigError` (a wrong setting or flag: exit 2), printed by
-``worker.cli.main`` as one line.
+(:mod:`worker.inference.serving`). Expected failures are
+:class:`~worker.errors.CommandError` (exit 1) or :class:`~worker.errors.ConfigError` (a wrong
+setting or flag: exit 2), printed by ``worker.cli.main`` as one line.
 """
 
 from __future__ import annotations
@@ -176,7 +176,7 @@ def progress_bar(stage: str, total: int) -> Callable[[int], None]:
 
 
 def run_embed(args: argparse.Namespace) -> int:
-    from worker.inference import inference_settings, retrieval_ref
+    from worker.inference.serving import inference_settings, retrieval_ref
     from worker.models.reference import find
 
     check_writable(args.output)  # before the model runs, not after
@@ -211,7 +211,7 @@ def check_writable(path: Path) -> None:
 
 async def _embed(settings: Settings, model: ModelRef, texts: list[str]) -> NDArray[np.float32]:
     """Through the worker's batcher and bounds (a file of long lines never becomes one batch)."""
-    from worker.inference import open_batcher
+    from worker.inference.serving import open_batcher
 
     async with open_batcher(settings, model=model) as batcher:
         return await batcher.submit(texts)

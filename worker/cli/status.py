@@ -30,4 +30,4 @@ EXIT_PIPE_CLOSED = 128 + signal.SIGPIPE
 
 class KafkaUnreachable(CommandError):
     """The brokers could not be reached, or refused the client (TLS, SASL): the message is
-    :func:`worker.kafka.diagnose_connection`'s sentence naming the settings to check."""
+    :func:`worker.kafka.clients.diagnose_connection`'s sentence naming the settings to check."""

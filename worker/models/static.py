@@ -141,7 +141,7 @@ class StaticEmbedder:
     several threads at once (the model is read-only; the id cache has a lock)."""
 
     # Its cost is the real tokens' rows, whatever the batch: the batcher embeds its requests as
-    # they come instead of queueing and packing them (worker.batcher.DIRECT_INLINE_CHARS).
+    # they come instead of queueing and packing them (worker.inference.batcher.DIRECT_INLINE_CHARS).
     packing_pays = False
 
     def __init__(self, model: StaticModel) -> None:

@@ -1,0 +1,425 @@
+"""One input record, start to acknowledgement: decode → resolve → chunk → publish, or dead letter.
+
+Invariants:
+
+- A record ends in exactly one of three ways: everything it changes downstream is acknowledged
+  (chunk events, tombstones of retracted chunks and its document state, sent together), or its
+  dead letter is, or it changes nothing (a replay, an older version, a delete of an unknown
+  document: worker.state.decisions). :meth:`DocumentHandler.process` returns only then; the caller
+  may then mark the offset done.
+- Records of one document are handled one at a time, in arrival order (worker.handling.turns): each
+  reads the state the one before it wrote.
+- Everything that is the input's fault (a :class:`~worker.errors.DocumentError`, including a
+  strategy raising on this one document) becomes a dead letter with the reason; nothing is
+  silently dropped.
+- A dead letter always fits in one record (:func:`dead_letter_room`), or its publish would
+  fail forever and stall the partition.
+- Transient Kafka errors are retried with backoff for as long as the worker runs (the offset
+  stays uncommitted meanwhile); cancellation ends the attempts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime as dt
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from aiokafka.errors import KafkaError, MessageSizeTooLargeError, RecordTooLargeError
+from numpy.typing import NDArray
+
+from worker.chunking import registry
+from worker.chunking.types import Chunk, ContentType
+from worker.config import Settings, chunk_cap
+from worker.errors import (
+    ChunkingFailed,
+    DocumentError,
+    InvalidUtf8,
+    KeyMismatch,
+    OutputRecordTooLarge,
+    TooManyChunks,
+    UnkeyedTombstone,
+)
+from worker.handling.resolver import StrategyResolver
+from worker.handling.turns import DocumentTurns
+from worker.kafka.publisher import Publisher, refused
+from worker.observability.metrics import Metrics
+from worker.pipeline import EmbedFn, ModelRequired, chunk_document
+from worker.state import decisions
+from worker.state.documents import DocumentStates
+from worker.wire.codec import Headers, decode_document
+from worker.wire.event_bytes import ChunkEventWriter
+from worker.wire.events import DocumentChunksEvent, DocumentEvent, SourceRecord
+from worker.wire.records import InputRecord, chunk_ids, dead_letter, doc_version
+from worker.wire.state_record import DocumentState
+from worker.wire.tracecontext import HeaderPropagation
+
+if TYPE_CHECKING:
+    from worker.inference.serving import Models
+
+log = logging.getLogger(__name__)
+
+_PUBLISH_RETRY_MAX_S = 30.0
+# A dead letter's fields besides the original key, headers and value (message ≤ 2000 chars).
+_DEAD_LETTER_OVERHEAD = 8 * 1024
+
+
+def dead_letter_room(rec: InputRecord, max_value_bytes: int) -> tuple[InputRecord, int]:
+    """The record as the dead letter carries it, and the bytes left for its original value.
+
+    Key and headers come first, the original value gets the rest; oversized key or headers
+    (more than half the room) are dropped (the offset and the value's digest stay)."""
+    room = max_value_bytes - _DEAD_LETTER_OVERHEAD
+    extra = len(rec.key or b"") + sum(len(k) + len(v or b"") + 8 for k, v in rec.headers)
+    if extra > room // 2:
+        rec = dataclasses.replace(rec, key=None, headers=[])
+        extra = 0
+    return rec, max(0, room - extra)
+
+
+class _Withdrawn(OutputRecordTooLarge):
+    """A refused write after which the document was withdrawn already (worker.state.decisions
+    .withdraw): its dead letter follows, nothing more."""
+
+
+@dataclass(frozen=True)
+class _Subject:
+    """What a record is about, known before its turn: a document version (``doc``), a delete
+    (``doc`` None, ``doc_id`` set), or an input error to dead-letter."""
+
+    doc: DocumentEvent | None
+    doc_id: str | None
+    error: DocumentError | None = None
+
+
+class DocumentHandler:
+    """Turns one input record into published chunk events (and retractions) or a dead letter."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        resolver: StrategyResolver,
+        publisher: Publisher,
+        metrics: Metrics,
+        models: Models | None,
+        stats: dict[str, int],
+        states: DocumentStates | None = None,
+        documents_topic: str | None = None,
+    ) -> None:
+        self.settings = settings
+        self._resolver = resolver
+        self._publisher = publisher
+        self._metrics = metrics
+        # Boundaries are placed with the boundary model; the vectors that go out with
+        # include_embeddings come from the retrieval model (the same one unless configured).
+        self._embed: EmbedFn | None = None if models is None else models.boundary.submit
+        self._retrieval: EmbedFn | None = None if models is None else models.retrieval.submit
+        self._retrieval_label = None if models is None else models.retrieval_label
+        self._stats = stats
+        self._propagation = HeaderPropagation(settings.forward_headers)
+        self._by_strategy: dict[str, tuple[Any, Any, Any]] = {}
+        self._states = states  # None: append-only (CHUNKSTREAM_DOCUMENT_LIFECYCLE=false)
+        self._documents_topic = documents_topic
+        self._turns = DocumentTurns()
+        self._emit_unchanged = settings.unchanged_chunks == "emit"
+        self._chunk_cap = chunk_cap(settings)
+        # Events go out as bytes built from the document's shared parts (worker.wire.event_bytes):
+        # the same bytes as encoding worker.wire.records.chunk_events, for less CPU.
+        self._writer = ChunkEventWriter(publisher.encoding)
+
+    async def process(self, rec: InputRecord) -> None:
+        """Handle ``rec`` until its outcome is acknowledged, retrying Kafka errors."""
+        where = {"partition": rec.partition, "offset": rec.offset}
+        # Decoded and its turn claimed in this first step, before anything can suspend it: the
+        # consume loop starts records in offset order, so turns are claimed in that order.
+        subject = self._subject(rec)
+        ordered = self._states is not None and subject.doc_id is not None
+        async with self._turns.turn((rec.partition, subject.doc_id) if ordered else None):
+            await self._retrying(lambda: self._handle(rec, subject, where), where)
+
+    def _subject(self, rec: InputRecord) -> _Subject:
+        if rec.value is None:  # a tombstone: the key is the document
+            if rec.key is None:
+                error = UnkeyedTombstone("a null value without a key deletes nothing")
+                return _Subject(None, None, error)
+            try:
+                return _Subject(None, rec.key.decode("utf-8"))
+            except UnicodeDecodeError:
+                return _Subject(None, None, InvalidUtf8("the tombstone's key is not UTF-8"))
+        try:
+            doc = decode_document(
+                rec.value, rec.headers, max_bytes=self.settings.max_document_bytes
+            )
+        except DocumentError as failure:
+            return _Subject(None, None, failure)
+        if self._states is not None and rec.key is not None and rec.key != doc.id.encode():
+            mismatch = KeyMismatch(
+                f"the record key {rec.key[:200]!r} is not the document id {doc.id[:200]!r}: "
+                "a changelog's key is the document (its tombstone must delete this document)"
+            )
+            return _Subject(None, doc.id, mismatch)
+        return _Subject(doc, doc.id)
+
+    async def _handle(self, rec: InputRecord, subject: _Subject, where: dict[str, int]) -> None:
+        m = self._metrics
+        started = time.perf_counter()
+        # Trace context and allowed headers: the same on every record of this document.
+        headers = self._propagation.outgoing(rec.headers)
+        try:
+            if subject.error is not None:
+                raise subject.error
+            if subject.doc is None:
+                assert subject.doc_id is not None
+                await self._delete(rec, subject.doc_id, headers)
+            else:
+                await self._update(rec, subject.doc, headers, started)
+        except DocumentError as error:
+            doc_id = subject.doc_id
+            withdrawn = isinstance(error, _Withdrawn)
+            if self._states is not None and doc_id is not None and not withdrawn:
+                await self._withdraw_unfinished(rec.partition, doc_id, rec.offset, headers)
+            log.warning(
+                "dead letter",
+                extra={**where, "doc_id": doc_id, "kind": error.kind, "reason": str(error)},
+            )
+            kept, room = dead_letter_room(rec, self._publisher.max_value_bytes)
+            await self._publisher.publish_dead_letter(
+                dead_letter(
+                    kept, error, dt.datetime.now(dt.UTC), max_value_bytes=room, doc_id=doc_id
+                ),
+                headers,
+            )
+            self._stats["dead_letters"] += 1
+            m.documents_dead_lettered.labels(error.kind).inc()
+
+    async def _update(
+        self, rec: InputRecord, doc: DocumentEvent, headers: Headers, started: float
+    ) -> None:
+        s = self.settings
+        m = self._metrics
+        states = self._states
+        state = None if states is None else states.get(rec.partition, doc.id)
+        unconfirmed = states is not None and states.unconfirmed(rec.partition, doc.id, state)
+        early = decisions.update(state, rec.offset, doc.version, (), emit_unchanged=True)
+        if isinstance(early, decisions.Skip):  # decided before any chunking work
+            m.documents_skipped.labels(early.value).inc()
+            if early is decisions.Skip.OLDER_VERSION:
+                again = decisions.retracted_again(state, unconfirmed=unconfirmed)
+                if again:
+                    acks, _ = await self._publisher.stage_encoded(doc.id, [], [], headers, again)
+                    await self._publisher.wait(acks)
+                    m.chunks_retracted.inc(len(again))
+            return
+        built = self._resolver.resolve(doc)
+        chunks = await self._chunk(built, doc.text, doc.content_type)
+        cap, setting = self._chunk_cap
+        if len(chunks) > cap:
+            raise TooManyChunks(f"{len(chunks)} chunks, above {cap}: {setting}")
+        model = self._retrieval_label if s.include_embeddings else None
+        ids = chunk_ids(doc.id, built.fingerprint, [c.text for c in chunks], model)
+        decision = decisions.update(
+            state,
+            rec.offset,
+            doc.version,
+            ids,
+            emit_unchanged=self._emit_unchanged,
+            unconfirmed=unconfirmed,
+        )
+        assert not isinstance(decision, decisions.Skip)  # the same inputs as above
+        emit = decision.emit
+        vectors = await self._chunk_vectors([chunks[i] for i in emit]) if model else None
+        values = self._writer.values(
+            doc,
+            SourceRecord(rec.topic, rec.partition, rec.offset),
+            built.name,
+            chunks,
+            dt.datetime.now(dt.UTC),
+            ids=ids,
+            indexes=emit,
+            embeddings=vectors,
+            embedding_model=self._retrieval_label,
+        )
+        keys = [ids[i].encode() for i in emit]
+        retracted = decision.retract if states is not None else []
+        acks, published = await self._publisher.stage_encoded(
+            doc.id, keys, values, headers, retracted
+        )
+        if self._documents_topic is not None:
+            acks += await self._stage_document_chunks(rec, doc, built.name, ids)
+        await self._settle(rec.partition, doc.id, acks, decision.state, state, headers)
+        self._stats["chunks"] += len(values)
+        chunks_produced, completed, seconds = self._strategy_metrics(built.name)
+        chunks_produced.inc(len(values))
+        if decision.unchanged:
+            action = "emitted" if self._emit_unchanged else "skipped"
+            m.chunks_unchanged.labels(action).inc(decision.unchanged)
+        if retracted:
+            m.chunks_retracted.inc(len(retracted))
+        m.output_bytes.inc(published)
+        completed.inc()
+        seconds.observe(time.perf_counter() - started)
+        m.end_to_end_lag.observe(max(0.0, time.time() - rec.timestamp_ms / 1000))
+
+    async def _delete(self, rec: InputRecord, doc_id: str, headers: Headers) -> None:
+        """A tombstone: every chunk of the document is tombstoned downstream."""
+        m = self._metrics
+        states = self._states
+        state = None if states is None else states.get(rec.partition, doc_id)
+        unconfirmed = states is not None and states.unconfirmed(rec.partition, doc_id, state)
+        decision = decisions.delete(state, rec.offset, unconfirmed=unconfirmed)
+        if isinstance(decision, decisions.Skip):
+            m.documents_skipped.labels(decision.value).inc()
+            return
+        acks, _ = await self._publisher.stage_encoded(doc_id, [], [], headers, decision.retract)
+        acks += await self._stage_document_gone(doc_id)
+        await self._settle(rec.partition, doc_id, acks, decision.state, state, headers)
+        m.documents_deleted.inc()
+        m.chunks_retracted.inc(len(decision.retract))
+
+    async def _settle(
+        self,
+        partition: int,
+        doc_id: str,
+        acks: list[asyncio.Future[None]],
+        state: DocumentState,
+        previous: DocumentState | None,
+        headers: Headers,
+    ) -> None:
+        """Stage the document's new ``state`` beside its records (``acks``) and wait for all of
+        them: one linger and one round trip per document, not two (the state is not sent after
+        the chunks: worker.state.decisions's rule for the record at the remembered offset makes a
+        crash in between safe). Only then does the local store take the state."""
+        states = self._states
+        encoded = b""
+        if states is not None:
+            staged, encoded = states.stage(partition, doc_id, state)
+            acks += staged
+        try:
+            await self._publisher.wait(acks)
+        except (MessageSizeTooLargeError, RecordTooLargeError) as exc:
+            # A topic's own max.message.bytes is below ours (start-up checks it when it may
+            # read topic configs): the record is dead-lettered, and whatever of it landed is
+            # withdrawn first, or the sink would keep a mix of two versions for good.
+            if states is None:
+                raise refused(exc) from None
+            await self._withdraw(partition, doc_id, state, previous, headers)
+            raise _Withdrawn(str(refused(exc))) from None
+        if states is not None:
+            states.applied(partition, doc_id, state, previous, encoded)
+
+    async def _withdraw(
+        self,
+        partition: int,
+        doc_id: str,
+        state: DocumentState,
+        previous: DocumentState | None,
+        headers: Headers,
+    ) -> None:
+        """Tombstone every chunk the sink may hold of a document whose records were partly
+        refused, and remember it as deleted (worker.state.decisions.withdraw). A refusal of these
+        (small) records too is a Kafka error like any other: retried."""
+        assert self._states is not None
+        decision = decisions.withdraw(state, previous)
+        acks, _ = await self._publisher.stage_encoded(doc_id, [], [], headers, decision.retract)
+        acks += await self._stage_document_gone(doc_id)
+        staged, encoded = self._states.stage(partition, doc_id, decision.state)
+        await self._publisher.wait(acks + staged)
+        self._states.applied(partition, doc_id, decision.state, previous, encoded)
+        self._metrics.chunks_retracted.inc(len(decision.retract))
+
+    async def _withdraw_unfinished(
+        self, partition: int, doc_id: str, offset: int, headers: Headers
+    ) -> None:
+        """Before the dead letter of a record whose state may be unfinished: withdraw the
+        document. That is a state that names the record (it is being done again after a
+        crash), or an unconfirmed one the record follows (worker.state.unconfirmed). Some of the
+        state's chunk events may be in the sink, and its ``retracted`` are the only record of
+        the tombstones it was to send, which no later record would send (worker.state.decisions)."""
+        states = self._states
+        assert states is not None
+        state = states.get(partition, doc_id)
+        if state is None or offset < state.offset:
+            return
+        if offset == state.offset or states.unconfirmed(partition, doc_id, state):
+            await self._withdraw(partition, doc_id, state, None, headers)
+
+    async def _stage_document_gone(self, doc_id: str) -> list[asyncio.Future[None]]:
+        """The document's tombstone on the documents topic, if there is one."""
+        if self._documents_topic is None:
+            return []
+        return await self._publisher.stage_null(self._documents_topic, doc_id.encode())
+
+    async def _stage_document_chunks(
+        self, rec: InputRecord, doc: DocumentEvent, strategy: str, ids: Sequence[str]
+    ) -> list[asyncio.Future[None]]:
+        """The document's current chunk ids on the documents topic (keyed by its id)."""
+        assert self._documents_topic is not None
+        event = DocumentChunksEvent(
+            doc_id=doc.id,
+            doc_version=doc_version(doc),
+            chunk_ids=list(ids),
+            strategy=strategy,
+            source=SourceRecord(rec.topic, rec.partition, rec.offset),
+            produced_at=dt.datetime.now(dt.UTC),
+        )
+        key = doc.id.encode()
+        value = self._publisher.encode(event)
+        partition = await self._publisher.partition_for(self._documents_topic, key)
+        return self._publisher.stage(
+            self._documents_topic, partition, [(key, value, list(self._publisher.content_headers))]
+        )
+
+    def _strategy_metrics(self, name: str) -> tuple[Any, Any, Any]:
+        """The per-strategy metric children, looked up once per strategy, not per document."""
+        children = self._by_strategy.get(name)
+        if children is None:
+            m = self._metrics
+            children = self._by_strategy[name] = (
+                m.chunks_produced.labels(name),
+                m.documents_completed.labels(name),
+                m.document_seconds.labels(name),
+            )
+        return children
+
+    async def _chunk(
+        self, built: registry.BuiltStrategy, text: str, ctype: ContentType
+    ) -> list[Chunk]:
+        try:
+            return await chunk_document(built, text, ctype, self._embed)
+        except DocumentError:
+            raise
+        except ModelRequired as exc:
+            raise ChunkingFailed(str(exc)) from None
+        except Exception as exc:  # a strategy bug must cost one document, not the partition
+            log.exception("strategy %s failed", built.name)
+            raise ChunkingFailed(f"{type(exc).__name__}: {exc}") from exc
+
+    async def _chunk_vectors(self, chunks: Sequence[Chunk]) -> NDArray[np.float32]:
+        assert self._retrieval is not None  # include_embeddings implies the model is loaded
+        return await self._retrieval([c.text for c in chunks])
+
+    async def _retrying(
+        self, attempt: Callable[[], Awaitable[None]], where: dict[str, int]
+    ) -> None:
+        """Retry transient publish failures with backoff, forever: the offset stays
+        uncommitted meanwhile, and backpressure stops the intake once in-flight fills up.
+        Cancellation (drain deadline, revoke) ends the attempts; the record is then replayed
+        by whoever owns the partition next."""
+        delay = 0.5
+        while True:
+            try:
+                await attempt()
+                return
+            except KafkaError as exc:
+                self._metrics.publish_retries.inc()
+                log.warning(
+                    "publish failed; retrying",
+                    extra={**where, "error": repr(exc), "retry_in_s": delay},
+                )
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, _PUBLISH_RETRY_MAX_S)

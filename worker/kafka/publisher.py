@@ -1,0 +1,329 @@
+"""Publishing chunk events and dead letters, and waiting for the broker's acknowledgements.
+
+Invariants:
+
+- A document's chunk events are keyed by their chunk ids (the point id a stock sink upserts)
+  and go to one partition, the one Kafka's default keyed partitioner picks for the *document*
+  id (murmur2 of it, as the Java client and librdkafka's ``murmur2_random`` compute it), in
+  index order, followed by the tombstones (null values) of the chunk ids the document no
+  longer has: one document's records stay in order, and a chunk id always lands on the same
+  partition (so compaction keeps exactly one record per chunk).
+- :meth:`Publisher.publish_chunks` returns only once the broker acknowledged every one of them
+  (acks=all, idempotent producer) and raises if any was refused; the caller then publishes the
+  whole document again (at least once; chunk ids are deterministic).
+- The same lanes carry the worker's other keyed records: the document-state changelog (to the
+  input record's own partition: co-partitioned) and the optional per-document topic.
+- Per partition, record batches are handed to the client one at a time, in the order their
+  records were appended (:class:`_Lane`), so a document's records keep their order across
+  batch boundaries, and the idempotent producer keeps that order on the broker.
+- A chunk event that cannot fit one record is refused before anything of its document is sent.
+
+Why record batches of our own: sending each chunk event with ``producer.send`` costs a
+coroutine, a future and a callback per event, which was most of the worker's CPU outside
+chunking (docs/worker.md, "The worker's own CPU by stage"). Here every document of a partition
+appends its records to that partition's open batch (the client's own ``create_batch``
+builder: the same record format, compression, idempotence sequence numbers and retries as a
+``send``), and a batch costs one ``send_batch`` and one future, whatever it holds. Documents
+share batches: a batch per document would carry one document per partition per round trip,
+since the client queues one batch per partition at a time. Batching follows Kafka's rules: a
+batch is sent when it is full (``batch.size``) or ``linger.ms`` after its first record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections import deque
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import msgspec
+from aiokafka import AIOKafkaProducer
+from aiokafka.errors import KafkaError, MessageSizeTooLargeError, RecordTooLargeError
+from aiokafka.partitioner import DefaultPartitioner
+from aiokafka.producer.message_accumulator import BatchBuilder
+
+from worker.errors import OutputRecordTooLarge
+from worker.wire.codec import DOC_ID_HEADER, Encoding, EventEncoder, Headers
+from worker.wire.events import ChunkEvent, DeadLetterEvent
+
+# Record overhead beyond key and value (batch header, headers, varints): leave room for it
+# when checking a value against max_record_bytes ourselves.
+_RECORD_OVERHEAD = 1024
+
+# (key, value, headers): a null value is a tombstone.
+Record = tuple[bytes, bytes | None, list[tuple[str, bytes | None]]]  # the client wants a list
+# Kafka's default keyed partitioning (murmur2 of the key), as every client computes it.
+_PARTITIONER = DefaultPartitioner()
+
+
+@dataclass(slots=True)
+class _Batch:
+    """Records of one partition on their way: the client's batch builder, and the future
+    every document with a record in it waits on."""
+
+    builder: Any  # aiokafka.producer.message_accumulator.BatchBuilder (untyped)
+    acked: asyncio.Future[None]
+    created: float  # loop time of its first record, for linger.ms
+
+
+class _Lane:
+    """One output partition's batches not yet handed to the client, oldest first."""
+
+    __slots__ = ("driver", "open", "pending", "sealed")
+
+    def __init__(self) -> None:
+        self.open: _Batch | None = None  # still taking records
+        self.sealed: deque[_Batch] = deque()  # full, waiting for their turn
+        self.driver: asyncio.Task[None] | None = None  # hands batches over while any wait
+        # Acknowledgements of its batches not yet settled (a hand-over waits for them).
+        self.pending: set[asyncio.Future[None]] = set()
+
+
+class Publisher:
+    def __init__(
+        self,
+        producer: AIOKafkaProducer,
+        encoder: EventEncoder,
+        *,
+        output_topic: str,
+        dlq_topic: str,
+        max_record_bytes: int,
+        linger_ms: int = 0,
+        uncompressed_topics: Collection[str] = (),
+        batch_bytes: int | None = None,
+    ) -> None:
+        if uncompressed_topics and batch_bytes is None:
+            # The producer's own batch.size is not readable back from the client; a default
+            # here would silently differ from it (aiokafka's 16 KiB against the worker's).
+            raise ValueError("batch_bytes is required with uncompressed_topics")
+        self._producer = producer
+        self._encoder = encoder
+        self._headers = encoder.headers()
+        self.output_topic = output_topic
+        self.dlq_topic = dlq_topic
+        self.max_value_bytes = max_record_bytes - _RECORD_OVERHEAD
+        self._linger_s = linger_ms / 1000
+        self._lanes: dict[tuple[str, int], _Lane] = {}
+        # Topics whose records hardly compress (the state changelog: 16-byte chunk ids, which
+        # are hashes) go out uncompressed, in batches of ``batch_bytes``: zstd saved 5 % of
+        # their bytes for CPU on the worker and the broker (docs/lifecycle.md).
+        self._uncompressed = frozenset(uncompressed_topics)
+        self._batch_bytes = batch_bytes or 0
+
+    @property
+    def content_headers(self) -> Headers:
+        """The content-type header every encoded event carries."""
+        return self._headers
+
+    @property
+    def encoding(self) -> Encoding:
+        return self._encoder.encoding
+
+    def encode(self, event: msgspec.Struct) -> bytes:
+        return self._encoder.encode(event)
+
+    async def publish_chunks(
+        self,
+        doc_id: str,
+        events: Sequence[ChunkEvent],
+        headers: Headers = (),
+        retracted: Sequence[str] = (),
+    ) -> int:
+        """Send a document's chunk events (keyed by their chunk ids) and tombstones
+        (:meth:`stage_encoded`) and return once the broker acknowledged all of them. Returns
+        the bytes published."""
+        encode = self._encoder.encode
+        keys = [event.chunk_id.encode() for event in events]
+        values = [encode(event) for event in events]
+        acks, published = await self.stage_encoded(doc_id, keys, values, headers, retracted)
+        try:
+            await self.wait(acks)
+        except (MessageSizeTooLargeError, RecordTooLargeError) as exc:
+            raise refused(exc) from None
+        return published
+
+    async def stage_encoded(
+        self,
+        doc_id: str,
+        keys: Sequence[bytes],
+        values: Sequence[bytes],
+        headers: Headers = (),
+        retracted: Sequence[str] = (),
+    ) -> tuple[list[asyncio.Future[None]], int]:
+        """Append a document's encoded chunk events (``keys``: their chunk ids) in index order,
+        then the tombstones of its ``retracted`` chunk ids, to the document's partition; the
+        acknowledgements to :meth:`wait` for, and the bytes appended. ``headers`` (trace
+        context, forwarded input headers) go on every record (beside the content type on
+        events; beside the document id on tombstones)."""
+        if not values and not retracted:
+            return [], 0  # nothing to wait for (a document that chunked to nothing, as before)
+        sizes = list(map(len, values))
+        if sizes and max(sizes) + 32 > self.max_value_bytes:
+            index = next(i for i, n in enumerate(sizes) if n + 32 > self.max_value_bytes)
+            raise OutputRecordTooLarge(
+                f"chunk {index} encodes to {sizes[index]} bytes, above the record limit "
+                f"{self.max_value_bytes} (raise CHUNKSTREAM_MAX_RECORD_BYTES or lower the "
+                "chunk size)"
+            )
+        partition = await self.partition_for(self.output_topic, doc_id.encode())
+        event_headers: list[tuple[str, bytes | None]] = [*self._headers, *headers]
+        records: list[Record] = [
+            (key, value, event_headers) for key, value in zip(keys, values, strict=True)
+        ]
+        if retracted:
+            tombstone_headers = [(DOC_ID_HEADER, doc_id.encode()), *headers]
+            records.extend((chunk_id.encode(), None, tombstone_headers) for chunk_id in retracted)
+        return self.stage(self.output_topic, partition, records), sum(sizes)
+
+    async def publish(self, topic: str, partition: int, records: Sequence[Record]) -> None:
+        """Append ``records`` in order to the (topic, partition) lane and return once every
+        one is acknowledged; a refused batch raises (our own copy of its error).
+
+        Every lane lingers (``linger.ms``), the state changelog's too: its records share
+        produce requests with other records instead of costing the broker and the client one
+        each (docs/lifecycle.md, "Throughput with the lifecycle on")."""
+        await self.wait(self.stage(topic, partition, records))
+
+    async def wait(self, acks: Sequence[asyncio.Future[None]]) -> None:
+        """Return once every batch of ``acks`` is acknowledged; a refused batch raises (our
+        own copy of its error: a batch's error is shared by every document in it, and
+        tracebacks would pile up on one exception object)."""
+        try:
+            for acked in acks:
+                await acked
+        except (MessageSizeTooLargeError, RecordTooLargeError):
+            raise
+        except KafkaError as exc:
+            raise copy.copy(exc) from None
+
+    async def partition_for(self, topic: str, key: bytes) -> int:
+        """The partition Kafka's default partitioner picks for ``key`` in ``topic``."""
+        partitions = sorted(await self._producer.partitions_for(topic))
+        return int(_PARTITIONER(key, partitions, partitions))
+
+    async def stage_null(self, topic: str, key: bytes) -> list[asyncio.Future[None]]:
+        """A tombstone for ``key`` in ``topic``, on the partition the default partitioner picks
+        (a compacted topic keyed by it: the documents topic), without waiting."""
+        return self.stage(topic, await self.partition_for(topic, key), [(key, None, [])])
+
+    def stage(
+        self, topic: str, partition: int, records: Sequence[Record]
+    ) -> list[asyncio.Future[None]]:
+        """Append ``records`` in order to the (topic, partition) lane's open batch (sealing
+        full ones), without waiting: the acknowledgements of the batches they went into, in
+        order, for :meth:`wait`. Records staged in one step (no await between) sit together."""
+        lane = self._lanes.get((topic, partition))
+        if lane is None:
+            lane = self._lanes[(topic, partition)] = _Lane()
+        batch = lane.open or self._new_batch(lane, topic)
+        acks = [batch.acked]
+        for key, value, headers in records:
+            if batch.builder.append(timestamp=None, key=key, value=value, headers=headers) is None:
+                # Full (batch.size): it waits its turn; the record opens the next batch. A
+                # builder always takes its first record, however large.
+                lane.sealed.append(batch)
+                batch = self._new_batch(lane, topic)
+                batch.builder.append(timestamp=None, key=key, value=value, headers=headers)
+                acks.append(batch.acked)
+        if lane.driver is None:
+            loop = asyncio.get_running_loop()
+            lane.driver = loop.create_task(self._drive(lane, topic, partition))
+        return acks
+
+    def _new_batch(self, lane: _Lane, topic: str) -> _Batch:
+        loop = asyncio.get_running_loop()
+        if topic in self._uncompressed:
+            # The client's own builder, as create_batch makes it, but without compression.
+            builder: Any = BatchBuilder(self._batch_bytes, 0)
+        else:
+            builder = self._producer.create_batch()
+        lane.open = _Batch(builder, loop.create_future(), loop.time())
+        lane.pending.add(lane.open.acked)
+        lane.open.acked.add_done_callback(lane.pending.discard)
+        return lane.open
+
+    def unsettled(self, lanes: Callable[[str, int], bool]) -> set[asyncio.Future[None]]:
+        """What to wait for until every record already appended to the (topic, partition)
+        lanes that ``lanes`` picks is acknowledged or refused."""
+        return {
+            acked
+            for (topic, partition), lane in self._lanes.items()
+            if lanes(topic, partition)
+            for acked in lane.pending
+        }
+
+    async def _drive(self, lane: _Lane, topic: str, partition: int) -> None:
+        """Hand the lane's batches to the client in order until none is left. ``send_batch``
+        returns once the client has queued the batch, which it does one per partition at a
+        time; meanwhile documents keep filling the open batch."""
+        loop = asyncio.get_running_loop()
+        try:
+            while lane.sealed or lane.open is not None:
+                if lane.sealed:
+                    batch = lane.sealed.popleft()
+                else:
+                    assert lane.open is not None
+                    wait = lane.open.created + self._linger_s - loop.time()
+                    if wait > 0:  # linger.ms: give it time to fill, then look again
+                        await asyncio.sleep(wait)
+                        continue
+                    batch, lane.open = lane.open, None
+                # Closed before it is queued: nothing may join a batch once the client may
+                # have given it its sequence number.
+                batch.builder.close()
+                try:
+                    delivered = await self._producer.send_batch(
+                        batch.builder, topic, partition=partition
+                    )
+                except Exception as exc:  # no room within request_timeout_ms, producer closed
+                    _fail(batch.acked, exc)
+                    continue
+                delivered.add_done_callback(partial(_settle, batch.acked))
+        except asyncio.CancelledError:
+            # Only at loop teardown: nobody may wait forever on a batch that will not go.
+            stopped = KafkaError("publisher stopped before the batch was sent")
+            for batch in [*lane.sealed, *([lane.open] if lane.open else [])]:
+                _fail(batch.acked, stopped)
+            lane.sealed.clear()
+            lane.open = None
+            raise
+        finally:
+            lane.driver = None
+
+    async def publish_dead_letter(self, event: DeadLetterEvent, headers: Headers = ()) -> None:
+        value = self._encoder.encode(event)
+        ack = await self._producer.send(
+            self.dlq_topic, value=value, key=event.key, headers=[*self._headers, *headers]
+        )
+        await ack
+
+
+def refused(exc: KafkaError) -> OutputRecordTooLarge:
+    """The broker's "too large" as the document's error: a topic's own max.message.bytes is
+    below ours, and no retry can succeed."""
+    return OutputRecordTooLarge(
+        f"a topic refused a batch of this document's records as too large ({exc}): its "
+        "max.message.bytes is below CHUNKSTREAM_MAX_RECORD_BYTES"
+    )
+
+
+def _settle(acked: asyncio.Future[None], delivered: asyncio.Future[Any]) -> None:
+    if acked.done():
+        return
+    if delivered.cancelled():
+        _fail(acked, KafkaError("the client cancelled the batch"))
+    elif (error := delivered.exception()) is not None:
+        _fail(acked, error)
+    else:
+        acked.set_result(None)
+
+
+def _fail(acked: asyncio.Future[None], error: BaseException) -> None:
+    if not acked.done():
+        acked.set_exception(error)
+        # Retrieved here on purpose: every document that still waits gets it; one that was
+        # cancelled meanwhile (revocation) is replayed anyway, so no "never retrieved" noise.
+        acked.exception()

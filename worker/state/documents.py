@@ -1,0 +1,292 @@
+"""What the worker remembers per document, kept the way Kafka Streams keeps a store: a compacted
+changelog topic (the truth, co-partitioned with the input) and a local copy (worker.state.store).
+
+Invariants:
+
+- A document's state goes to the changelog beside everything it describes (its chunk events
+  and tombstones, appended in the same step: worker.handling.handler), and to the local copy only
+  after
+  all of them were acknowledged; the input offset is committed only after that too. A crash in
+  between replays the record: a replay sees either the old state (and publishes the same ids
+  again: idempotent) or the new one, which names this very record, and then does it again in
+  full (worker.state.decisions). Waiting for the chunks before sending the state, as the first
+  version did, cost every document a second linger and round trip (docs/lifecycle.md).
+- The state of input partition p is written to changelog partition p, keyed by document id.
+- A delete leaves a marker (worker.state.decisions.DocumentState ``deleted``) that blocks replays of
+  older records; once the group's committed offset of its partition has passed it, no replay
+  can reach it, and it is removed with a changelog tombstone, so compaction forgets the
+  document entirely: the state does not grow with deleted documents.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+from aiokafka import TopicPartition
+from aiokafka.errors import KafkaError
+
+from worker.kafka.publisher import Publisher, Record
+from worker.observability.metrics import Metrics
+from worker.runtime.waits import wait_while
+from worker.state.changelog import Changelog, Restored
+from worker.state.decisions import marker_expired
+from worker.state.store import StateStore, encode_state
+from worker.state.unconfirmed import Unconfirmed
+from worker.wire.state_record import DocumentState
+
+log = logging.getLogger(__name__)
+
+# The input partitions' log start offsets (AIOKafkaConsumer.beginning_offsets).
+LogStarts = Callable[[list[TopicPartition]], Awaitable[dict[TopicPartition, int]]]
+
+# How long a hand-over waits for records still on their way (release): within the 5 s a
+# revocation leaves itself below the rebalance timeout after its drain (worker.consuming.loop).
+LATE_STATE_WAIT_S = 3.0
+
+
+class DocumentStates:
+    """The document states of the partitions this worker owns."""
+
+    def __init__(
+        self,
+        store: StateStore,
+        publisher: Publisher,
+        changelog: Changelog,
+        metrics: Metrics,
+        *,
+        documents_topic: str | None = None,
+    ) -> None:
+        self.store = store
+        # Where a delete also sends the document's own tombstone (Settings.documents_topic).
+        self._documents_topic = documents_topic
+        self.topic = changelog.topic
+        self._publisher = publisher
+        self._changelog = changelog
+        self._metrics = metrics
+        # One changelog reader: restores and checkpoints take turns on it.
+        self._reading = asyncio.Lock()
+        # Delete markers per partition (document id → offset of its delete), to expire.
+        self._markers: dict[int, dict[str, int]] = {}
+        # Live (not deleted) documents per partition: counted once after a restore, then
+        # kept by each state written (no count query per sample).
+        self._documents: dict[int, int] = {}
+        # States a previous owner may not have finished, per partition (worker.state.unconfirmed).
+        self._unconfirmed: dict[int, Unconfirmed] = {}
+        # Their gauges, looked up once per assignment (a labels() lookup per document cost
+        # more than the count it sets).
+        self._gauges: dict[int, Any] = {}
+
+    def get(self, partition: int, doc_id: str) -> DocumentState | None:
+        return self.store.get(partition, doc_id)
+
+    def unconfirmed(self, partition: int, doc_id: str, state: DocumentState | None) -> bool:
+        """Whether ``state`` (the document's, from :meth:`get`) may be unfinished: a previous
+        owner wrote it and may not have written all it describes (worker.state.unconfirmed)."""
+        tracker = self._unconfirmed.get(partition)
+        return state is not None and tracker is not None and tracker.holds(doc_id, state)
+
+    def stage(
+        self, partition: int, doc_id: str, state: DocumentState
+    ) -> tuple[list[asyncio.Future[None]], bytes]:
+        """Append ``state`` to the changelog without waiting: the acknowledgements to wait
+        for, and the encoded state for :meth:`applied`."""
+        markers = self._markers.setdefault(partition, {})
+        # Before the append: from now on a marker's tombstone would land after this state in
+        # the changelog and erase it; :meth:`expire_markers` checks this map synchronously.
+        markers.pop(doc_id, None)
+        encoded = encode_state(state)
+        record: Record = (doc_id.encode(), encoded, [])
+        return self._publisher.stage(self.topic, partition, [record]), encoded
+
+    def applied(
+        self,
+        partition: int,
+        doc_id: str,
+        state: DocumentState,
+        previous: DocumentState | None,
+        encoded: bytes,
+    ) -> None:
+        """``state`` (which follows ``previous``) was acknowledged by the changelog, and
+        everything it describes downstream: the local copy takes it."""
+        self.store.put(partition, doc_id, state, encoded)
+        tracker = self._unconfirmed.get(partition)
+        if tracker is not None:
+            tracker.settled(doc_id)
+        if state.deleted:
+            self._markers.setdefault(partition, {})[doc_id] = state.offset
+        was_live = previous is not None and not previous.deleted
+        change = int(not state.deleted) - int(was_live)
+        if change and partition in self._documents:
+            self._documents[partition] += change
+            self._gauges[partition].set(self._documents[partition])
+
+    async def restore(
+        self, partitions: Sequence[int], committed: Mapping[int, int | None] | None = None
+    ) -> list[Restored]:
+        """Bring the partitions' state back from the changelog; their delete markers become
+        ours to expire. ``committed``: the group's committed offset of each partition, below
+        which every state is finished (worker.state.unconfirmed); none known: no state is."""
+        trackers = {p: Unconfirmed(committed.get(p)) for p in partitions} if committed else {}
+        async with self._reading:
+            restored = await self._changelog.restore(partitions, trackers)
+        for partition, done in zip(partitions, restored, strict=True):
+            if partition in trackers:
+                self._unconfirmed[partition] = trackers[partition]
+            self._markers[partition] = dict(self.store.markers(partition))
+            self._documents[partition] = self.store.count(partition)
+            gauge = self._metrics.state_documents.labels(str(partition))
+            self._gauges[partition] = gauge
+            gauge.set(self._documents[partition])
+            self._metrics.state_restore_seconds.observe(done.seconds)
+            log.info(
+                "state restored",
+                extra={
+                    "partition": partition,
+                    "records": done.records,
+                    "seconds": round(done.seconds, 3),
+                    "from_checkpoint": done.from_checkpoint,
+                    "documents": self._documents[partition],
+                    "unconfirmed": partition in trackers and trackers[partition].outstanding,
+                },
+            )
+        return restored
+
+    def documents(self, partition: int) -> int:
+        return self._documents.get(partition, 0)
+
+    async def release(
+        self, partitions: set[int], clean: set[int], worth_it: Callable[[], bool] = lambda: True
+    ) -> None:
+        """Let go of partitions; checkpoint those handed over cleanly (every state write of
+        theirs acknowledged and applied locally).
+
+        A partition let go with documents abandoned at the drain deadline may still have their
+        records on the way: state records (staged beside the chunk events) and chunk events.
+        One landing after the next owner had done those documents again and moved on (a newer
+        state, a retraction) would bring back what that undid. So the writes already staged
+        are given a short while to settle first, while ``worth_it()`` (Kafka is reachable):
+        every lane but the other partitions' state. Kafka's own answer, fencing a zombie's
+        writes, needs transactions."""
+        unclean = partitions - clean
+        # A partition still holding unconfirmed states is not checkpointed: the next owner
+        # must read them from the changelog to know them (worker.state.unconfirmed).
+        clean = {p for p in clean if not self._outstanding(p)}
+        if unclean:
+            topic = self.topic
+            unsettled = self._publisher.unsettled(lambda t, p: t != topic or p in unclean)
+            if await wait_while(unsettled, LATE_STATE_WAIT_S, worth_it):
+                log.warning(
+                    "records still unsettled at hand-over", extra={"partitions": sorted(unclean)}
+                )
+        for partition in partitions:
+            self._markers.pop(partition, None)
+            self._unconfirmed.pop(partition, None)
+            self._documents.pop(partition, None)
+            self._gauges.pop(partition, None)
+            with contextlib.suppress(KeyError):  # never sampled
+                self._metrics.state_documents.remove(str(partition))
+        self.store.flush()
+        if clean:
+            async with self._reading:
+                await self._changelog.checkpoint(sorted(clean))
+
+    def _outstanding(self, partition: int) -> bool:
+        tracker = self._unconfirmed.get(partition)
+        return tracker is not None and tracker.outstanding
+
+    async def resend_lost_records(
+        self, partitions: Sequence[TopicPartition], log_starts: LogStarts
+    ) -> None:
+        """:meth:`resend_lost` after a restore, for each partition that has unconfirmed states;
+        ``log_starts`` (the consumer's ``beginning_offsets``) is asked only for those."""
+        doubtful = [tp for tp in partitions if self._outstanding(tp.partition)]
+        if doubtful:
+            starts = await log_starts(doubtful)
+            for tp in doubtful:
+                await self.resend_lost(tp.partition, starts[tp])
+
+    async def resend_lost(self, partition: int, log_start: int) -> int:
+        """Send again the tombstones of the unconfirmed states whose input record is gone (its
+        offset below the partition's ``log_start``: time retention, or DeleteRecords), so no
+        redo of it will ever come, and no later record may either. What those records
+        retracted is tombstoned again (idempotent for the sink), so no chunk they retracted
+        stays; the states stay unconfirmed, so a later version still does the full redo (their
+        own chunk events need the text, which is gone). The number of ids tombstoned."""
+        tracker = self._unconfirmed.get(partition)
+        span = None if tracker is None else tracker.lost(log_start)
+        if tracker is None or span is None:
+            return 0
+        acks: list[asyncio.Future[None]] = []
+        sent = 0
+        for doc_id, state in self.store.live_between(partition, *span):
+            if not state.retracted or not tracker.holds(doc_id, state):
+                continue
+            retracted = state.retracted_ids
+            staged, _ = await self._publisher.stage_encoded(doc_id, [], [], (), retracted)
+            acks += staged
+            sent += len(retracted)
+        await self._publisher.wait(acks)
+        if sent:
+            self._metrics.chunks_retracted.inc(sent)
+            log.warning(
+                "input records gone before they were done again: their tombstones sent again",
+                extra={"partition": partition, "log_start": log_start, "tombstones": sent},
+            )
+        return sent
+
+    async def expire_markers(self, committed: Mapping[int, int]) -> None:
+        """Remove the delete markers the committed offsets have passed (changelog tombstone,
+        then the local copy). A failure leaves them for the next commit."""
+        for partition, offset in committed.items():
+            markers = self._markers.get(partition)
+            if not markers:
+                continue
+            due = [(d, o) for d, o in markers.items() if marker_expired(_marker(o), offset)]
+            if not due:
+                continue
+            records: list[Record] = [(doc_id.encode(), None, []) for doc_id, _ in due]
+            try:
+                await self._finish_unconfirmed(partition, due)
+                await self._publisher.publish(self.topic, partition, records)
+            except KafkaError as exc:
+                log.warning("delete markers not expired yet", extra={"error": repr(exc)})
+                continue
+            tracker = self._unconfirmed.get(partition)
+            for doc_id, marker_offset in due:
+                # Only that marker: the document may have been created again meanwhile.
+                removed = self.store.remove(partition, doc_id, offset=marker_offset)
+                if removed and tracker is not None:
+                    tracker.settled(doc_id)
+                if markers.get(doc_id) == marker_offset:
+                    del markers[doc_id]
+
+    async def _finish_unconfirmed(self, partition: int, due: list[tuple[str, int]]) -> None:
+        """Send again the tombstones of the due markers that a previous owner may not have
+        finished, before they go. Their input record did not come again (compaction drops a
+        tombstone ``delete.retention.ms`` after cleaning it, with no record after it), so no
+        later record of the document will send them (worker.state.unconfirmed)."""
+        if not self._outstanding(partition):
+            return  # the usual case: no store reads on the way to expiring markers
+        acks: list[asyncio.Future[None]] = []
+        for doc_id, marker_offset in due:
+            marker = self.store.get(partition, doc_id)
+            if marker is None or marker.offset != marker_offset:
+                continue
+            if not self.unconfirmed(partition, doc_id, marker):
+                continue
+            if marker.retracted:
+                staged, _ = await self._publisher.stage_encoded(
+                    doc_id, [], [], (), marker.retracted_ids
+                )
+                acks += staged
+            if self._documents_topic is not None:  # its null may not have landed either
+                acks += await self._publisher.stage_null(self._documents_topic, doc_id.encode())
+        await self._publisher.wait(acks)
+
+
+def _marker(offset: int) -> DocumentState:
+    return DocumentState(offset, None, b"", deleted=True)

@@ -1,0 +1,129 @@
+"""Chunk events to bytes on the worker's hot path: what encoding
+:func:`worker.wire.records.chunk_events` gives, for half the CPU.
+
+Invariants:
+
+- :meth:`ChunkEventWriter.values` returns, byte for byte, ``[encoder.encode(e) for e in
+  chunk_events(...)]`` for the same arguments, in msgpack and in JSON
+  (``tests/test_event_bytes.py`` compares them over documents with and without metadata, spans,
+  embeddings and versions, and through the handler). :func:`worker.wire.records.chunk_events` stays
+  the definition of an event; this is how the worker writes it.
+- The document's shared values (id, version, count, strategy, metadata, source record,
+  timestamp, source, language, model) are computed once per document, not per event.
+
+Why: the per-event cost of the definition was building each ``ChunkEvent`` from 19 keyword
+arguments (msgspec parses keywords one by one) plus a ``None`` check per optional field: ~4-5 µs
+per event, against ~2 µs here, where each event is one positional construction and one encode
+(measured: 4.1-5.0 vs 1.6-2.3 µs per 400-character event, 10 and 100 events per document).
+Writing the bytes from pre-encoded pieces (the document's parts encoded once, each chunk's
+values encoded and joined) measured the same as this, with ten C calls per event instead of
+two; this is the simpler of the two.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+
+import msgspec
+import numpy as np
+from numpy.typing import NDArray
+
+from worker.chunking.types import Chunk
+from worker.wire.codec import Encoding
+from worker.wire.events import SCHEMA_VERSION, ChunkEvent, ChunkSpan, DocumentEvent, SourceRecord
+
+# ChunkEvent's fields in declaration order: the order of the positional construction below.
+_FIELDS = (
+    "chunk_id",
+    "doc_id",
+    "doc_version",
+    "index",
+    "count",
+    "text",
+    "start_index",
+    "end_index",
+    "token_count",
+    "strategy",
+    "metadata",
+    "source",
+    "produced_at",
+    "schema_version",
+    "spans",
+    "doc_source",
+    "language",
+    "embedding",
+    "embedding_model",
+)
+if ChunkEvent.__struct_fields__[: len(_FIELDS)] != _FIELDS:
+    raise ImportError(
+        "worker.wire.event_bytes: ChunkEvent's fields moved; update _FIELDS and values"
+    )
+
+
+class ChunkEventWriter:
+    """Encodes a document's chunk events in one format (one writer per worker)."""
+
+    def __init__(self, encoding: Encoding) -> None:
+        self.encoding: Encoding = encoding
+        encoder: msgspec.msgpack.Encoder | msgspec.json.Encoder = (
+            msgspec.msgpack.Encoder() if encoding == "msgpack" else msgspec.json.Encoder()
+        )
+        self._encode = encoder.encode
+
+    def values(
+        self,
+        doc: DocumentEvent,
+        source: SourceRecord,
+        strategy_name: str,
+        chunks: Sequence[Chunk],
+        now: dt.datetime,
+        *,
+        ids: Sequence[str],
+        indexes: Sequence[int] | None = None,
+        embeddings: NDArray[np.float32] | None = None,
+        embedding_model: str | None = None,
+    ) -> list[bytes]:
+        """The encoded events of the chunks at ``indexes`` (default: all), in that order; the
+        arguments mean what they mean for :func:`worker.wire.records.chunk_events`."""
+        encode = self._encode
+        event = ChunkEvent
+        doc_id, doc_source, language, doc_metadata = doc.id, doc.source, doc.language, doc.metadata
+        version = None if doc.version is None else str(doc.version)
+        count = len(chunks)
+        model = None if embeddings is None else embedding_model
+        chosen = range(count) if indexes is None else indexes
+        out = []
+        for row, index in enumerate(chosen):
+            chunk = chunks[index]
+            own = chunk.metadata
+            spans = chunk.spans
+            out.append(
+                encode(
+                    event(
+                        ids[index],
+                        doc_id,
+                        version,
+                        index,
+                        count,
+                        chunk.text,
+                        chunk.start_index,
+                        chunk.end_index,
+                        chunk.token_count,
+                        strategy_name,
+                        # Strategy metadata first, then the document's (chunk_events' rule).
+                        {**own, **doc_metadata} if own else doc_metadata,
+                        source,
+                        now,
+                        SCHEMA_VERSION,
+                        None if spans is None else [ChunkSpan(s.start, s.end) for s in spans],
+                        doc_source,
+                        language,
+                        None
+                        if embeddings is None
+                        else embeddings[row].astype("<f4", copy=False).tobytes(),
+                        model,
+                    )
+                )
+            )
+        return out
