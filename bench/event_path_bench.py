@@ -47,7 +47,7 @@ from worker.observability.metrics import Metrics  # noqa: E402
 from worker.pipeline import THREAD_CHUNKING_CHARS  # noqa: E402
 from worker.state.changelog import Changelog  # noqa: E402
 from worker.state.documents import DocumentStates  # noqa: E402
-from worker.state.store import StateStore  # noqa: E402
+from worker.state.sqlite_store import SqliteStateStore  # noqa: E402
 from worker.wire.codec import EventEncoder  # noqa: E402
 from worker.wire.event_bytes import ChunkEventWriter  # noqa: E402
 from worker.wire.events import DocumentEvent  # noqa: E402
@@ -113,7 +113,7 @@ async def one_pass(
     metrics = Metrics()
     states = None
     if lifecycle:
-        store = StateStore(tmp / f"state-{time.monotonic_ns()}.sqlite")
+        store = SqliteStateStore(tmp / f"state-{time.monotonic_ns()}.sqlite")
         changelog = Changelog(None, state_topic(settings), store)  # type: ignore[arg-type]
         states = DocumentStates(store, publisher, changelog, metrics)
     stats = {"documents": 0, "chunks": 0, "dead_letters": 0, "rebalances": 0}

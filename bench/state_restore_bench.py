@@ -8,7 +8,8 @@ Starts its own broker; writes a compacted changelog topic of ``documents`` docum
 id, zstd like the worker's producer), spread over ``partitions`` partitions; then, in a fresh
 process per run (so its peak resident memory is the restore's alone), restores every
 partition with the worker's own code (worker.state.changelog.Changelog into a
-worker.state.store.StateStore) — once from scratch (a new pod), once from a checkpoint with 1 %
+worker.state.sqlite_store.SqliteStateStore) — once from scratch (a new pod), once from a
+checkpoint with 1 %
 of the states rewritten since (a rebalance back to a worker that kept its state directory) —
 and prints the table. Nothing is committed; the broker's directory is temporary.
 """
@@ -33,8 +34,7 @@ from aiokafka import AIOKafkaProducer  # noqa: E402
 from bench.e2e_bench import start_broker  # noqa: E402
 from worker.config import load_settings  # noqa: E402
 from worker.kafka.clients import COMPACTED, create_topics  # noqa: E402
-from worker.state.store import encode_state  # noqa: E402
-from worker.wire.state_record import DocumentState  # noqa: E402
+from worker.wire.state_record import DocumentState, encode_state  # noqa: E402
 
 
 def state_for(n: int, chunks: int, version: int) -> DocumentState:
@@ -86,7 +86,7 @@ async def restore(bootstrap: str, topic: str, partitions: int, state_dir: str) -
     """One worker's restore of every partition (run in a process of its own)."""
     from worker.kafka.clients import make_changelog_reader
     from worker.state.changelog import Changelog
-    from worker.state.store import open_store
+    from worker.state.sqlite_store import open_store
 
     settings = load_settings({"bootstrap_servers": bootstrap}, env={})
     opening = time.perf_counter()

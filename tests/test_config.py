@@ -165,8 +165,7 @@ def test_readme_configuration_table_is_current() -> None:
 def test_with_the_lifecycle_a_document_has_no_more_chunks_than_one_state_record_names() -> None:
     """The largest state record (a withdrawn version's delete marker: three versions' ids)
     must fit max_record_bytes with its key, or the partition stalls on a refused state."""
-    from worker.state.store import encode_state
-    from worker.wire.state_record import DocumentState
+    from worker.wire.state_record import DocumentState, encode_state
 
     for limit in (65536, 1024 * 1024, 4 * 1024 * 1024):
         settings = load_settings({}, env={"CHUNKSTREAM_MAX_RECORD_BYTES": str(limit)})

@@ -24,10 +24,10 @@ from worker.observability.metrics import Metrics
 from worker.state import documents as state_module
 from worker.state.changelog import Changelog
 from worker.state.documents import DocumentStates
-from worker.state.store import StateStore, decode_state
+from worker.state.sqlite_store import SqliteStateStore
 from worker.wire.codec import EventEncoder, decode_as
 from worker.wire.events import ChunkEvent, DeadLetterEvent, DocumentEvent
-from worker.wire.state_record import DocumentState
+from worker.wire.state_record import DocumentState, decode_state
 
 STATE_TOPIC = "chunkstream-document-state-changelog"
 V1 = "Alpha one here. Beta two there. Gamma three now."
@@ -48,7 +48,7 @@ def lifecycle_handler(producer: FakeProducer, tmp: Path, **flags: Any) -> Docume
         dlq_topic=settings.dlq_topic,
         max_record_bytes=settings.max_record_bytes,
     )
-    store = StateStore(tmp / "state.sqlite")
+    store = SqliteStateStore(tmp / "state.sqlite")
     changelog = Changelog(None, state_topic(settings), store)  # type: ignore[arg-type]
     states = DocumentStates(
         store, publisher, changelog, Metrics(), documents_topic=settings.documents_topic

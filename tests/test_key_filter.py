@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from worker.state.key_filter import KeyFilter
-from worker.state.store import StateStore, encode_state
-from worker.wire.state_record import DocumentState
+from worker.state.sqlite_store import SqliteStateStore
+from worker.wire.state_record import DocumentState, encode_state
 
 
 def test_every_added_key_is_found_and_few_others_are() -> None:
@@ -44,7 +44,7 @@ def test_the_store_answers_like_a_dictionary(
     tmp_path_factory: pytest.TempPathFactory, ops: list[tuple[str, int, str, int]]
 ) -> None:
     path = tmp_path_factory.mktemp("store") / "s.sqlite"
-    store = StateStore(path)
+    store = SqliteStateStore(path)
     model: dict[tuple[int, str], DocumentState] = {}
     for op, partition, doc_id, offset in ops:
         state = DocumentState(offset, None, bytes([offset]) * 16)
@@ -64,7 +64,7 @@ def test_the_store_answers_like_a_dictionary(
             model.pop((partition, doc_id), None)
         else:  # another process opens what this one left behind
             store.close()
-            store = StateStore(path)
+            store = SqliteStateStore(path)
         for (p, d), expected in model.items():
             assert store.get(p, d) == expected
     for p in range(3):

@@ -10,14 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-from worker.state.store import (
-    SWEEP_AFTER_S,
-    TEMPORARY_PREFIX,
-    StateStore,
-    encode_state,
-    open_store,
-)
-from worker.wire.state_record import DocumentState
+from worker.state.sqlite_store import SWEEP_AFTER_S, TEMPORARY_PREFIX, SqliteStateStore, open_store
+from worker.wire.state_record import DocumentState, encode_state
 
 A = DocumentState(3, 1, bytes(16))
 B = DocumentState(7, None, bytes(range(32)))
@@ -25,7 +19,7 @@ MARKER = DocumentState(9, None, b"", deleted=True)
 
 
 def test_states_by_partition_and_document_pending_writes_read_back(tmp_path: Path) -> None:
-    store = StateStore(tmp_path / "s.sqlite")
+    store = SqliteStateStore(tmp_path / "s.sqlite")
     store.put(0, "doc", A)
     store.put(1, "doc", B)
     assert store.get(0, "doc") == A  # pending, not yet in SQLite
@@ -33,13 +27,13 @@ def test_states_by_partition_and_document_pending_writes_read_back(tmp_path: Pat
     assert store.get(2, "doc") is None
     store.flush()
     store.close()
-    again = StateStore(tmp_path / "s.sqlite")  # what a process left behind
+    again = SqliteStateStore(tmp_path / "s.sqlite")  # what a process left behind
     assert again.get(0, "doc") == A
     assert again.count(0) == again.count(1) == 1
 
 
 def test_remove_only_the_given_states_offset(tmp_path: Path) -> None:
-    store = StateStore(tmp_path / "s.sqlite")
+    store = SqliteStateStore(tmp_path / "s.sqlite")
     store.put(0, "doc", B)
     assert not store.remove(0, "doc", offset=3)  # a newer state stays
     assert store.get(0, "doc") == B
@@ -48,7 +42,7 @@ def test_remove_only_the_given_states_offset(tmp_path: Path) -> None:
 
 
 def test_apply_changelog_records_in_order_with_tombstones(tmp_path: Path) -> None:
-    store = StateStore(tmp_path / "s.sqlite")
+    store = SqliteStateStore(tmp_path / "s.sqlite")
     records = [
         ("a", encode_state(A)),
         ("b", encode_state(B)),
@@ -64,7 +58,7 @@ def test_apply_changelog_records_in_order_with_tombstones(tmp_path: Path) -> Non
 
 
 def test_checkpoints_are_per_partition_and_dropped_with_its_rows(tmp_path: Path) -> None:
-    store = StateStore(tmp_path / "s.sqlite")
+    store = SqliteStateStore(tmp_path / "s.sqlite")
     store.put(0, "doc", A)
     store.set_checkpoint(0, 42)
     store.set_checkpoint(1, 7)
@@ -77,7 +71,7 @@ def test_checkpoints_are_per_partition_and_dropped_with_its_rows(tmp_path: Path)
 
 
 def test_checkpoints_are_dated_and_a_file_without_dates_trusts_none(tmp_path: Path) -> None:
-    store = StateStore(tmp_path / "s.sqlite")
+    store = SqliteStateStore(tmp_path / "s.sqlite")
     before = time.time()
     store.set_checkpoint(0, 42)
     written = store.checkpoint_written(0)
@@ -94,7 +88,7 @@ def test_checkpoints_are_dated_and_a_file_without_dates_trusts_none(tmp_path: Pa
         "INSERT INTO checkpoint VALUES (0, 42);"
     )
     old.close()
-    reopened = StateStore(tmp_path / "old.sqlite")
+    reopened = SqliteStateStore(tmp_path / "old.sqlite")
     assert reopened.checkpoint(0) is None
     reopened.set_checkpoint(0, 7)
     assert reopened.checkpoint(0) == 7
@@ -111,7 +105,7 @@ def test_a_kept_directory_is_reused_unless_another_process_holds_it(tmp_path: Pa
         [
             sys.executable,
             "-c",
-            "import sys, time; from worker.state.store import open_store; "
+            "import sys, time; from worker.state.sqlite_store import open_store; "
             f"open_store({str(tmp_path)!r}, 'other'); print('held', flush=True); time.sleep(60)",
         ],
         stdout=subprocess.PIPE,
@@ -146,7 +140,7 @@ def _hold_temporary_store(scratch: Path) -> subprocess.Popen[str]:
         [
             sys.executable,
             "-c",
-            "import pathlib, time; from worker.state.store import open_store; "
+            "import pathlib, time; from worker.state.sqlite_store import open_store; "
             f"s = open_store(None, 'g', scratch=pathlib.Path({str(scratch)!r})); "
             "print(s.path.parent, flush=True); time.sleep(60)",
         ],

@@ -14,9 +14,9 @@ from worker.observability.metrics import Metrics
 from worker.state import unconfirmed
 from worker.state.changelog import Changelog
 from worker.state.documents import DocumentStates
-from worker.state.store import StateStore, encode_state
+from worker.state.sqlite_store import SqliteStateStore
 from worker.state.unconfirmed import Unconfirmed
-from worker.wire.state_record import DocumentState, ids_to_bytes
+from worker.wire.state_record import DocumentState, encode_state, ids_to_bytes
 
 
 def state(offset: int) -> DocumentState:
@@ -79,7 +79,7 @@ class NoPublisher:
 
 
 async def test_a_partition_with_unconfirmed_states_is_not_checkpointed(tmp_path: Path) -> None:
-    store = StateStore(tmp_path / "state.sqlite")
+    store = SqliteStateStore(tmp_path / "state.sqlite")
     reader = EndOffsets()
     changelog = Changelog(reader, "state", store)  # type: ignore[arg-type]
     states = DocumentStates(store, NoPublisher(), changelog, Metrics())  # type: ignore[arg-type]

@@ -61,7 +61,7 @@ from worker.runtime import cgroups, collector, resources
 from worker.runtime.loop_lag import watch_loop_lag
 from worker.state.changelog import Changelog, learn_topic
 from worker.state.documents import DocumentStates
-from worker.state.store import open_store
+from worker.state.sqlite_store import open_store
 from worker.wire.codec import EventEncoder
 
 log = logging.getLogger(__name__)

@@ -15,8 +15,8 @@ from tests.kafka import helpers
 from worker.config import state_topic
 from worker.kafka.clients import make_changelog_reader
 from worker.state.changelog import CHECKPOINT_MAX_AGE_S, Changelog, learn_topic
-from worker.state.store import StateStore, encode_state
-from worker.wire.state_record import DocumentState
+from worker.state.sqlite_store import SqliteStateStore
+from worker.wire.state_record import DocumentState, encode_state
 
 pytestmark = pytest.mark.kafka
 
@@ -35,7 +35,7 @@ async def test_all_partitions_restored_together_then_not_fetched(
     await producer.start()
     reader = make_changelog_reader(settings)
     await reader.start()
-    store = StateStore(tmp_path / "store.sqlite")
+    store = SqliteStateStore(tmp_path / "store.sqlite")
     try:
 
         async def write(partition: int, records: list[tuple[str, DocumentState | None]]) -> None:

@@ -23,11 +23,10 @@ from tests.kafka import helpers
 from tests.kafka.test_lifecycle_worker import produce, sink_contents
 from worker.config import Settings, state_topic
 from worker.pipeline import chunk_document_sync
-from worker.state.store import encode_state
 from worker.wire.codec import EventEncoder
 from worker.wire.events import DocumentEvent
 from worker.wire.records import chunk_ids
-from worker.wire.state_record import DocumentState, ids_to_bytes
+from worker.wire.state_record import DocumentState, encode_state, ids_to_bytes
 
 pytestmark = pytest.mark.kafka
 

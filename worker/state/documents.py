@@ -34,9 +34,9 @@ from worker.observability.metrics import Metrics
 from worker.runtime.waits import wait_while
 from worker.state.changelog import Changelog, Restored
 from worker.state.decisions import marker_expired
-from worker.state.store import StateStore, encode_state
+from worker.state.store import StateStore
 from worker.state.unconfirmed import Unconfirmed
-from worker.wire.state_record import DocumentState
+from worker.wire.state_record import DocumentState, encode_state
 
 log = logging.getLogger(__name__)
 

@@ -41,3 +41,16 @@ def ids_to_bytes(ids: Sequence[str]) -> bytes:
 
 def ids_from_bytes(data: bytes) -> list[str]:
     return [data[i : i + ID_BYTES].hex() for i in range(0, len(data), ID_BYTES)]
+
+
+_DECODE = msgspec.msgpack.Decoder(DocumentState)
+_ENCODE = msgspec.msgpack.Encoder().encode
+
+
+def encode_state(state: DocumentState) -> bytes:
+    """The changelog record's value."""
+    return _ENCODE(state)
+
+
+def decode_state(value: bytes) -> DocumentState:
+    return _DECODE.decode(value)
