@@ -332,7 +332,7 @@ class Worker:
             await self._check_topics(consumer)
             # The producer learns every topic it writes before the group is joined: otherwise
             # the first document after a start waited for that metadata request and the
-            # client's retry backoff (120-190 ms, measured from the assignment).
+            # client's retry backoff.
             await asyncio.gather(*(producer.partitions_for(t) for t in written_topics(s)))
             if reader is not None:
                 # Before joining the group: the first assignment's restore then finds the

@@ -365,9 +365,8 @@ def _check_producer(s: Settings, bad: Callable[[str, str], ConfigError]) -> None
 
 # The batch size when none is set. aiokafka keeps one produce request in flight per broker,
 # carrying at most one batch per partition, so the bytes a batch may hold bound what a worker
-# can publish per round trip: at 64 KiB (the default until 2026-12-02) a worker on one core
-# waited on the broker a third of the time. 512 KiB, in the same runs: `sentence` 7.6-7.8 →
-# 10.7-11.1 MB/s and 0.095-0.097 → 0.071-0.077 CPU-s/MB (docs/worker.md, "Batch size").
+# can publish per round trip: small batches leave a worker waiting on the broker
+# (bench/e2e_bench.py; docs/worker.md, "Batch size", has the comparison).
 # librdkafka's own default is ~1 MB; half of that leaves room under a topic's default
 # max.message.bytes (1 MB) whatever the compression.
 DEFAULT_BATCH_BYTES = 512 * 1024

@@ -39,29 +39,26 @@ from worker.inference.batch_policy import Batch, BatchPolicy, Watermark
 from worker.models.backend import EmbeddingBackend
 from worker.runtime.resources import DEFAULT_CONCURRENT_BATCHES
 
-# Defaults sized for MiniLM on a small CPU (bench/embedding_bench.py measures them). The queue
-# limit is also the sorting window: replaying the benchmark's arrivals through the policy, a
-# 32k-token window with batches of up to 64 texts pads 1.07× the real tokens, a 16k window with
-# 128-text batches 1.17×. 32k tokens is ~5 s of work on two cores: a paused partition's wait.
-# On the bench, batches of 128 or 256 texts (budgets up to 16k) were 4-29 % slower than these
-# (more padding), 32-48 texts level with 64 (docs/embedding.md, "Batcher defaults").
+# Defaults sized for MiniLM on a small CPU (bench/embedding_bench.py measures them; the figures
+# are in docs/embedding.md, "Batcher defaults"). The queue limit is also the sorting window: a
+# wider one pads less, but it is also how long a paused partition may wait, so it stays a few
+# seconds of work. Larger batches pad more than they save.
 DEFAULT_MAX_BATCH_TOKENS = 4096
 DEFAULT_MAX_BATCH_SIZE = 64
 DEFAULT_MAX_WAIT_MS = 5.0
 DEFAULT_QUEUE_HIGH_TOKENS = 32768
 DEFAULT_QUEUE_LOW_TOKENS = 16384
-# Requests with more texts than this are measured (tokenised) on a thread: a 1,000-sentence
-# document takes ~60 ms to tokenise, too long to hold the event loop. Smaller ones stay inline,
-# where a thread hop would cost more than the tokenising.
+# Requests with more texts than this are measured (tokenised) on a thread: a long document's
+# tokenising would hold the event loop. Smaller ones stay inline, where a thread hop would cost
+# more than the tokenising.
 MEASURE_IN_THREAD_OVER = 64
 # A backend whose cost is its real tokens, with nothing to pad and no per-call setup to share (a
 # static model: ``packing_pays = False``), gains nothing from queueing and packing, which cost
 # more than its work per text (bench/static_bench.py): its requests are embedded as they come,
-# on the event loop when they hold at most this many characters, on the batcher's threads
-# otherwise. 64 KiB is ~2.5-3.5 ms of the static model's compiled rows (16 KiB measured 0.6-0.9
-# ms); the document's own plan and assembly, on the loop whatever its size, take longer. At one
-# core the hop buys nothing and costs a thread switch: `semantic`'s and `sdpm`'s CPU per MB end
-# to end was lower in 10 of 12 paired comparisons against 16 KiB (docs/worker.md).
+# on the event loop when they hold at most this many characters (a few milliseconds of the
+# compiled rows, less than the document's own plan and assembly, which run on the loop
+# anyway), on the batcher's threads otherwise. At one core a thread hop buys nothing and costs
+# a switch; the end-to-end comparison is in docs/worker.md.
 DIRECT_INLINE_CHARS = 64 * 1024
 
 

@@ -108,8 +108,8 @@ class Publisher:
         self._linger_s = linger_ms / 1000
         self._lanes: dict[tuple[str, int], _Lane] = {}
         # Topics whose records hardly compress (the state changelog: 16-byte chunk ids, which
-        # are hashes) go out uncompressed, in batches of ``batch_bytes``: zstd saved 5 % of
-        # their bytes for CPU on the worker and the broker (docs/lifecycle.md).
+        # are hashes) go out uncompressed, in batches of ``batch_bytes``: compression saves
+        # little of them for CPU on the worker and the broker (docs/lifecycle.md).
         self._uncompressed = frozenset(uncompressed_topics)
         self._batch_bytes = batch_bytes or 0
 

@@ -38,22 +38,17 @@ MiB = 1024 * 1024
 DEFAULT_IN_FLIGHT_BYTES = 256 * MiB
 # Embedding batches in flight at once, each on its own inference thread: side-by-side
 # single-threaded runs beat one multi-threaded run, because the small per-batch kernels and the
-# Python work between batches do not parallelise (docs/benchmarks.md, "Batcher defaults"). A
+# Python work between batches do not parallelise (docs/embedding.md, "Batcher defaults"). A
 # backend must then use cores ÷ concurrent batches intra-op threads, or the runs oversubscribe.
 DEFAULT_CONCURRENT_BATCHES = 2
 
 # Peak bytes held per input byte while a document is in flight: the raw record, the decoded
-# text and the encoded chunk events (3) plus the strategy's own peak while it chunks, measured
-# with tracemalloc on 1-4 MB documents (rule-based) and 33-130 KB documents (embedding, real
-# int8 model) on 2026-11-30: sentence 4.0, adaptive 7.8, lexical 15.9, semantic 145-154,
-# sdpm 153-155, context 99-101 (the per-sentence float32 vectors and their float64 copies).
-# sentence re-measured 2026-12-01 after issue 21 (structure units, sizes in model tokens):
-# 10.6-11.2 in tokens, 6.4-6.5 in characters. Raised from 16 to 20 on 2026-12-02: at 16, the
-# kernel's peak RSS of tests/kafka/test_memory_budget.py's flood of 2-3.5 MB documents from
-# this repository's own docs ranged 340-393 MiB for a 384 MiB budget (7 MiB window), as the
-# docs changed. At 20 (5 MiB window) it was 254-281 MiB. tracemalloc's chunking peak, 8-10x,
-# does not change with those documents; the difference is what RSS holds beyond traced
-# objects (allocator, several documents in flight at once).
+# text and the encoded chunk events plus the strategy's own peak while it chunks (the embedding
+# strategies hold per-sentence vectors and their float64 copies). Calibrated with tracemalloc
+# (bench/semantic_memory.py) and against the kernel's RSS under a flood of large documents
+# (tests/kafka/test_memory_budget.py), with headroom for what RSS holds beyond traced objects:
+# the allocator and several documents in flight at once. The calibration runs are in
+# docs/deploy.md ("Sizing").
 EXPANSION = {
     "sentence": 20,
     "adaptive": 12,
@@ -64,30 +59,26 @@ EXPANSION = {
 }
 EXPANSION_UNKNOWN_RULE = 20
 EXPANSION_UNKNOWN_MODEL = 160
-# Interpreter, libraries, Kafka clients, metrics: ready RSS of a rule-strategy worker, measured
-# 63 MiB (deploy/k8s/measure-sizing, sentence:none, 2026-12-01; 81 MiB peak with a 5 MiB window).
+# Interpreter, libraries, Kafka clients, metrics: the ready RSS of a rule-strategy worker
+# (deploy/k8s/measure-sizing), with headroom.
 BASE_RESERVE = 96 * MiB
 # The models a worker may load, by what they cost: a static token table, or the transformer
 # in one of its two variants.
 ModelKind = Literal["static", "int8", "fp32"]
-# What a loaded model adds to a ready worker: its ready RSS minus the rule-only worker's (63 MiB),
-# measured in one session with deploy/k8s/measure-sizing (600 × 4.8 KB documents, semantic, one
-# inference thread) on 2026-12-01: static +115 MiB (matrix, tokenizer and what loading leaves
-# behind; with its memory of token ids per piece, ≤ 32,768 pieces, ~4.5 MiB more at most),
-# int8 +124 MiB, fp32 +180 MiB (both with onnxruntime itself, ~22 MiB, paid once).
+# What a loaded model adds to a ready worker (its ready RSS minus the rule-only worker's,
+# deploy/k8s/measure-sizing): the matrix or the ONNX session, the tokenizer, the static model's
+# bounded memory of token ids per piece, onnxruntime itself once.
 MODEL_RESERVE: dict[ModelKind, int] = {"static": 124 * MiB, "int8": 128 * MiB, "fp32": 192 * MiB}
-# What one running batch adds at its peak (same runs: peak RSS − ready RSS − the window's
-# expansion, 160 × 128 KiB = 20 MiB): static 9 MiB (a gather and a float64 mean); int8 226 MiB
-# and fp32 253 MiB — onnxruntime's arena keeps the largest activations a 4096-token batch
-# needed (attention scores, the layers' intermediates), it does not give them back.
+# What one running batch adds at its peak (the same runs: peak RSS − ready RSS − the window's
+# expansion): small for a static model (a gather and a mean); large for the transformer, whose
+# onnxruntime arena keeps the largest activations a full batch needed and does not give them back.
 BATCH_RESERVE: dict[ModelKind, int] = {"static": 16 * MiB, "int8": 240 * MiB, "fp32": 272 * MiB}
-# Sizing chunks in the retrieval model's tokens (docs/chunking.md): its tokenizer loaded (+20 MiB
-# measured) and the bounded memories of token counts per piece (the Python one ≤ 65,536 pieces,
-# the compiled core's ≤ 262,144 slots and 4 Mi code points: ~6 + 16 MiB at most).
+# Sizing chunks in the retrieval model's tokens (docs/chunking.md): its tokenizer loaded and the
+# bounded memories of token counts per piece (the Python one and the compiled core's).
 SIZING_RESERVE = 48 * MiB
-# The same for the embedding strategies, which size in the retrieval model's tokens since
-# issue 21 without a compiled core: the tokenizer (+20 MiB) and one Python memory of token counts
-# per piece, shared by the sizing unit and the boundary model's window (≤ 65,536 pieces, ~6 MiB).
+# The same for the embedding strategies, which size in the retrieval model's tokens without a
+# compiled core: the tokenizer and one Python memory of token counts per piece, shared by the
+# sizing unit and the boundary model's window.
 EMBEDDING_SIZING_RESERVE = 28 * MiB
 # The strategies with a compiled core, whose own piece memory the larger reserve counts.
 _CORE_STRATEGIES = frozenset({"sentence", "adaptive", "lexical"})

@@ -39,8 +39,8 @@ from worker.wire.state_record import DocumentState, decode_state, encode_state
 
 # SQLite's page cache, the store's memory: negative = KiB (SQLite's convention).
 CACHE_KIB = 16 * 1024
-# Writes wait in memory and go to SQLite together, in one transaction: one write per document
-# in its own transaction cost ~40 µs, a tenth of a small document's whole way.
+# Writes wait in memory and go to SQLite together, in one transaction: a transaction per
+# document costs a noticeable share of a small document's whole way.
 PENDING_WRITES = 1024
 
 _Row = tuple[int, str, int, int, bytes]

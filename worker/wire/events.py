@@ -41,7 +41,7 @@ ContentType = Literal["text/plain", "text/markdown"]
 
 # The msgpack contract: the JSON Schemas describe the JSON form; msgpack carries these two
 # types natively, as msgspec encodes them (kept on purpose: both are msgpack's own standard
-# types, every msgpack library reads them, and bin is 25 % smaller than base64 for embeddings).
+# types, every msgpack library reads them, and bin is smaller than base64 for embeddings).
 Timestamp = Annotated[
     dt.datetime,
     msgspec.Meta(

@@ -109,7 +109,7 @@ class TokenizerUnit:
             re.compile(f"[{re.escape(''.join(sorted(self.glue)))}]") if self.glue else None
         )
         # For long texts a substring search per glue character (a few of them, BERT's: the
-        # controls Python calls whitespace) is ~25x faster than the class scan of the regex.
+        # controls Python calls whitespace) is much faster than the class scan of the regex.
         self._glue_chars = tuple(sorted(self.glue)) if len(self.glue) <= _FEW_GLUE else None
         self._text_counts: Callable[[list[str]], list[int]] | None = None
 
