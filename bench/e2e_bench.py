@@ -184,7 +184,7 @@ async def through_kafka(
     await _produce(bootstrap, settings.input_topic, docs)
     worker = Worker(settings)
     recorder = _Recorder()
-    worker.observability.metrics.document_seconds = recorder  # type: ignore[assignment]
+    worker.metrics.document_seconds = recorder  # type: ignore[assignment]
     with clock_from_assignment() as marks:
         task = asyncio.create_task(worker.run())
         while not marks:

@@ -226,7 +226,7 @@ async def test_a_corrupt_batch_is_named_and_not_skipped(
     try:
         await _wait_partition_committed(bootstrap, settings, 1, len(intact))
         for _ in range(300):
-            if worker.observability.metrics.unreadable_partitions._value.get() == 1:
+            if worker.metrics.unreadable_partitions._value.get() == 1:
                 break
             await asyncio.sleep(0.1)
         ready, checks = worker.readiness()

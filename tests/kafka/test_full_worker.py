@@ -93,8 +93,8 @@ async def test_metrics_health_and_readiness(
         # While draining, readiness is withdrawn before the process exits.
         states = []
         while not task.done():
-            states.append(worker.state.documents)
-            if worker.state.documents is State.DRAINING:
+            states.append(worker.state)
+            if worker.state is State.DRAINING:
                 assert worker.readiness()[0] is False
             await asyncio.sleep(0.01)
         assert await task == 0
