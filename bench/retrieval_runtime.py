@@ -2,10 +2,9 @@
 
 The boundary model places the embedding strategies' cuts; the retrieval model embeds chunks and
 questions. Both are resolved by ``worker.inference.serving.resolve`` (the worker's own model
-references:
-strategies get both roles in their ``BuildContext`` and size chunks in the retrieval model's
-tokens) and served by the worker's ``open_batcher`` from inference settings read like an offline
-command's (``CHUNKSTREAM_*`` inference variables apply), so every batch is bounded as in the
+references: strategies get both roles in their ``BuildContext`` and size chunks in the retrieval
+model's tokens) and served by the worker's ``open_batcher`` from inference settings read like an
+offline command's (``CHUNKSTREAM_*`` inference variables apply), so every batch is bounded as in the
 worker.
 """
 

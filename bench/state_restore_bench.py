@@ -8,10 +8,9 @@ Starts its own broker; writes a compacted changelog topic of ``documents`` docum
 id, zstd like the worker's producer), spread over ``partitions`` partitions; then, in a fresh
 process per run (so its peak resident memory is the restore's alone), restores every
 partition with the worker's own code (worker.state.changelog.Changelog into a
-worker.state.sqlite_store.SqliteStateStore) — once from scratch (a new pod), once from a
-checkpoint with 1 %
-of the states rewritten since (a rebalance back to a worker that kept its state directory) —
-and prints the table. Nothing is committed; the broker's directory is temporary.
+worker.state.sqlite_store.SqliteStateStore) — once from scratch (a new pod), once from a checkpoint
+with 1 % of the states rewritten since (a rebalance back to a worker that kept its state directory)
+— and prints the table. Nothing is committed; the broker's directory is temporary.
 """
 
 from __future__ import annotations

@@ -17,9 +17,8 @@ The pieces, each readable alone: :mod:`worker.consuming.loop` (fetch, backpressu
 rebalance), :mod:`worker.handling.handler` (one record → chunk events or a dead letter),
 :mod:`worker.pipeline` (the chunking dispatch), :mod:`worker.inference.serving` (the model and
 its batcher), :mod:`worker.kafka.clients` (client construction), :mod:`worker.kafka.reachability`
-(waiting
-for Kafka, watching it), :mod:`worker.kafka.producers` (a producer replaced when it breaks),
-:mod:`worker.observability.sampler` (the gauges), :mod:`worker.runtime.loop_lag`.
+(waiting for Kafka, watching it), :mod:`worker.kafka.producers` (a producer replaced when it
+breaks), :mod:`worker.observability.sampler` (the gauges), :mod:`worker.runtime.loop_lag`.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """The Grafana dashboard and the alert rules query only metrics that exist: every expression is
-parsed as PromQL; each metric name in it is declared in worker/observability/metrics.py or is on
-the explicit
-list of other exporters' metrics below; and each of ours appears in a /metrics scrape of a worker
-running with the deployment's own configuration on the real broker."""
+parsed as PromQL; each metric name in it is declared in worker/observability/metrics.py or is on the
+explicit list of other exporters' metrics below; and each of ours appears in a /metrics scrape of a
+worker running with the deployment's own configuration on the real broker."""
 
 from __future__ import annotations
 

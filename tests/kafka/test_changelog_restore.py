@@ -1,7 +1,6 @@
 """Restoring the state changelog on the real broker (worker.state.changelog): every assigned
-partition
-in one go — an empty one, one from the beginning with a tombstone, one from its checkpoint — and
-the reader fetches nothing once the restore is done."""
+partition in one go — an empty one, one from the beginning with a tombstone, one from its checkpoint
+— and the reader fetches nothing once the restore is done."""
 
 from __future__ import annotations
 

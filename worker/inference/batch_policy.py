@@ -2,8 +2,7 @@
 
 Fed with ``add(key, length, now)`` and polled with ``next_batch(now)``; time is passed in, so
 tests drive it with plain numbers. The asyncio driver (:mod:`worker.inference.batcher`) and the
-synchronous
-adapter both sit on top of it.
+synchronous adapter both sit on top of it.
 
 Packing: waiting texts are kept sorted by token length, and cut greedily into consecutive groups
 whose *padded* size — longest length × count — stays within ``max_batch_tokens`` (and at most

@@ -1,9 +1,8 @@
 """The process-wide embedding micro-batcher: many requests in, few well-packed batches out.
 
 ``Batcher`` is the asyncio driver around :class:`worker.inference.batch_policy.BatchPolicy`:
-requests
-(lists of texts) from every document in flight are measured in tokens, queued, packed by the
-policy, and run on dedicated worker threads — up to ``concurrent_batches`` batches at once — so
+requests (lists of texts) from every document in flight are measured in tokens, queued, packed by
+the policy, and run on dedicated worker threads — up to ``concurrent_batches`` batches at once — so
 the event loop, and with it the Kafka heartbeats, never waits on the model. Each request gets its
 rows back in its own order, whichever of its batches finishes first.
 

@@ -3,11 +3,10 @@ embedders that serve it (ONNX, static), behind one backend protocol.
 
 This room is the contract at the bottom: it imports nothing of the worker above it (no
 settings, batcher or metrics; :mod:`worker.inference.serving` wires models into those) and nothing
-of
-the offline model-making room (:mod:`worker.model_making`: build, distill, training corpus),
-which imports it. Importing this package loads neither onnxruntime nor tokenizers: the
-embedders are imported from their modules on first use, so pure code may read
-:mod:`worker.models.manifest` and :mod:`worker.models.reference` without an inference runtime.
+of the offline model-making room (:mod:`worker.model_making`: build, distill, training corpus),
+which imports it. Importing this package loads neither onnxruntime nor tokenizers: the embedders are
+imported from their modules on first use, so pure code may read :mod:`worker.models.manifest` and
+:mod:`worker.models.reference` without an inference runtime.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The local copy of the document-state changelog in an embedded SQLite file: a cache rebuilt
-from Kafka, never the source of truth (the :class:`~worker.state.store.StateStore` the worker
-runs on).
+from Kafka, never the source of truth (the :class:`~worker.state.store.StateStore` the worker runs
+on).
 
 Invariants:
 

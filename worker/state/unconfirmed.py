@@ -1,8 +1,7 @@
 """Document states that a previous owner of a partition may not have finished writing.
 
 A document's state record goes out beside its chunk events and tombstones (worker.state.documents).
-After
-a crash, the changelog can therefore hold a state whose other records did not all land. The
+After a crash, the changelog can therefore hold a state whose other records did not all land. The
 redo rule (worker.state.decisions) finishes such a state when the input record it names comes again.
 That record may never come again, though:
 
