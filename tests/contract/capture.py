@@ -118,18 +118,18 @@ def input_records(docs: list[Document]) -> list[tuple[bytes, bytes | None]]:
     return records
 
 
-def _canonical_value(value: bytes, encoding: str) -> bytes:
-    """The value with its wall-clock times taken out, re-encoded in key order."""
+def _decode(value: bytes, encoding: str) -> Any:
     if encoding == "json":
-        obj = json.loads(value)
-        if isinstance(obj, dict):
-            for field in TIMES:
-                obj.pop(field, None)
-        return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
-    obj = msgpack.unpackb(value, raw=False, timestamp=0, strict_map_key=False)
+        return json.loads(value)
+    return msgpack.unpackb(value, raw=False, timestamp=0, strict_map_key=False)
+
+
+def _canonical(obj: Any, encoding: str) -> bytes:
+    """A decoded value with its wall-clock times taken out, re-encoded in key order."""
     if isinstance(obj, dict):
-        for field in TIMES:
-            obj.pop(field, None)
+        obj = {k: v for k, v in obj.items() if k not in TIMES}
+    if encoding == "json":
+        return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
     return bytes(msgpack.packb(obj, use_bin_type=True))
 
 
@@ -147,14 +147,8 @@ def digest(records: list[tuple[int, bytes | None, bytes | None, list[tuple[str, 
     groups: dict[tuple[int, str], list[Any]] = {}
     for partition, key, value, headers in records:
         neutral = value.replace(suffix.encode(), NEUTRAL_SUFFIX.encode()) if value else value
-        canonical = _canonical_value(neutral, encoding) if (neutral and timed) else neutral
-        decoded: Any = None
-        if neutral and timed:
-            decoded = (
-                json.loads(neutral)
-                if encoding == "json"
-                else msgpack.unpackb(neutral, raw=False, timestamp=0, strict_map_key=False)
-            )
+        decoded = _decode(neutral, encoding) if (neutral and timed) else None
+        canonical = _canonical(decoded, encoding) if (neutral and timed) else neutral
         owner = _owner(decoded, headers, key)
         entry = [
             (key or b"").hex(),
