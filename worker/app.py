@@ -48,6 +48,8 @@ from worker.kafka.clients import (
     make_consumer,
     topic_configs,
     topic_record_limits,
+    topics_used,
+    written_topics,
 )
 from worker.kafka.producers import RenewingProducer
 from worker.kafka.publisher import Publisher
@@ -95,14 +97,6 @@ class _Running:
     producer: RenewingProducer
     loop: ConsumeLoop
     models: Models | None
-
-
-def written_topics(s: Settings) -> list[str]:
-    """Every topic the worker produces to."""
-    written = [s.output_topic, s.dlq_topic]
-    written += [state_topic(s)] if s.document_lifecycle else []
-    written += [s.documents_topic] if s.documents_topic is not None else []
-    return written
 
 
 class Worker:
@@ -197,7 +191,7 @@ class Worker:
         resolver = StrategyResolver(
             default, frozenset(s.allowed_strategies), context, frozenset(trusted)
         )
-        self._needs_model = refs.boundary is not None or s.include_embeddings
+        self._needs_model = resources.needs_model(s)
         log.info(
             "starting",
             extra={
@@ -408,15 +402,7 @@ class Worker:
     async def _check_topics(self, consumer: AIOKafkaConsumer) -> None:
         topics = await consumer.topics()
         s = self.settings
-        needed = {
-            s.input_topic: "INPUT_TOPIC",
-            s.output_topic: "OUTPUT_TOPIC",
-            s.dlq_topic: "DLQ_TOPIC",
-        }
-        if s.document_lifecycle:
-            needed[state_topic(s)] = "STATE_TOPIC"
-        if s.documents_topic is not None:
-            needed[s.documents_topic] = "DOCUMENTS_TOPIC"
+        needed = {t.name: t.setting for t in topics_used(s)}
         missing = [t for t in needed if t not in topics]
         if missing:
             settings = "/".join(needed[t] for t in missing)

@@ -47,6 +47,7 @@ from worker.errors import (
 )
 from worker.handling.resolver import StrategyResolver
 from worker.handling.turns import DocumentTurns
+from worker.kafka.connectivity import Backoff, Kind
 from worker.kafka.publisher import Publisher, refused
 from worker.observability.metrics import Metrics
 from worker.pipeline import EmbedFn, ModelRequired, chunk_document
@@ -64,7 +65,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_PUBLISH_RETRY_MAX_S = 30.0
 # A dead letter's fields besides the original key, headers and value (message ≤ 2000 chars).
 _DEAD_LETTER_OVERHEAD = 8 * 1024
 
@@ -410,16 +410,16 @@ class DocumentHandler:
         uncommitted meanwhile, and backpressure stops the intake once in-flight fills up.
         Cancellation (drain deadline, revoke) ends the attempts; the record is then replayed
         by whoever owns the partition next."""
-        delay = 0.5
+        backoff = Backoff()
         while True:
             try:
                 await attempt()
                 return
             except KafkaError as exc:
                 self._metrics.publish_retries.inc()
+                delay = backoff.next(Kind.OTHER)
                 log.warning(
                     "publish failed; retrying",
-                    extra={**where, "error": repr(exc), "retry_in_s": delay},
+                    extra={**where, "error": repr(exc), "retry_in_s": round(delay, 1)},
                 )
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, _PUBLISH_RETRY_MAX_S)

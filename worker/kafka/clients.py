@@ -6,6 +6,8 @@ import asyncio
 import errno
 import socket
 import ssl
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
@@ -20,7 +22,7 @@ from aiokafka.errors import (
 )
 from aiokafka.helpers import create_ssl_context
 
-from worker.config import Settings, batch_bytes, read_password_file, state_topic
+from worker.config import Settings, batch_bytes, exactly_once, read_password_file, state_topic
 from worker.errors import ConfigError
 from worker.kafka.connectivity import Failure, Kind
 from worker.runtime.resources import fetch_max_bytes
@@ -98,7 +100,17 @@ def make_consumer(settings: Settings) -> AIOKafkaConsumer:
     )
 
 
-def make_producer(settings: Settings) -> AIOKafkaProducer:
+def make_producer(settings: Settings, *, transactional_id: str | None = None) -> AIOKafkaProducer:
+    """The worker's producer; with a ``transactional_id``, one input partition's transactional
+    producer (worker.kafka.transactions): its start fences every earlier producer of that id."""
+    transactional: dict[str, Any] = {}
+    if transactional_id is not None:
+        transactional = {
+            "transactional_id": transactional_id,
+            # An open transaction holds back every read_committed reader of the partitions it
+            # wrote; one left by a member that died is aborted by the broker after this long.
+            "transaction_timeout_ms": TRANSACTION_TIMEOUT_MS,
+        }
     return AIOKafkaProducer(
         acks="all",
         enable_idempotence=True,
@@ -107,8 +119,15 @@ def make_producer(settings: Settings) -> AIOKafkaProducer:
         max_request_size=settings.max_record_bytes,
         # A record larger than this still goes out, alone in its batch.
         max_batch_size=batch_bytes(settings),
+        **transactional,
         **connection_options(settings),
     )
+
+
+# How long the broker lets a transaction stay open before it aborts it: above the longest
+# commit interval a deployment should pick and a drain, below what read_committed consumers
+# would notice as a stall when a member dies with a transaction open.
+TRANSACTION_TIMEOUT_MS = 60_000
 
 
 # The state changelog is compacted: the latest state per document is all a restore needs,
@@ -116,24 +135,47 @@ def make_producer(settings: Settings) -> AIOKafkaProducer:
 COMPACTED = {"cleanup.policy": "compact"}
 
 
+@dataclass(frozen=True)
+class WorkerTopic:
+    """A topic the worker uses, as its settings name it."""
+
+    name: str
+    setting: str  # the CHUNKSTREAM_ variable that names it
+    written: bool  # the worker produces to it (the input is only read)
+    co_partitioned: bool  # as many partitions as the input (else one)
+    config: Mapping[str, str] = field(default_factory=dict)
+
+
+def topics_used(settings: Settings) -> list[WorkerTopic]:
+    """Every topic a worker with ``settings`` reads or writes, the input first: input and
+    output, the dead letters, the state changelog (co-partitioned with the input and
+    compacted) and the documents topic when configured. The one list that creating the topics,
+    checking them at start-up and learning their metadata all read."""
+    used = [
+        WorkerTopic(settings.input_topic, "INPUT_TOPIC", written=False, co_partitioned=True),
+        WorkerTopic(settings.output_topic, "OUTPUT_TOPIC", written=True, co_partitioned=True),
+        WorkerTopic(settings.dlq_topic, "DLQ_TOPIC", written=True, co_partitioned=False),
+    ]
+    if settings.document_lifecycle:
+        used.append(WorkerTopic(state_topic(settings), "STATE_TOPIC", True, True, COMPACTED))
+    if settings.documents_topic is not None:
+        used.append(WorkerTopic(settings.documents_topic, "DOCUMENTS_TOPIC", True, True, COMPACTED))
+    return used
+
+
+def written_topics(settings: Settings) -> list[str]:
+    """Every topic the worker produces to."""
+    return [t.name for t in topics_used(settings) if t.written]
+
+
 def worker_topics(
     settings: Settings, partitions: int
 ) -> tuple[dict[str, int], dict[str, dict[str, str]]]:
-    """The topics a worker with ``settings`` needs (name → partitions) and their configs:
-    input and output with ``partitions``, the dead letters with one, the state changelog
-    co-partitioned with the input and compacted, the documents topic when configured."""
-    topics = {
-        settings.input_topic: partitions,
-        settings.output_topic: partitions,
-        settings.dlq_topic: 1,
-    }
-    configs: dict[str, dict[str, str]] = {}
-    if settings.document_lifecycle:
-        topics[state_topic(settings)] = partitions
-        configs[state_topic(settings)] = COMPACTED
-    if settings.documents_topic is not None:
-        topics[settings.documents_topic] = partitions
-        configs[settings.documents_topic] = COMPACTED
+    """The topics a worker with ``settings`` needs (name → partitions) and their configs, for
+    :func:`create_topics`: the co-partitioned ones with ``partitions``, the others with one."""
+    used = topics_used(settings)
+    topics = {t.name: partitions if t.co_partitioned else 1 for t in used}
+    configs = {t.name: dict(t.config) for t in used if t.config}
     return topics, configs
 
 
@@ -334,12 +376,16 @@ def make_changelog_reader(settings: Settings) -> AIOKafkaConsumer:
     Fetches wait at most 10 ms for data: a restore reads to an end it knows, and a request on
     the broker connection waits behind a long-polling fetch (with the default 500 ms, every
     offsets request of a restore took half a second)."""
+    # With exactly-once, a restore reads only committed states: a state of an aborted
+    # transaction (a crash, a fenced zombie) describes records no reader will ever see.
+    isolation = {"isolation_level": "read_committed"} if exactly_once(settings) else {}
     return AIOKafkaConsumer(
         enable_auto_commit=False,
         auto_offset_reset="earliest",
         fetch_max_bytes=8 * 1024 * 1024,
         max_partition_fetch_bytes=1024 * 1024,
         fetch_max_wait_ms=10,
+        **isolation,
         **connection_options(settings),
     )
 

@@ -79,7 +79,9 @@ def cap_for(kind: Kind) -> float:
 
 
 class Backoff:
-    """Capped exponential backoff with jitter; the cap follows the failure's kind."""
+    """Capped exponential backoff with jitter; the cap follows the failure's kind. The worker's
+    one backoff: reaching Kafka, restoring state (worker.kafka.reachability.retrying) and
+    publishing (worker.handling.handler) all wait by it."""
 
     def __init__(self, rand: Callable[[], float] = random.random) -> None:
         self._rand = rand

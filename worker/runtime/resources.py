@@ -230,7 +230,8 @@ def needs_boundary_model(s: Settings) -> bool:
 
 def needs_model(s: Settings) -> bool:
     """Whether a worker with settings ``s`` loads a model at all: a boundary model, or the
-    retrieval model for the vectors it sends."""
+    retrieval model for the vectors it sends (worker.app loads them, and the memory plan counts
+    them, by this one rule)."""
     return s.include_embeddings or needs_boundary_model(s)
 
 
