@@ -34,7 +34,7 @@ from worker.wire.records import ReferenceEventWriter, chunk_ids
 from worker.wire.tracecontext import HeaderPropagation
 
 NOW = dt.datetime(2026, 12, 1, 1, 2, 3, 456789, tzinfo=dt.UTC)
-ENCODINGS: tuple[Encoding, ...] = ("msgpack", "json")
+ENCODINGS: tuple[Encoding, ...] = ("msgpack", "json", "connect-json")
 
 texts = st.text(max_size=60)
 scalars = st.one_of(

@@ -44,7 +44,7 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     strategy: str = "sentence"
     strategy_params: dict[str, str] = msgspec.field(default_factory=dict)
     allowed_strategies: list[str] = msgspec.field(default_factory=list)
-    encoding: Literal["msgpack", "json"] = "msgpack"
+    encoding: Literal["msgpack", "json", "connect-json"] = "msgpack"
     max_document_bytes: Positive = 10 * MiB
     max_record_bytes: Annotated[int, msgspec.Meta(ge=64 * 1024)] = 1 * MiB
     max_chunks_per_document: Positive = 20_000
@@ -115,7 +115,7 @@ SETTING_HELP: dict[str, str] = {
     "strategy_params": "its parameters: `k=v,k=v` or a JSON object",
     "allowed_strategies": "strategies a document may request in its `strategy` field "
     "(comma-separated; `*` = any; empty = overrides refused)",
-    "encoding": "encoding of produced events: `msgpack` or `json`",
+    "encoding": "encoding of produced events: `msgpack`, `json` or `connect-json` (Kafka Connect's JSON envelope)",
     "max_document_bytes": "larger input records are dead-lettered unparsed",
     "max_record_bytes": "largest record the producer sends, Kafka's max.request.size "
     "(keep ≤ the topics' max.message.bytes)",

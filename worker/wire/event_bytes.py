@@ -23,7 +23,7 @@ two; this is the simpler of the two.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import msgspec
 import numpy as np
@@ -31,6 +31,7 @@ from numpy.typing import NDArray
 
 from worker.chunking.types import Chunk
 from worker.wire.codec import Encoding
+from worker.wire.connect_json import ConnectJsonEncoder
 from worker.wire.events import SCHEMA_VERSION, ChunkEvent, ChunkSpan, DocumentEvent, SourceRecord
 
 # ChunkEvent's fields in declaration order: the order of the positional construction below.
@@ -66,10 +67,13 @@ class ChunkEventWriter:
 
     def __init__(self, encoding: Encoding) -> None:
         self.encoding: Encoding = encoding
-        encoder: msgspec.msgpack.Encoder | msgspec.json.Encoder = (
-            msgspec.msgpack.Encoder() if encoding == "msgpack" else msgspec.json.Encoder()
-        )
-        self._encode = encoder.encode
+        self._encode: Callable[[ChunkEvent], bytes]
+        if encoding == "connect-json":
+            self._encode = ConnectJsonEncoder(ChunkEvent).encode
+        elif encoding == "msgpack":
+            self._encode = msgspec.msgpack.Encoder().encode
+        else:
+            self._encode = msgspec.json.Encoder().encode
 
     def values(
         self,

@@ -57,6 +57,17 @@ Binary = Annotated[
         "a string."
     ),
 ]
+# Marks the bytes that are a float32 vector, for encodings that carry one as numbers
+# (connect-json: worker.wire.connect_json). Not part of the JSON Schema.
+CONNECT_VECTOR = "connect_vector"
+Embedding = Annotated[
+    bytes,
+    msgspec.Meta(
+        description="Raw bytes. JSON: a base64 string (RFC 4648, padded). msgpack: bin, not "
+        "a string.",
+        extra={CONNECT_VECTOR: True},
+    ),
+]
 
 
 class StrategyOverride(msgspec.Struct, frozen=True):
@@ -127,7 +138,7 @@ class ChunkEvent(msgspec.Struct, frozen=True):
     # With CHUNKSTREAM_INCLUDE_EMBEDDINGS: the chunk text's embedding as float32
     # little-endian bytes (dimension = len / 4), L2-normalised (as the model gives it: every
     # model built or distilled here normalises); base64 in JSON.
-    embedding: Binary | None = None
+    embedding: Embedding | None = None
     # Which model produced ``embedding``: its kind and identity, e.g. "onnx:3f2a…" or
     # "static:9c41…" (CHUNKSTREAM_RETRIEVAL_MODEL_DIR, which may differ from the boundary model).
     embedding_model: str | None = None

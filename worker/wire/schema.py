@@ -14,6 +14,7 @@ import msgspec
 
 from worker._version import __version__
 from worker.wire.codec import CONTENT_TYPE_HEADER, CONTENT_TYPES, DOC_ID_HEADER
+from worker.wire.connect_json import connect_schema
 from worker.wire.events import EVENT_TYPES, SCHEMA_VERSION
 from worker.wire.state_record import DocumentState
 
@@ -24,6 +25,13 @@ SCHEMA_FILES = {
     "DocumentChunksEvent": "document-chunks-event.schema.json",
 }
 ASYNCAPI_FILE = "asyncapi.json"
+# The Connect schema of each output event in the connect-json encoding (the envelope's
+# `schema` part, worker.wire.connect_json), for sink configurations and schema registries.
+CONNECT_SCHEMA_FILES = {
+    "ChunkEvent": "chunk-event.connect.json",
+    "DeadLetterEvent": "dead-letter-event.connect.json",
+    "DocumentChunksEvent": "document-chunks-event.connect.json",
+}
 
 # Messages whose value is null: Kafka's tombstones (key → what is deleted).
 _TOMBSTONES = {
@@ -129,6 +137,8 @@ def asyncapi() -> dict[str, Any]:
         }
         for name in EVENT_TYPES
     }
+    for name, file_name in CONNECT_SCHEMA_FILES.items():
+        messages[name]["x-connect-schema"] = {"$ref": file_name}
     for name, summary in _TOMBSTONES.items():
         messages[name] = {
             "name": name,
@@ -163,7 +173,13 @@ def asyncapi() -> dict[str, Any]:
                 "two types it carries natively: a date-time string (produced_at, failed_at) is "
                 "the msgpack timestamp extension (type -1), and a base64 string (embedding, "
                 "a dead letter's value, key and header values) is bin. Records carry the W3C "
-                "traceparent/tracestate headers when the document's record did."
+                "traceparent/tracestate headers when the document's record did. The "
+                "connect-json encoding (output events only) wraps the JSON form's values in "
+                'Kafka Connect\'s envelope, {"schema": ..., "payload": ...}, for '
+                "JsonConverter with schemas.enable=true: each output message's "
+                "x-connect-schema is that schema; in the payload a date-time is epoch "
+                "milliseconds, the embedding an array of numbers, and metadata, spans and a "
+                "dead letter's headers are JSON text."
             ),
         },
         "defaultContentType": CONTENT_TYPES["msgpack"],
@@ -195,6 +211,8 @@ def render() -> dict[str, str]:
         return json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
 
     files = {SCHEMA_FILES[name]: dump(event_schema(name)) for name in EVENT_TYPES}
+    for name, file_name in CONNECT_SCHEMA_FILES.items():
+        files[file_name] = dump(connect_schema(EVENT_TYPES[name]))
     files[ASYNCAPI_FILE] = dump(asyncapi())
     return files
 
