@@ -1,4 +1,5 @@
-"""Every metric the docs name exists in the registry, and every family is documented."""
+"""Every metric docs/reference/metrics.md names exists in the registry, and every family is
+documented there."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from worker.observability.metrics import Metrics
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "worker.md"
+DOC = Path(__file__).resolve().parent.parent / "docs" / "reference" / "metrics.md"
 
 
 def exposed_names() -> set[str]:
