@@ -51,6 +51,9 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     max_in_flight_documents: Positive = 256
     max_in_flight_bytes: Annotated[int, msgspec.Meta(ge=0)] = 0
     commit_interval_ms: Positive = 1000
+    # exactly-once: a document's chunk events, tombstones, state record and dead letter commit
+    # with its input offset in one Kafka transaction (docs/concepts/exactly-once.md).
+    processing_guarantee: Literal["at-least-once", "exactly-once"] = "at-least-once"
     drain_timeout_s: Annotated[float, msgspec.Meta(gt=0)] = 25.0
     session_timeout_ms: Annotated[int, msgspec.Meta(ge=1000)] = 10_000
     heartbeat_interval_ms: Annotated[int, msgspec.Meta(ge=100)] = 3_000
@@ -125,7 +128,11 @@ SETTING_HELP: dict[str, str] = {
     "max_in_flight_documents": "high watermark: partitions pause above it",
     "max_in_flight_bytes": "high watermark on input bytes being processed (0 = the largest "
     "that fits the memory budget, at most 256 MiB)",
-    "commit_interval_ms": "how often finished offsets are committed",
+    "commit_interval_ms": "how often finished offsets are committed (with exactly-once: how "
+    "long a transaction stays open)",
+    "processing_guarantee": "`at-least-once` (a crash or a rebalance may publish a document's "
+    "records again) or `exactly-once` (its records and input offset commit in one Kafka "
+    "transaction per input partition; consumers read with `isolation.level=read_committed`)",
     "drain_timeout_s": "on SIGTERM, how long in-flight documents may take to finish",
     "session_timeout_ms": "consumer group session timeout",
     "heartbeat_interval_ms": "consumer heartbeat interval",
@@ -413,6 +420,11 @@ def codec_available(name: str) -> bool:
     except ImportError:
         return False
     return True
+
+
+def exactly_once(settings: Settings) -> bool:
+    """Whether the worker writes in Kafka transactions (worker.kafka.transactions)."""
+    return settings.processing_guarantee == "exactly-once"
 
 
 def redacted(settings: Settings) -> dict[str, Any]:
