@@ -118,7 +118,8 @@ SETTING_HELP: dict[str, str] = {
     "strategy_params": "its parameters: `k=v,k=v` or a JSON object",
     "allowed_strategies": "strategies a document may request in its `strategy` field "
     "(comma-separated; `*` = any; empty = overrides refused)",
-    "encoding": "encoding of produced events: `msgpack`, `json` or `connect-json` (Kafka Connect's JSON envelope)",
+    "encoding": "encoding of produced events: `msgpack`, `json` or `connect-json` "
+    "(Kafka Connect's JSON envelope)",
     "max_document_bytes": "larger input records are dead-lettered unparsed",
     "max_record_bytes": "largest record the producer sends, Kafka's max.request.size "
     "(keep ≤ the topics' max.message.bytes)",
@@ -373,9 +374,9 @@ def _check_producer(s: Settings, bad: Callable[[str, str], ConfigError]) -> None
 # The batch size when none is set. aiokafka keeps one produce request in flight per broker,
 # carrying at most one batch per partition, so the bytes a batch may hold bound what a worker
 # can publish per round trip: small batches leave a worker waiting on the broker
-# (bench/e2e_bench.py; docs/worker.md, "Batch size", has the comparison).
-# librdkafka's own default is ~1 MB; half of that leaves room under a topic's default
-# max.message.bytes (1 MB) whatever the compression.
+# (bench/e2e_bench.py; docs/benchmarks.md has the comparison). librdkafka's own default is
+# about a topic's default max.message.bytes; half of that leaves room under it whatever the
+# compression.
 DEFAULT_BATCH_BYTES = 512 * 1024
 
 

@@ -37,8 +37,8 @@ EmbedFn = Callable[[Sequence[str]], Awaitable[NDArray[np.float32]]]
 SyncEmbedFn = Callable[[Sequence[str]], NDArray[np.float32]]
 
 # Documents at least this long are chunked on a thread by the rule strategies: pure-Python
-# chunking of a few MB takes seconds, far longer than the loop may be held (the heartbeat
-# interval is 3 s by default). Below it, a thread hop costs more than the chunking.
+# chunking of a large document takes longer than the loop may be held (the consumer's
+# heartbeat interval). Below it, a thread hop costs more than the chunking.
 THREAD_CHUNKING_CHARS = 64 * 1024
 
 

@@ -2,8 +2,8 @@
 
 Why: every word the worker has not seen before is tokenized to size chunks (and, for the
 static model, to embed them). On text read once that is one piece in ten. `tokenizers` costs
-13-25 µs of CPU per new piece, 59 % of `adaptive`'s time on such text (docs/worker.md, "On
-text read only once"); this path costs 3-4 times less for the same ids.
+enough CPU per new piece to be most of `adaptive`'s time on such text; this path costs several
+times less for the same ids (bench/chunking_bench.py; docs/benchmarks.md).
 
 When it applies: a ``tokenizer.json`` whose normalizer is ``BertNormalizer`` with
 ``clean_text``, whose pre-tokenizer is ``BertPreTokenizer`` and whose model is ``WordPiece``

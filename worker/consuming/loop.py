@@ -209,11 +209,11 @@ class ConsumeLoop:
 
     async def _until_a_document_finishes(self) -> None:
         """While paused: return when a document finishes (resuming may be due) or after one
-        fetch timeout. A paused fetch waiting out its whole timeout left the worker idle for
-        up to 250 ms per pause once the in-flight documents had drained (measured: half the
-        worker's throughput on 10 MB, docs/worker.md). A document that finished since the
-        pause (while the buffered records were taken) counts: the event is cleared at the
-        pause and after each wait, not before it."""
+        fetch timeout. A paused fetch waiting out its whole timeout (``fetch_max_wait_ms``)
+        left the worker idle at every pause once the in-flight documents had drained, which
+        cost a large share of its throughput (bench/e2e_bench.py). A document that finished
+        since the pause (while the buffered records were taken) counts: the event is cleared
+        at the pause and after each wait, not before it."""
         # asyncio.timeout, not wait_for: Python 3.11's wait_for swallows a cancellation
         # that arrives as the event is set, and the loop would then fetch on.
         with contextlib.suppress(TimeoutError):

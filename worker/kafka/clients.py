@@ -372,10 +372,10 @@ def make_reader(settings: Settings, *topics: str) -> AIOKafkaConsumer:
 
 def make_changelog_reader(settings: Settings) -> AIOKafkaConsumer:
     """The worker's reader of its state changelog: assigned partitions by hand (no group),
-    nothing committed; a fetch brings at most 8 MiB (restores are paced by the local store).
-    Fetches wait at most 10 ms for data: a restore reads to an end it knows, and a request on
-    the broker connection waits behind a long-polling fetch (with the default 500 ms, every
-    offsets request of a restore took half a second)."""
+    nothing committed; a fetch brings a bounded amount (restores are paced by the local
+    store). Fetches barely wait for data: a restore reads to an end it knows, and a request
+    on the broker connection waits behind a long-polling fetch (with aiokafka's default
+    ``fetch_max_wait_ms``, every offsets request of a restore waited that long)."""
     # With exactly-once, a restore reads only committed states: a state of an aborted
     # transaction (a crash, a fenced zombie) describes records no reader will ever see.
     isolation = {"isolation_level": "read_committed"} if exactly_once(settings) else {}

@@ -97,7 +97,7 @@ class Publisher:
     ) -> None:
         if uncompressed_topics and batch_bytes is None:
             # The producer's own batch.size is not readable back from the client; a default
-            # here would silently differ from it (aiokafka's 16 KiB against the worker's).
+            # here would silently differ from it (aiokafka's default against the worker's).
             raise ValueError("batch_bytes is required with uncompressed_topics")
         self._producer = producer
         self._encoder = encoder

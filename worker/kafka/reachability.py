@@ -1,11 +1,12 @@
 """Kafka's reachability while the worker lives: wait for it at start-up, watch it while running.
 
 - **Start-up** (:meth:`KafkaLink.connect`): while no bootstrap server accepts a TCP connection,
-  probe every ≤ 2 s (:mod:`worker.kafka.connectivity`); once one does, run the start-up attempt
-  (start the clients, check the topics). A failed attempt is classified by connecting once by
-  hand (:func:`worker.kafka.clients.classify_connection`): what the broker refuses (credentials,
-  mechanism, TLS trust) stops the worker with a message naming the setting, as long as it has
-  never connected; anything else is waited out with capped backoff. Unready meanwhile.
+  probe at most ``PROBE_CAP_S`` apart (:mod:`worker.kafka.connectivity`); once one does, run
+  the start-up attempt (start the clients, check the topics). A failed attempt is classified by
+  connecting once by hand (:func:`worker.kafka.clients.classify_connection`): what the broker
+  refuses (credentials, mechanism, TLS trust) stops the worker with a message naming the
+  setting, as long as it has never connected; anything else is waited out with capped backoff.
+  Unready meanwhile.
 - **Running** (:meth:`KafkaLink.watch`): a request through the worker's own consumer every few
   seconds (end offsets of its partitions, which the lag and backlog figures use too). When it
   fails, Kafka is down: readiness says why, commits wait, the clients reconnect by themselves;
@@ -173,7 +174,7 @@ class KafkaLink:
 
 async def retrying(attempt: Callable[[], Awaitable[T]], partitions: Sequence[int]) -> T:
     """``attempt()`` (the partitions' state restore) until it raises no :class:`KafkaError`,
-    waiting 0.5 s doubling to 30 s between tries; each failure logged."""
+    waiting by the one :class:`Backoff` between tries; each failure logged."""
     backoff = Backoff()
     while True:
         try:

@@ -30,10 +30,11 @@ from tokenizers import Tokenizer
 
 from worker.wordpiece import AsciiWordPiece, WordPieceTables, take
 
-# Pieces whose ids are remembered (about 140 bytes each with the key: ~4.5 MiB). Past it the
-# memory starts afresh: a bound on what a stream of ever-new words can hold.
+# Pieces whose ids are remembered (the memory plan's reserve for a loaded model counts them:
+# worker.runtime.resources). Past it the memory starts afresh: a bound on what a stream of
+# ever-new words can hold.
 PIECE_LIMIT = 1 << 15
-# Texts tokenized per call of the tokenizer (its encodings are ~100 bytes a token).
+# Texts tokenized per call of the tokenizer: its encodings of one call are held at once.
 _SLICE = 1024
 # Whitespace other than the four the BERT normaliser turns into a plain space.
 _OTHER_WHITESPACE = re.compile(r"[^\S \t\n\r]")

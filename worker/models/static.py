@@ -237,12 +237,12 @@ class StaticEmbedder:
         """The mean of each text's rows, in float64, into ``out[at[i]]``."""
         model = self.model
         matrix, mapping, weights = model.matrix, model.mapping, model.weights
-        # Summed in float64: over hundreds of tokens a float32 sum drifts by ~1e-6 (model2vec's
-        # own float32 mean of 512 copies of one row is 1.4e-6 off the row; this is exact).
+        # Summed in float64: over hundreds of tokens a float32 sum drifts (model2vec's own
+        # float32 mean of many copies of one row is off the row; this is exact).
         # Text by text: a text's rows (at most max_length of them) stay in the cache while they
         # are summed. Gathering a whole batch's rows first and summing them in one reduceat
-        # walked [tokens, dim] float64 arrays through memory twice, and was 2-4x slower per MB
-        # for the same sums in the same order (bench/static_bench.py, docs/worker.md).
+        # walked [tokens, dim] float64 arrays through memory twice, and was slower for the same
+        # sums in the same order (bench/static_bench.py; docs/benchmarks.md).
         for i, row in zip(at, ids, strict=True):
             count = len(row)
             if not count:

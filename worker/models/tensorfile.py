@@ -35,7 +35,7 @@ _DTYPES: dict[str, np.dtype[np.generic]] = {
 }
 _NAMES = {dtype: name for name, dtype in _DTYPES.items()}
 # A header larger than this is not a model we wrote or could sensibly load (the reference
-# library's own limit is 100 MB).
+# library refuses such headers too).
 _MAX_HEADER_BYTES = 100_000_000
 
 

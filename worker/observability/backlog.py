@@ -14,8 +14,9 @@ The estimate (docs/deploy.md, "Scaling calibration"):
   a byte expensive (strategy, model, embeddings going out, fetching, publishing,
   acknowledgements, commits, CPU throttling) is in it, so byte-heavy and model-heavy streams
   come out in the same unit. Time while Kafka is unreachable is not counted (waiting is not
-  work). Counting only the time with documents in flight measured half the real drain time
-  with 1 KB documents: between fetches the window is often empty while records wait.
+  work). Counting only the time with documents in flight fell far short of the real drain
+  time with small documents: between fetches the window is often empty while records wait
+  (bench/backlog_calibration.py).
 
 A partition's *commit age* is the time since its commit point last advanced while it had
 work (records taken and not committed, or lag); 0 when it has none.
@@ -31,8 +32,9 @@ K = TypeVar("K", bound=Hashable)
 
 # How far back the measurements reach: the weight of what happened HALF_LIFE_S ago is half.
 # Short, so the estimate follows the drain rate of now: a fresh worker's rate climbs for tens
-# of seconds (connections, producer batches, caches), and 60 s kept its first seconds in the
-# estimate (CI: 2.5x the real drain time; 10 s: 1.6x against 2.1x in the same setting).
+# of seconds (connections, producer batches, caches), and a long half-life kept its first
+# seconds in the estimate (bench/backlog_calibration.py measures the estimate against the
+# real drain time).
 HALF_LIFE_S = 10.0
 
 

@@ -44,10 +44,11 @@ _WORKER_REPEATS = frozenset(
 class QuietRepeats(logging.Filter):
     """Lets a line of the Kafka client through once per ``window_s`` per message pattern.
 
-    During an outage aiokafka logs each failed reconnect, metadata refresh and fetch — measured:
-    ~2,000 lines a second for a minute with the broker down — and each document in flight
-    logs each publish retry, while the worker says once what is wrong (worker.kafka.reachability). A
-    line that comes back after its window carries how many were left out (``repeated``)."""
+    During an outage aiokafka logs each failed reconnect, metadata refresh and fetch, many
+    lines for every second the broker is down (tests/kafka/test_kafka_outage.py counts them),
+    and each document in flight logs each publish retry, while the worker says once what is
+    wrong (worker.kafka.reachability). A line that comes back after its window carries how many
+    were left out (``repeated``)."""
 
     def __init__(self, window_s: float = 60.0, clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__()

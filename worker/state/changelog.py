@@ -53,8 +53,9 @@ class Restored:
 
 async def learn_topic(consumer: AIOKafkaConsumer, topic: str) -> None:
     """Have the changelog's reader track its topic's metadata from start-up: a topic it does
-    not know costs aiokafka a retry backoff (100 ms) on the first restore's offsets request
-    (and forgetting it again by unassigning everything cost that on every restore)."""
+    not know costs aiokafka a retry backoff (``retry_backoff_ms``) on the first restore's
+    offsets request (and forgetting it again by unassigning everything cost that on every
+    restore)."""
     await consumer.end_offsets([TopicPartition(topic, 0)])
 
 
@@ -86,8 +87,9 @@ class Changelog:
     ) -> list[Restored]:
         """Bring the store's rows of ``partitions`` up to the changelog's end, all together:
         one offsets request each way for all of them, one fetch stream. Restored one by one,
-        three empty partitions took ~190 ms of every assignment (docs/lifecycle.md).
-        ``unconfirmed`` (by partition) is shown every record read."""
+        even empty partitions added round trips to every assignment
+        (bench/state_restore_bench.py). ``unconfirmed`` (by partition) is shown every record
+        read."""
         trackers = {} if unconfirmed is None else unconfirmed
         started = time.perf_counter()
         consumer = self._consumer

@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 # The input partitions' log start offsets (AIOKafkaConsumer.beginning_offsets).
 LogStarts = Callable[[list[TopicPartition]], Awaitable[dict[TopicPartition, int]]]
 
-# How long a hand-over waits for records still on their way (release): within the 5 s a
+# How long a hand-over waits for records still on their way (release): within the margin a
 # revocation leaves itself below the rebalance timeout after its drain (worker.consuming.loop).
 LATE_STATE_WAIT_S = 3.0
 

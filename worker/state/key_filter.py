@@ -4,21 +4,21 @@ Why: the document lifecycle asks the state store for every document it handles, 
 stream of new documents the answer is nearly always "nothing". SQLite answers that in a few
 microseconds, but it releases the GIL around every query, and taking it back waits out the
 interpreter's switch interval whenever another thread (a chunking thread on a large document)
-holds it: in the worker a lookup cost ~60 µs on average, and the lookups were the largest
-single cost the lifecycle adds per document (docs/lifecycle.md, "Throughput with the lifecycle
-on"). RocksDB puts a Bloom filter in front of its tables for the same question.
+holds it: in the worker the lookups were then the largest single cost the lifecycle adds per
+document (bench/e2e_bench.py; docs/benchmarks.md). RocksDB puts a Bloom filter in front of its
+tables for the same question.
 
 Invariants: a key added is always found (``may_hold`` is True); a key never added is found
 with a small probability (false positives only cost the lookup they would have made anyway).
 Keys are never removed (a Bloom filter cannot forget), so the share of false positives grows
-with every key the process has seen: 2 MiB of bits keep it near 1 % at a million documents and
+with every key the process has seen: ``BITS`` keep it small up to millions of documents and
 give no wrong answer at any size. Python's ``hash`` is salted per process: the filter lives and
 dies with the process, and is rebuilt from the store's keys when a store file is reopened.
 """
 
 from __future__ import annotations
 
-BITS = 1 << 24  # 2 MiB
+BITS = 1 << 24
 _MASK = BITS - 1
 
 

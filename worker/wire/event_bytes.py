@@ -1,5 +1,5 @@
 """Chunk events to bytes on the worker's hot path: what encoding
-:func:`worker.wire.records.chunk_events` gives, for half the CPU.
+:func:`worker.wire.records.chunk_events` gives, for less CPU.
 
 Invariants:
 
@@ -11,13 +11,13 @@ Invariants:
 - The document's shared values (id, version, count, strategy, metadata, source record,
   timestamp, source, language, model) are computed once per document, not per event.
 
-Why: the per-event cost of the definition was building each ``ChunkEvent`` from 19 keyword
-arguments (msgspec parses keywords one by one) plus a ``None`` check per optional field: ~4-5 µs
-per event, against ~2 µs here, where each event is one positional construction and one encode
-(measured: 4.1-5.0 vs 1.6-2.3 µs per 400-character event, 10 and 100 events per document).
-Writing the bytes from pre-encoded pieces (the document's parts encoded once, each chunk's
-values encoded and joined) measured the same as this, with ten C calls per event instead of
-two; this is the simpler of the two.
+Why: the per-event cost of the definition was building each ``ChunkEvent`` from keyword
+arguments (msgspec parses keywords one by one) plus a ``None`` check per optional field; here
+each event is one positional construction and one encode, which costs less CPU per event
+(``bench/event_path_bench.py`` runs both writers; docs/benchmarks.md). Writing the bytes from
+pre-encoded pieces (the document's parts encoded once, each chunk's values encoded and
+joined) cost the same as this, with several C calls per event instead of two; this is the
+simpler of the two.
 """
 
 from __future__ import annotations

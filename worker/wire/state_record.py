@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import msgspec
 
-# Chunk ids are 32 hex digits; the state keeps their 16 bytes.
+# Chunk ids are 32 hex digits; the state keeps the ID_BYTES they spell.
 ID_BYTES = 16
 
 
@@ -19,9 +19,9 @@ class DocumentState(msgspec.Struct, frozen=True, array_like=True):
 
     offset: int  # input offset of the record this state came from
     version: str | int | None  # the document's version field then
-    chunk_ids: bytes  # the ids of its chunk events, 16 bytes each, in index order
+    chunk_ids: bytes  # the ids of its chunk events, ID_BYTES each, in index order
     deleted: bool = False  # a delete marker: kept until no replay can reach its offset
-    # The chunk ids that record tombstoned (16 bytes each): doing it again after a crash must
+    # The chunk ids that record tombstoned (ID_BYTES each): doing it again after a crash must
     # tombstone them again, and by then the state before it is gone. Empty for most records
     # (a new document retracts nothing); states written before this field decode with it empty.
     retracted: bytes = b""

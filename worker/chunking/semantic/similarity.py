@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-# Gaps per block of the curve: the block's vectors in float64 take BLOCK × dimension × 8 bytes.
+# Gaps per block of the curve: a block holds BLOCK × dimension float64s, whatever the document.
 BLOCK = 512
 
 Rows = Callable[[int, int], NDArray[np.float32]]
@@ -41,7 +41,8 @@ def gap_similarities(
         block = rows(low, high).astype(np.float64) * weights[low:high, None]
         cumulative = np.zeros((high - low + 1, block.shape[1]), dtype=np.float64)
         # Row by row: the same additions in the same order as np.cumsum(axis=0), whose
-        # accumulation walks each column down the rows and was 2.5-4x slower (docs/worker.md).
+        # accumulation walks each column down the rows, across memory, and was slower
+        # (bench/semantic_bench.py; docs/benchmarks.md).
         for unit, row in enumerate(block):
             np.add(cumulative[unit], row, out=cumulative[unit + 1])
         cut = np.arange(first_gap + 1, stop_gap + 1)  # first unit on the right of each gap

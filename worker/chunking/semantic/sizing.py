@@ -197,8 +197,9 @@ class TokenizerUnit:
 
 class PieceMemory:
     """Token counts of pieces, replaced (never cleared) when full: a count running on another
-    thread keeps the dictionary it started with. At most ``PIECE_CACHE_LIMIT`` pieces (65,536:
-    ~6 MiB) plus those of one call."""
+    thread keeps the dictionary it started with. At most ``PIECE_CACHE_LIMIT`` pieces plus
+    those of one call (the memory plan's reserve for sizing counts them:
+    worker.runtime.resources)."""
 
     __slots__ = ("known",)
 

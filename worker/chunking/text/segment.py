@@ -263,9 +263,9 @@ def longest_prefix_within(count: Callable[[int, int], int], start: int, end: int
     The search first doubles a length from ``cap`` characters until a prefix is over the cap
     (or the word ends), then bisects between the last length within it and that one. Bisecting
     over the whole rest of the word, as before, tokenized prefixes up to the word's end for
-    every piece: quadratic in the length of a whitespace-free run. An inline base64 image of
-    64 KB took 24 s under a cap of 254 tokens; one of a megabyte would have taken hours and
-    held its partition meanwhile. Now every count is of at most twice the piece it finds.
+    every piece: quadratic in the length of a whitespace-free run, so an inline base64 image
+    held its partition for as long as that took. Now every count is of at most twice the piece
+    it finds.
 
     Token counts are not monotonic in the prefix length (a long word can collapse into one
     unknown token), so the search only ever keeps lengths it has counted."""
