@@ -1,9 +1,9 @@
 """Throughput of the rule-based strategies beside common recursive splitters.
 
-    .venv/bin/python bench/chunking_bench.py [--repeat 5] [--only NAME...] [--clock thread|wall]
-    .venv/bin/python bench/chunking_bench.py --profile adaptive|lexical
+    .venv/bin/python -m bench.chunking_bench [--repeat 5] [--only NAME...] [--clock thread|wall]
+    .venv/bin/python -m bench.chunking_bench --profile adaptive|lexical
 
-Every splitter chunks the same corpus (bench/corpus.py) in this process at a 1,500-character
+Every splitter chunks the same corpus (tests/support/corpus.py) in this process at a 1,500-character
 size, but ``sentence`` at its default of 1,000 (its compiled core and its Python twin, a row
 each). Passes are interleaved (each pass times every splitter once, in turn) so that load from
 other work on a shared machine falls on all of them alike; the best of ``--repeat`` passes is
@@ -23,14 +23,10 @@ from __future__ import annotations
 import argparse
 import cProfile
 import pstats
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.corpus import Document, describe, gather
+from tests.support.corpus import Document, describe, gather
 from worker.chunking.rules.adaptive import AdaptiveChunker
 from worker.chunking.rules.lexical import LexicalChunker
 from worker.chunking.rules.sentence import SentenceChunker, SentenceParams

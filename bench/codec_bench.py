@@ -1,8 +1,8 @@
 """What each compression codec costs and saves on the worker's output, on the real broker.
 
-    .venv/bin/python bench/codec_bench.py [--rounds 3] [--encoding msgpack json]
+    .venv/bin/python -m bench.codec_bench [--rounds 3] [--encoding msgpack json]
 
-The corpus (bench/corpus.py) is chunked once with `sentence`; its chunk events are built and
+The corpus (tests/support/corpus.py) is chunked once with `sentence`; its chunk events are built and
 encoded as the worker builds them. Then, per codec, in one process and one run, rounds
 alternating the codecs so that load from other work falls on all alike (best round kept):
 
@@ -24,28 +24,26 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
-import sys
 import tempfile
 import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from aiokafka import AIOKafkaConsumer
+
+from bench.support.kafka_runs import kind, start_broker
+from tests.support.corpus import describe, gather
+from worker.chunking import registry
+from worker.chunking.types import RuleChunker
+from worker.config import Settings, load_settings
+from worker.kafka.clients import create_topics, make_producer
+from worker.kafka.publisher import Publisher
+from worker.wire.codec import EventEncoder
+from worker.wire.events import ChunkEvent, DocumentEvent
+from worker.wire.records import InputRecord, chunk_events
+
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from aiokafka import AIOKafkaConsumer  # noqa: E402
-
-from bench.corpus import describe, gather  # noqa: E402
-from bench.e2e_bench import kind, start_broker  # noqa: E402
-from worker.chunking import registry  # noqa: E402
-from worker.chunking.types import RuleChunker  # noqa: E402
-from worker.config import Settings, load_settings  # noqa: E402
-from worker.kafka.clients import create_topics, make_producer  # noqa: E402
-from worker.kafka.publisher import Publisher  # noqa: E402
-from worker.wire.codec import EventEncoder  # noqa: E402
-from worker.wire.events import ChunkEvent, DocumentEvent  # noqa: E402
-from worker.wire.records import InputRecord, chunk_events  # noqa: E402
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 

@@ -1,6 +1,6 @@
 """End to end through a real local Kafka broker, beside the same work done in-process.
 
-    .venv/bin/python bench/e2e_bench.py [--strategies sentence adaptive ...] [--plot docs/e2e.png]
+    .venv/bin/python -m bench.e2e_bench [--strategies sentence adaptive ...] [--plot docs/e2e.png]
 
 For each strategy, in one process and one run:
 
@@ -18,15 +18,15 @@ twice more in the same run, alternating: on their compiled cores and on their pu
 and a second table gives core ÷ twin throughput per mode. ``--min-mb`` repeats the corpus (each
 copy under new document ids) until it holds that many megabytes.
 
-With ``--peer``, the Quix Streams + LangChain app of bench/quix_peer.py (a child process) runs
-once after each rule strategy on the same documents, as JSON in a topic of its own: the peer
+With ``--peer``, the Quix Streams + LangChain app of bench/support/quix_peer.py (a child process)
+runs once after each rule strategy on the same documents, as JSON in a topic of its own: the peer
 rows (each pass, best first).
 
 Per-document latency: in the worker, decode → last chunk acknowledged, with the whole corpus
 in flight at once (so it includes waiting behind the other documents); in-process, the
 document's own chunking (plus embedding) time. p50/p99 are exact (raw samples). The
 ratio column is Kafka throughput / in-process throughput. The corpus is the long descriptions
-of the installed Python packages (bench/corpus.py), read at run time, never committed.
+of the installed Python packages (tests/support/corpus.py), read at run time, never committed.
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ import contextlib
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -45,27 +44,28 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from unittest import mock
+
+from bench.support.kafka_runs import (
+    clock_from_assignment,
+    kind,
+    produce_documents,
+    repeated,
+    start_broker,
+)
+from bench.support.quix_peer import PeerRun, run_peer
+from tests.support.corpus import Document, add_corpus_argument, describe, load
+from worker.app import Worker
+from worker.chunking import registry
+from worker.chunking.rules import adaptive, lexical
+from worker.config import load_settings
+from worker.inference.batcher import Batcher
+from worker.inference.serving import open_batcher
+from worker.kafka.clients import create_topics, worker_topics
+from worker.models.reference import describe as describe_model
+from worker.models.reference import find
+from worker.pipeline import chunk_document
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from bench.corpus import Document, add_corpus_argument, describe, load  # noqa: E402
-from bench.quix_peer import PeerRun, run_peer  # noqa: E402
-from worker.app import Worker  # noqa: E402
-from worker.chunking import registry  # noqa: E402
-from worker.chunking.rules import adaptive, lexical  # noqa: E402
-from worker.chunking.types import ContentType  # noqa: E402
-from worker.config import load_settings  # noqa: E402
-from worker.consuming.loop import ConsumeLoop  # noqa: E402
-from worker.inference.batcher import Batcher  # noqa: E402
-from worker.inference.serving import open_batcher  # noqa: E402
-from worker.kafka.clients import create_topics, worker_topics  # noqa: E402
-from worker.models.reference import describe as describe_model  # noqa: E402
-from worker.models.reference import find  # noqa: E402
-from worker.pipeline import chunk_document  # noqa: E402
-from worker.wire.codec import Encoding, EventEncoder  # noqa: E402
-from worker.wire.events import DocumentEvent  # noqa: E402
 
 MODEL_DIR = find("retrieval", None).directory
 # The boundary model of the embedding strategies: the transformer above, or with
@@ -99,10 +99,6 @@ class Result:
         return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def kind(doc: Document) -> ContentType:
-    return "text/markdown" if doc.content_type == "text/markdown" else "text/plain"
-
-
 async def in_process(
     name: str, docs: Sequence[Document], batcher: Batcher | None, cores: str = "-"
 ) -> Result:
@@ -123,24 +119,6 @@ async def in_process(
     seconds = time.perf_counter() - started
     size = sum(len(d.text.encode()) for d in docs) / 1e6
     return Result(name, "in-process", cores, len(docs), size, seconds, latencies)
-
-
-@contextlib.contextmanager
-def clock_from_assignment() -> Iterator[list[tuple[float, float, float]]]:
-    """While open, the first partition assignment of any `Worker` appends (process CPU,
-    this thread's CPU, wall) to the list it yields: the clock starts before the worker's first
-    fetch. Polling for the first consumed document instead started it late: a whole fetch (up
-    to 500 documents) could be chunked before the poll noticed."""
-    marks: list[tuple[float, float, float]] = []
-    original = ConsumeLoop.on_assigned
-
-    def on_assigned(loop: ConsumeLoop, assigned: set[Any]) -> None:
-        if not marks:
-            marks.append((time.process_time(), time.thread_time(), time.perf_counter()))
-        original(loop, assigned)
-
-    with mock.patch.object(ConsumeLoop, "on_assigned", on_assigned):
-        yield marks
 
 
 class _Recorder:
@@ -181,7 +159,7 @@ async def through_kafka(
     )
     topics, configs = worker_topics(settings, 3)
     await create_topics(settings, topics, max_message_bytes=16 * 1024 * 1024, configs=configs)
-    await _produce(bootstrap, settings.input_topic, docs)
+    await produce_documents(bootstrap, settings.input_topic, docs)
     worker = Worker(settings)
     recorder = _Recorder()
     worker.metrics.document_seconds = recorder  # type: ignore[assignment]
@@ -228,41 +206,6 @@ def cores_as(name: str, cores: str) -> Iterator[None]:
         setattr(module, "NATIVE_CHUNK", saved)  # noqa: B010
 
 
-def repeated(docs: Sequence[Document], min_mb: float) -> list[Document]:
-    """``docs`` repeated (copies renamed ``name~2``, ``name~3``, ...) to at least ``min_mb``."""
-    out = list(docs)
-    size = sum(len(d.text.encode()) for d in docs) / 1e6
-    copy = 1
-    while size and sum(len(d.text.encode()) for d in out) / 1e6 < min_mb:
-        copy += 1
-        out.extend(Document(f"{d.name}~{copy}", d.text, d.content_type) for d in docs)
-    return out
-
-
-async def _produce(
-    bootstrap: str, topic: str, docs: Sequence[Document], encoding: Encoding = "msgpack"
-) -> None:
-    from aiokafka import AIOKafkaProducer
-
-    encoder = EventEncoder(encoding)
-    producer = AIOKafkaProducer(
-        bootstrap_servers=bootstrap, acks="all", max_request_size=16 * 1024 * 1024
-    )
-    await producer.start()
-    try:
-        acks = []
-        for doc in docs:
-            event = DocumentEvent(id=doc.name, text=doc.text, content_type=kind(doc))
-            acks.append(
-                await producer.send(
-                    topic, encoder.encode(event), key=doc.name.encode(), headers=encoder.headers()
-                )
-            )
-        await asyncio.gather(*acks)
-    finally:
-        await producer.stop()
-
-
 def size_of(docs: Sequence[Document]) -> float:
     return sum(len(d.text.encode()) for d in docs) / 1e6
 
@@ -272,38 +215,16 @@ async def peer_documents(bootstrap: str, docs: Sequence[Document]) -> str:
     topic = f"peer-in-{uuid.uuid4().hex[:8]}"
     admin = load_settings({"bootstrap_servers": bootstrap}, env={})
     await create_topics(admin, {topic: 3}, max_message_bytes=16 * 1024 * 1024)
-    await _produce(bootstrap, topic, docs, encoding="json")
+    await produce_documents(bootstrap, topic, docs, encoding="json")
     return topic
 
 
 async def peer_pass(bootstrap: str, input_topic: str, documents: int) -> PeerRun:
-    """One pass of bench/quix_peer.py (a child process) over ``input_topic``."""
+    """One pass of bench/support/quix_peer.py (a child process) over ``input_topic``."""
     output = f"peer-out-{uuid.uuid4().hex[:8]}"
     admin = load_settings({"bootstrap_servers": bootstrap}, env={})
     await create_topics(admin, {output: 3})
     return await asyncio.to_thread(run_peer, bootstrap, input_topic, output, documents)
-
-
-def start_broker(run_dir: Path) -> str:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    out = subprocess.run(
-        [
-            str(REPO / "deploy/kafka/local-kafka"),
-            "start",
-            "--port",
-            str(port),
-            "--dir",
-            str(run_dir),
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return out.stdout.strip().splitlines()[-1]
 
 
 def peer_rows(peers: list[tuple[PeerRun, float]]) -> str:
@@ -539,7 +460,8 @@ if __name__ == "__main__":
     parser.add_argument(
         "--peer",
         action="store_true",
-        help="run the Quix Streams + LangChain peer (bench/quix_peer.py) after each rule strategy",
+        help="run the Quix Streams + LangChain peer (bench/support/quix_peer.py) after each "
+        "rule strategy",
     )
     parser.add_argument(
         "--model",

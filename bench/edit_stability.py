@@ -1,12 +1,12 @@
 """How many chunk ids a one-paragraph edit changes, per strategy (issue 19).
 
-    .venv/bin/python bench/edit_stability.py [--edits 40] [--chunks 50] [--seed 1]
+    .venv/bin/python -m bench.edit_stability [--edits 40] [--chunks 50] [--seed 1]
         [--only sentence adaptive lexical "sentence, greedy (before)"] [--tokenizer DIR]
 
 Chunk ids are content-addressed (doc id, strategy fingerprint, the chunk's text and its
 occurrence number among identical texts of the document), so a chunk keeps its id across
 versions exactly when a chunk with the same text and occurrence number exists in both. For
-each strategy, documents of about ``--chunks`` chunks are made from bench/corpus.py (corpus
+each strategy, documents of about ``--chunks`` chunks are made from tests/support/corpus.py (corpus
 documents joined in order until the strategy cuts them into that many), and each gets random
 one-paragraph edits in its middle third (replace a paragraph with one from elsewhere in the
 corpus, insert one, delete one), plus appends and truncations at the end. Both versions are
@@ -29,16 +29,12 @@ from __future__ import annotations
 
 import argparse
 import random
-import sys
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.corpus import Document, gather
+from tests.support.corpus import Document, gather
 from worker.chunking import registry
 from worker.chunking.text.segment import (
     cap_spans,

@@ -1,11 +1,11 @@
 """Embedding throughput: arrival-order batches vs the token-budget batcher, fp32 and int8.
 
-    .venv/bin/python bench/embedding_bench.py [--sentences 4096] [--rounds 3] [--slice 1024]
+    .venv/bin/python -m bench.embedding_bench [--sentences 4096] [--rounds 3] [--slice 1024]
         [--concurrent-batches N] [--compare-concurrency N] [--optimizer]
 
 Sentences are gathered at run time from the long descriptions of the installed packages
-(bench/corpus.py), split with our own sentence splitter, filtered to prose, de-duplicated and
-shuffled with a fixed seed (many documents interleave in a real worker). Nothing is committed.
+(tests/support/corpus.py), split with our own sentence splitter, filtered to prose, de-duplicated
+and shuffled with a fixed seed (many documents interleave in a real worker). Nothing is committed.
 
 Rows, all in this process on the same sentences:
   (a) batches of 32 in arrival order, fp32, called directly — the baseline and the reference
@@ -46,9 +46,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.corpus import gather
+from tests.support.corpus import gather
 from worker.chunking.text.segment import split_sentences
 from worker.inference.batcher import (
     DEFAULT_CONCURRENT_BATCHES,

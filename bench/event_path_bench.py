@@ -2,7 +2,7 @@
 → record batches → document state, through the real DocumentHandler, with an in-memory
 producer that acknowledges every batch at once.
 
-    .venv/bin/python bench/event_path_bench.py [--min-mb 4] [--repeat 7]
+    .venv/bin/python -m bench.event_path_bench [--min-mb 4] [--repeat 7]
         [--strategies sentence adaptive lexical] [--lifecycle both]
 
 What it isolates: the CPU the worker's event loop spends per MB of input outside the Kafka
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -30,28 +29,25 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+import msgspec
 
-import msgspec  # noqa: E402
-
-from bench.corpus import describe, gather  # noqa: E402
-from bench.e2e_bench import kind, repeated  # noqa: E402
-from worker import document  # noqa: E402
-from worker.chunking import registry  # noqa: E402
-from worker.config import load_settings, state_topic  # noqa: E402
-from worker.handling.handler import DocumentHandler  # noqa: E402
-from worker.handling.resolver import StrategyResolver  # noqa: E402
-from worker.kafka.publisher import Publisher  # noqa: E402
-from worker.observability.metrics import Metrics  # noqa: E402
-from worker.pipeline import THREAD_CHUNKING_CHARS  # noqa: E402
-from worker.state.changelog import Changelog  # noqa: E402
-from worker.state.documents import DocumentStates  # noqa: E402
-from worker.state.sqlite_store import SqliteStateStore  # noqa: E402
-from worker.wire.codec import EventEncoder  # noqa: E402
-from worker.wire.event_bytes import ChunkEventWriter  # noqa: E402
-from worker.wire.events import DocumentEvent  # noqa: E402
-from worker.wire.records import InputRecord, ReferenceEventWriter  # noqa: E402
+from bench.support.kafka_runs import kind, repeated
+from tests.support.corpus import describe, gather
+from worker.chunking import registry
+from worker.config import load_settings, state_topic
+from worker.handling import handler as handler_module
+from worker.handling.handler import DocumentHandler
+from worker.handling.resolver import StrategyResolver
+from worker.kafka.publisher import Publisher
+from worker.observability.metrics import Metrics
+from worker.pipeline import THREAD_CHUNKING_CHARS
+from worker.state.changelog import Changelog
+from worker.state.documents import DocumentStates
+from worker.state.sqlite_store import SqliteStateStore
+from worker.wire.codec import EventEncoder
+from worker.wire.event_bytes import ChunkEventWriter
+from worker.wire.events import DocumentEvent
+from worker.wire.records import InputRecord, ReferenceEventWriter
 
 
 class _Builder:
@@ -118,7 +114,7 @@ async def one_pass(
         states = DocumentStates(store, publisher, changelog, metrics)
     stats = {"documents": 0, "chunks": 0, "dead_letters": 0, "rebalances": 0}
     cls = ReferenceEventWriter if writer == "reference" else ChunkEventWriter
-    with mock.patch.object(document, "ChunkEventWriter", cls):
+    with mock.patch.object(handler_module, "ChunkEventWriter", cls):
         handler = DocumentHandler(
             settings, StrategyResolver(default, frozenset(), context), publisher, metrics, None,
             stats, states,

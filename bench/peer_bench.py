@@ -1,12 +1,12 @@
 """One CPU each: the worker and the Quix Streams peer on the same documents, the same broker and
 the same compression, each pinned to one core, the broker to the other.
 
-    CHUNKSTREAM_PEER_PYTHON=.peer-venv/bin/python .venv/bin/python bench/peer_bench.py \\
+    CHUNKSTREAM_PEER_PYTHON=.peer-venv/bin/python .venv/bin/python -m bench.peer_bench \\
         [--min-mb 40] [--rounds 1] [--compression none zstd] [--lifecycle both] \\
         [--strategies sentence adaptive lexical] [--embedding-strategies semantic sdpm] \\
         [--embedding-mb 4] [--include-embeddings both]
 
-* Documents: the corpus of bench/corpus.py (the long descriptions of the installed Python
+* Documents: the corpus of tests/support/corpus.py (the long descriptions of the installed Python
   packages: real READMEs of real size, 0.5-90 KB) repeated under new ids to ``--min-mb``,
   produced once as JSON documents (the peer reads JSON) to one input topic of 3 partitions.
   Embedding strategies read the first ``--embedding-mb`` of them (a topic of their own), and
@@ -21,14 +21,15 @@ the same compression, each pinned to one core, the broker to the other.
   counts characters up to 1000. Embedding strategies run on the static boundary model, with
   ``--include-embeddings`` also with CHUNKSTREAM_INCLUDE_EMBEDDINGS (the int8 transformer as
   the retrieval model, run on every chunk).
-* **peer**: bench/quix_peer.py, its producer's ``compression.type`` set alike; its clock runs
+* **peer**: bench/support/quix_peer.py, its producer's ``compression.type`` set alike; its clock
+runs
   from its first document to its final commit (so its group join is off its clock, and the
   worker's is on its own: the comparison slightly favours the peer).
 
 CPU is each child's own ``time.process_time()`` (every thread) over its clock's span. Reported:
 wall MB/s, CPU-s per MB, chunk events per MB, and worker ÷ peer (same compression, same round);
-and the broker's CPU over the same span (bench/process_cpu.py) per input MB, with the MB/s its
-one core would allow at that cost when fully busy (``1 / broker CPU-s per MB``).
+and the broker's CPU over the same span (bench/support/process_cpu.py) per input MB, with the
+MB/s its one core would allow at that cost when fully busy (``1 / broker CPU-s per MB``).
 """
 
 from __future__ import annotations
@@ -47,17 +48,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from bench.support.kafka_runs import (
+    clock_from_assignment,
+    produce_documents,
+    repeated,
+    start_broker,
+)
+from bench.support.process_cpu import CpuSampler
+from bench.support.quix_peer import run_peer
+from tests.support.corpus import Document, add_corpus_argument, describe, load
+from worker.app import Worker
+from worker.config import load_settings
+from worker.kafka.clients import create_topics, worker_topics
+from worker.models.reference import find
 
-from bench.corpus import Document, add_corpus_argument, describe, load  # noqa: E402
-from bench.e2e_bench import _produce, clock_from_assignment, repeated, start_broker  # noqa: E402
-from bench.process_cpu import CpuSampler  # noqa: E402
-from bench.quix_peer import run_peer  # noqa: E402
-from worker.app import Worker  # noqa: E402
-from worker.config import load_settings  # noqa: E402
-from worker.kafka.clients import create_topics, worker_topics  # noqa: E402
-from worker.models.reference import find  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 SENTENCE_LIKE_THE_PEER = "chunk_size=1000,tokenizer=character"
 
@@ -137,7 +142,8 @@ def run_worker(
             "-c",
             cpus,
             sys.executable,
-            str(Path(__file__).resolve()),
+            "-m",
+            "bench.peer_bench",
             "--child",
             json.dumps({"config": full, "documents": documents}),
         ],
@@ -211,10 +217,10 @@ async def main(args: argparse.Namespace) -> None:
             await create_topics(
                 admin, {topic: 3, small: 3, tiny: 3}, max_message_bytes=16 * 1024 * 1024
             )
-            await _produce(bootstrap, topic, docs, encoding="json")
+            await produce_documents(bootstrap, topic, docs, encoding="json")
             if args.embedding_strategies:
-                await _produce(bootstrap, small, embedding_docs, encoding="json")
-                await _produce(bootstrap, tiny, with_vectors_docs, encoding="json")
+                await produce_documents(bootstrap, small, embedding_docs, encoding="json")
+                await produce_documents(bootstrap, tiny, with_vectors_docs, encoding="json")
             megabytes = size_of(docs)
             stack.enter_context(broker)
             for number in range(1, args.rounds + 1):

@@ -1,27 +1,27 @@
 """What a retriever finds in each chunker's chunks: QuAC questions over long documents.
 
-    PYTHONPATH=. .venv/bin/python bench/retrieval_bench.py --split tune|report
+    .venv/bin/python -m bench.retrieval_bench --split tune|report
         [--chunker SPEC ...] [--param NAME:KEY=VALUE ...] [--json out.json]
 
-Data: bench/qa_dataset.py (QuAC validation sections with their highlighted answers, packed into
-documents of ≥ 12,000 characters; a fixed ``tune``/``report`` split by section hash). Chunkers:
-bench/retrieval_chunkers.py — every chunkstream strategy at its defaults (embedding strategies
-on the worker's default boundary model, through ``chunk_document`` and the batcher), LangChain's
-recursive splitter at 400 and 1,000 characters, both without overlap (ours never overlap, so the
-chunk counts and the 2,000-character budget compare like for like; LangChain's default overlap of
-200 is one ``--chunker langchain:chunk_size=1000,chunk_overlap=200`` away), chonkie's
-SemanticChunker at its defaults. ``--param sentence:chunk_size=500`` changes a default
+Data: bench/support/qa_dataset.py (QuAC validation sections with their highlighted answers, packed
+into documents of ≥ 12,000 characters; a fixed ``tune``/``report`` split by section hash). Chunkers:
+bench/support/retrieval_chunkers.py — every chunkstream strategy at its defaults (embedding
+strategies on the worker's default boundary model, through ``chunk_document`` and the batcher),
+LangChain's recursive splitter at 400 and 1,000 characters, both without overlap (ours never
+overlap, so the chunk counts and the 2,000-character budget compare like for like; LangChain's
+default overlap of 200 is one ``--chunker langchain:chunk_size=1000,chunk_overlap=200`` away),
+chonkie's SemanticChunker at its defaults. ``--param sentence:chunk_size=500`` changes a default
 row; ``--chunker SPEC`` (repeatable) replaces the list.
 
 Retrieval: every chunk of the documents kept (all of them in one index) and every question are
 embedded by the same retrieval model (default: the worker's, the fp32 ONNX all-MiniLM-L6-v2 that
 goes out with ``include_embeddings``), through ``open_batcher`` like the worker
-(bench/retrieval_runtime.py resolves both models); a text over the model's window is truncated
-by the model, as in production. The ``--top-k`` (5) chunks of highest
+(bench/support/retrieval_runtime.py resolves both models); a text over the model's window is
+truncated by the model, as in production. The ``--top-k`` (5) chunks of highest
 cosine similarity are retrieved for each question.
 
-Metrics per chunker (bench/retrieval_metrics.py has the exact definitions), each computed per
-question and then averaged over questions:
+Metrics per chunker (bench/support/retrieval_metrics.py has the exact definitions), each computed
+per question and then averaged over questions:
 
 * recall / precision / IoU of the characters of the top-k chunks against the reference answer's
   characters;
@@ -50,7 +50,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -60,19 +59,16 @@ import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench import qa_dataset
-from bench.retrieval_chunkers import OUR_STRATEGIES, Chunker, Piece, make, parse_spec
-from bench.retrieval_metrics import Located, Scores, budget_recall, score
-from bench.retrieval_runtime import batchers, resolve_models
-
-DEFAULT_CHUNKERS = (
-    *OUR_STRATEGIES,
-    "langchain:chunk_size=400,chunk_overlap=0",
-    "langchain:chunk_size=1000,chunk_overlap=0",
-    "chonkie-semantic",
+from bench.support import qa_dataset
+from bench.support.retrieval_chunkers import (
+    Chunker,
+    Piece,
+    chunker_specs,
+    make,
 )
+from bench.support.retrieval_metrics import Located, Scores, budget_recall, score, top_k
+from bench.support.retrieval_runtime import batchers, resolve_models
+
 SEED = 20261201
 BUDGET_DEPTH = 400  # chunks ranked per question for the budget (2,000 chars need ≥ 5 chars each)
 
@@ -98,24 +94,6 @@ class Row(msgspec.Struct):
     per_question_budget_recall: list[float] = msgspec.field(default_factory=list)
 
 
-def chunker_specs(chunkers: Sequence[str] | None, params: Sequence[str]) -> list[str]:
-    specs = list(chunkers or DEFAULT_CHUNKERS)
-    for override in params:
-        name, extra = parse_spec(override)
-        matched = False
-        for n, spec in enumerate(specs):
-            spec_name, spec_params = parse_spec(spec)
-            if spec_name == name:
-                merged = spec_params | extra
-                specs[n] = (
-                    name + (":" if merged else "") + ",".join(f"{k}={v}" for k, v in merged.items())
-                )
-                matched = True
-        if not matched:
-            raise SystemExit(f"--param {override!r}: no chunker {name!r} in the list")
-    return specs
-
-
 async def chunk_all(
     chunker: Chunker, docs: Sequence[qa_dataset.QADocument], in_flight: int
 ) -> list[list[Piece]]:
@@ -131,15 +109,6 @@ async def chunk_all(
 def token_counts(tokenizer: Any, texts: Sequence[str]) -> NDArray[np.int64]:
     encodings = tokenizer.encode_batch(list(texts), add_special_tokens=False)
     return np.array([len(e.ids) for e in encodings], dtype=np.int64)
-
-
-def top_k(questions: NDArray[np.float32], chunks: NDArray[np.float32], k: int) -> NDArray[np.int64]:
-    """Indices of the ``k`` most similar chunks per question, best first (vectors are unit)."""
-    similarity = questions @ chunks.T
-    k = min(k, chunks.shape[0])
-    best = np.argpartition(-similarity, k - 1, axis=1)[:, :k]
-    order = np.argsort(-np.take_along_axis(similarity, best, axis=1), axis=1, kind="stable")
-    return np.take_along_axis(best, order, axis=1)
 
 
 def question_scores(

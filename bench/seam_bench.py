@@ -1,19 +1,19 @@
 """Boundary models on the pinned seam sets: seam P/R/F1 with their noise, and speed, in one run.
 
-    PYTHONPATH=. .venv/bin/python bench/seam_bench.py [--split tune|report] [--static DIR ...]
+    .venv/bin/python -m bench.seam_bench [--split tune|report] [--static DIR ...]
         [--transformer DIR] [--strategies semantic sdpm] [--rounds 3] [--min-seconds 2]
         [--cache DIR]
 
-Seams: bench/seam_sets.py (``tune`` by default; ``report`` is the held-out set, measured for a
-final choice only). Each strategy runs at its defaults, built as the worker builds it
+Seams: bench/support/seam_sets.py (``tune`` by default; ``report`` is the held-out set, measured for
+a final choice only). Each strategy runs at its defaults, built as the worker builds it
 (``BuildContext(boundary=…, retrieval=the transformer)``), through
 ``worker.pipeline.chunk_document_sync`` and the batcher's ``embed_batch``: plan → embed →
 assemble, the whole boundary pipeline. Models: the fp32 transformer, the default static
 boundary model, and every ``--static`` directory.
 
 Quality: micro P/R/F1 over the set, a 95 % bootstrap interval of F1 over documents and the
-standard deviation of the per-document F1 (bench/seam_scores.py); each static model's F1 minus
-the transformer's on the same documents, with its paired interval. A cut at every paragraph is
+standard deviation of the per-document F1 (bench/support/seam_scores.py); each static model's F1
+minus the transformer's on the same documents, with its paired interval. A cut at every paragraph is
 the model-free reference.
 
 Speed: MB/s of the boundary pipeline over the seam set's documents. Every (strategy, model) is
@@ -28,17 +28,14 @@ import argparse
 import datetime as dt
 import os
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.seam_blocks import DEFAULT_CACHE
-from bench.seam_scores import Summary, paired_difference, summarise
-from bench.seam_sets import GENRES, SPLITS, seam_set
-from bench.seams import Scores, SeamDocument, score
+from bench.support.seam_blocks import DEFAULT_CACHE
+from bench.support.seam_scores import Summary, paired_difference, summarise
+from bench.support.seam_sets import GENRES, SPLITS, seam_set
+from tests.support.seams import Scores, SeamDocument, score
 from worker.chunking import registry
 from worker.chunking.text.segment import split_paragraphs
 from worker.inference.batcher import embed_batch

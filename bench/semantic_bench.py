@@ -1,12 +1,12 @@
 """The embedding strategies on real documents with the real model, beside chonkie's SemanticChunker.
 
-    .venv/bin/python bench/semantic_bench.py [--max-kb 120] [--model DIR] [--threads 2]
+    .venv/bin/python -m bench.semantic_bench [--max-kb 120] [--model DIR] [--threads 2]
 
 Two corpora, both gathered at run time (nothing committed):
-  * throughput: the long descriptions of installed packages (bench/corpus.py), smallest first up
-    to ``--max-kb`` of UTF-8;
-  * seam quality: bench/seams.py's held-out set (paragraph blocks of different packages, known
-    seams), boundary precision/recall/F1 within ±1 sentence.
+  * throughput: the long descriptions of installed packages (tests/support/corpus.py),
+    smallest first up to ``--max-kb`` of UTF-8;
+  * seam quality: tests/support/seams.py's held-out set (paragraph blocks of different
+    packages, known seams), boundary precision/recall/F1 within ±1 sentence.
 
 Every row embeds with the same OnnxEmbedder (fp32). Ours: ``plan`` → ``embed_batch`` (the
 batcher's packing) → ``assemble``; the inference share is the embed step's part of the wall
@@ -19,96 +19,14 @@ the machine and on whatever else shares its cores.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
-import numpy as np
-from numpy.typing import NDArray
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.corpus import Document, gather
-from bench.seams import Scores, SeamDocument, score, seam_split
-from worker.chunking import registry
-from worker.inference.batcher import embed_batch
+from bench.support.semantic_runs import Runner, Timed, chonkie_runner, ours, quality
+from tests.support.corpus import Document, gather
+from tests.support.seams import seam_split
 from worker.models.onnx_embedder import OnnxEmbedder
-from worker.models.reference import describe, find
-from worker.pipeline import chunk_document_sync
-
-
-class Timed:
-    """An embed function that adds up the time spent in it."""
-
-    def __init__(self, embedder: OnnxEmbedder) -> None:
-        self.embedder = embedder
-        self.seconds = 0.0
-        self.texts = 0
-
-    def __call__(self, texts: Sequence[str]) -> NDArray[np.float32]:
-        began = time.perf_counter()
-        out = embed_batch(self.embedder, list(texts))
-        self.seconds += time.perf_counter() - began
-        self.texts += len(texts)
-        return out
-
-
-Runner = Callable[[str], list[int]]  # document text → chunk start offsets
-
-
-def ours(name: str, model_dir: str, embed: Timed) -> Runner:
-    # As the worker builds it: sizes in the retrieval transformer's tokens.
-    context = registry.BuildContext(
-        boundary=describe(Path(model_dir), "boundary"), retrieval=find("retrieval", None)
-    )
-    built = registry.build(name, {}, context)
-    assert built.needs_model
-
-    def run(text: str) -> list[int]:
-        chunks = chunk_document_sync(built, text, "text/plain", embed)
-        return [c.start_index for c in chunks]
-
-    return run
-
-
-def chonkie_runner(embed: Timed, skip_window: int) -> Runner | None:
-    try:
-        from chonkie import SemanticChunker
-        from chonkie.embeddings import BaseEmbeddings
-    except ImportError:
-        return None
-
-    class Adapter(BaseEmbeddings):  # type: ignore[misc]
-        """chonkie's embeddings interface over our embedder: the same vectors for both."""
-
-        def embed(self, text: str) -> NDArray[np.float32]:
-            return embed([text])[0]
-
-        def embed_batch(self, texts: list[str]) -> list[NDArray[np.float32]]:
-            return list(embed(texts))
-
-        @property
-        def dimension(self) -> int:
-            return embed.embedder.dimension
-
-        def get_tokenizer(self) -> Any:
-            return "character"  # chunk_size in characters, as ours
-
-    chunker = SemanticChunker(embedding_model=Adapter(), skip_window=skip_window)
-
-    def run(text: str) -> list[int]:
-        starts, cursor = [], 0
-        for chunk in chunker.chunk(text):
-            # chonkie's offsets count the text of earlier chunks; find each chunk for real.
-            found = text.find(chunk.text.strip()[:80], cursor)
-            position = found if found >= 0 else cursor
-            starts.append(position)
-            cursor = position + 1
-        return starts
-
-    return run
+from worker.models.reference import find
 
 
 def throughput(run: Runner, embed: Timed, docs: list[Document]) -> tuple[float, float, int]:
@@ -118,13 +36,6 @@ def throughput(run: Runner, embed: Timed, docs: list[Document]) -> tuple[float, 
     for doc in docs:
         run(doc.text)
     return time.perf_counter() - began, embed.seconds, embed.texts
-
-
-def quality(run: Runner, docs: list[SeamDocument]) -> Scores:
-    total = Scores(0, 0, 0)
-    for doc in docs:
-        total = total + score(doc.text, doc.seams, run(doc.text))
-    return total
 
 
 def main() -> int:

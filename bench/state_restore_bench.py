@@ -1,7 +1,7 @@
 """How long a worker takes to restore document state on partition assignment, and in how much
 memory: the issue-19 figure for one million documents.
 
-    .venv/bin/python bench/state_restore_bench.py --documents 1000000 --chunks 20 --partitions 4
+    .venv/bin/python -m bench.state_restore_bench --documents 1000000 --chunks 20 --partitions 4
 
 Starts its own broker; writes a compacted changelog topic of ``documents`` document states
 (``chunks`` chunk ids each, as the worker writes them: msgpack DocumentState, keyed by document
@@ -25,15 +25,14 @@ import time
 import uuid
 from pathlib import Path
 
+from aiokafka import AIOKafkaProducer
+
+from bench.support.kafka_runs import start_broker
+from worker.config import load_settings
+from worker.kafka.clients import COMPACTED, create_topics
+from worker.wire.state_record import DocumentState, encode_state
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from aiokafka import AIOKafkaProducer  # noqa: E402
-
-from bench.e2e_bench import start_broker  # noqa: E402
-from worker.config import load_settings  # noqa: E402
-from worker.kafka.clients import COMPACTED, create_topics  # noqa: E402
-from worker.wire.state_record import DocumentState, encode_state  # noqa: E402
 
 
 def state_for(n: int, chunks: int, version: int) -> DocumentState:
@@ -126,7 +125,11 @@ def restore_in_child(
     bootstrap: str, topic: str, partitions: int, state_dir: str
 ) -> dict[str, float]:
     out = subprocess.run(
-        [sys.executable, __file__, "--child", bootstrap, topic, str(partitions), state_dir],
+        [
+            *(sys.executable, "-m", "bench.state_restore_bench", "--child"),
+            *(bootstrap, topic, str(partitions), state_dir),
+        ],
+        cwd=REPO,
         check=True,
         capture_output=True,
         text=True,

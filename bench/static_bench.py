@@ -1,10 +1,10 @@
 """Boundary models side by side: the transformer (fp32, int8) and static models distilled from it.
 
-    .venv/bin/python bench/static_bench.py [--max-kb 40] [--model DIR] [--threads 2]
+    .venv/bin/python -m bench.static_bench [--max-kb 40] [--model DIR] [--threads 2]
                                            [--min-seconds 2] [--rounds 3] [--no-chonkie]
 
 One run, the same documents for every row (bench/semantic_bench.py's two corpora: the smallest
-installed package descriptions up to ``--max-kb`` for speed, bench/seams.py's documents for
+installed package descriptions up to ``--max-kb`` for speed, tests/support/seams.py's documents for
 seam precision/recall/F1). Rows:
 
 * ``semantic`` and ``sdpm`` at their defaults on each boundary model: fp32 and int8
@@ -35,11 +35,9 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.corpus import Document, gather
-from bench.seams import Scores, SeamDocument, seam_documents
-from bench.semantic_bench import Runner, Timed, chonkie_runner, ours, quality
+from bench.support.semantic_runs import Runner, Timed, chonkie_runner, ours, quality
+from tests.support.corpus import Document, gather
+from tests.support.seams import Scores, SeamDocument, seam_documents
 from worker.chunking.text.segment import split_paragraphs
 from worker.model_making import static_fit
 from worker.model_making.distill import Recipe, fit

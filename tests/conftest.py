@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -11,14 +10,19 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.model_fixtures import (
+    golden_dir,
+    model_dir,
+    source_dir,
+    tiny_source,
+    tokenizer_path,
+)
+from tests.support.network import free_port
+
 REPO = Path(__file__).resolve().parent.parent
 LOCAL_KAFKA = REPO / "deploy" / "kafka" / "local-kafka"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+# The model fixtures are every test's (the chunking, semantic, model and broker tests need them).
+__all__ = ["golden_dir", "model_dir", "source_dir", "tiny_source", "tokenizer_path"]
 
 
 @pytest.fixture(scope="session")

@@ -8,42 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
 from typing import Any
 
 from aiokafka import TopicPartition
 
-from tests.kafka.fakes import FakeConsumer
+from tests.support.consume_loop import P0, P1, Gated, until
+from tests.support.fake_kafka import FakeConsumer
 from worker.config import load_settings
 from worker.consuming import loop as consumer_module
 from worker.consuming.loop import ConsumeLoop
 from worker.observability.metrics import Metrics
 from worker.wire.records import InputRecord
-
-P0 = TopicPartition("documents", 0)
-P1 = TopicPartition("documents", 1)
-
-
-class Gated:
-    """A process function whose documents finish when the test says so."""
-
-    def __init__(self) -> None:
-        self.started: list[tuple[int, int]] = []
-        self._gates: dict[tuple[int, int], asyncio.Event] = {}
-        self.fail: set[tuple[int, int]] = set()
-
-    def gate(self, partition: int, offset: int) -> asyncio.Event:
-        return self._gates.setdefault((partition, offset), asyncio.Event())
-
-    def release(self, partition: int, offset: int) -> None:
-        self.gate(partition, offset).set()
-
-    async def __call__(self, rec: InputRecord) -> None:
-        key = (rec.partition, rec.offset)
-        self.started.append(key)
-        await self.gate(*key).wait()
-        if key in self.fail:
-            raise RuntimeError("a bug")
 
 
 def make_loop(
@@ -67,21 +42,6 @@ def make_loop(
         stopping=stopping,
     )
     return loop, stopping, stats
-
-
-async def until(condition: Callable[[], bool], consumer: FakeConsumer) -> None:
-    """Wait for ``condition``, then let the loop go round a few more fetches."""
-    for _ in range(10_000):
-        if condition():
-            break
-        await asyncio.sleep(0)
-    else:
-        raise AssertionError("condition never held")
-    fetches = consumer.fetches
-    for _ in range(10_000):
-        if consumer.fetches >= fetches + 3:
-            return
-        await asyncio.sleep(0)
 
 
 async def test_commits_only_the_contiguous_prefix_of_finished_offsets() -> None:

@@ -11,8 +11,8 @@ from typing import Any
 
 from aiokafka.errors import KafkaTimeoutError
 
-from tests.kafka.fakes import FakeConsumer
-from tests.test_consume_loop import P0, P1, Gated, until
+from tests.support.consume_loop import P0, P1, Gated, until
+from tests.support.fake_kafka import FakeConsumer
 from worker.config import load_settings
 from worker.consuming.loop import ConsumeLoop
 from worker.kafka import connectivity

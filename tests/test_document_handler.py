@@ -5,51 +5,14 @@ The real-broker twins of these checks are in tests/kafka/test_worker_kafka.py.
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
 from aiokafka.errors import KafkaTimeoutError
 
-from tests.kafka.fakes import FakeProducer
-from worker.chunking import registry
-from worker.config import load_settings
-from worker.handling.handler import DocumentHandler, dead_letter_room
-from worker.handling.resolver import StrategyResolver
-from worker.kafka.publisher import Publisher
-from worker.observability.metrics import Metrics
-from worker.wire.codec import EventEncoder, decode_as
+from tests.support.fake_kafka import FakeProducer
+from tests.support.handlers import TEXT, handler_for, record
+from worker.handling.handler import dead_letter_room
+from worker.wire.codec import decode_as
 from worker.wire.events import ChunkEvent, DeadLetterEvent, DocumentEvent
-from worker.wire.records import InputRecord
-
-TEXT = "First sentence here. Second sentence there! A third one? And the fourth."
-
-
-def handler_for(producer: FakeProducer, **flags: Any) -> tuple[DocumentHandler, dict[str, int]]:
-    settings = load_settings({k: str(v) for k, v in flags.items()}, env={})
-    context = registry.BuildContext()
-    default = registry.build(settings.strategy, settings.strategy_params, context)
-    resolver = StrategyResolver(default, frozenset(settings.allowed_strategies), context)
-    publisher = Publisher(
-        producer,  # type: ignore[arg-type]
-        EventEncoder(settings.encoding),
-        output_topic=settings.output_topic,
-        dlq_topic=settings.dlq_topic,
-        max_record_bytes=settings.max_record_bytes,
-    )
-    stats = {"documents": 0, "chunks": 0, "dead_letters": 0, "rebalances": 0}
-    return DocumentHandler(settings, resolver, publisher, Metrics(), None, stats), stats
-
-
-def record(value: bytes | None, offset: int = 7, key: bytes | None = b"k") -> InputRecord:
-    return InputRecord(
-        topic="documents",
-        partition=1,
-        offset=offset,
-        key=key,
-        value=value,
-        headers=[],
-        timestamp_ms=0,
-    )
 
 
 def encoded(doc: DocumentEvent) -> bytes:

@@ -12,49 +12,15 @@ import msgspec
 import pytest
 from aiokafka.errors import MessageSizeTooLargeError
 
-from tests.kafka.fakes import FakeProducer
-from tests.test_document_handler import record
-from tests.test_publisher import HeldProducer
-from worker.chunking import registry
-from worker.config import load_settings, state_topic
-from worker.handling.handler import DocumentHandler
-from worker.handling.resolver import StrategyResolver
-from worker.kafka.publisher import Publisher
-from worker.observability.metrics import Metrics
+from tests.support.fake_kafka import FakeProducer, HeldProducer
+from tests.support.handlers import STATE_TOPIC, lifecycle_handler, record
 from worker.state import documents as state_module
-from worker.state.changelog import Changelog
-from worker.state.documents import DocumentStates
-from worker.state.sqlite_store import SqliteStateStore
-from worker.wire.codec import EventEncoder, decode_as
+from worker.wire.codec import decode_as
 from worker.wire.events import ChunkEvent, DeadLetterEvent, DocumentEvent
 from worker.wire.state_record import DocumentState, decode_state
 
-STATE_TOPIC = "chunkstream-document-state-changelog"
 V1 = "Alpha one here. Beta two there. Gamma three now."
 V2 = "Alpha one here. Beta was changed. Gamma three now."
-
-
-def lifecycle_handler(producer: FakeProducer, tmp: Path, **flags: Any) -> DocumentHandler:
-    settings = load_settings(
-        {"strategy_params": "chunk_size=20", **{k: str(v) for k, v in flags.items()}}, env={}
-    )
-    context = registry.BuildContext()
-    default = registry.build(settings.strategy, settings.strategy_params, context)
-    resolver = StrategyResolver(default, frozenset(), context)
-    publisher = Publisher(
-        producer,  # type: ignore[arg-type]
-        EventEncoder("msgpack"),
-        output_topic=settings.output_topic,
-        dlq_topic=settings.dlq_topic,
-        max_record_bytes=settings.max_record_bytes,
-    )
-    store = SqliteStateStore(tmp / "state.sqlite")
-    changelog = Changelog(None, state_topic(settings), store)  # type: ignore[arg-type]
-    states = DocumentStates(
-        store, publisher, changelog, Metrics(), documents_topic=settings.documents_topic
-    )
-    stats = {"documents": 0, "chunks": 0, "dead_letters": 0, "rebalances": 0}
-    return DocumentHandler(settings, resolver, publisher, Metrics(), None, stats, states)
 
 
 def doc(text: str, version: int | None = None) -> bytes:

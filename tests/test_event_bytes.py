@@ -22,9 +22,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.kafka.fakes import FakeProducer
-from tests.test_document_handler import handler_for, record
-from tests.test_document_lifecycle import lifecycle_handler
+from tests.support.fake_kafka import FakeProducer
+from tests.support.handlers import handler_for, lifecycle_handler, record
 from worker.chunking.types import Chunk, Span
 from worker.handling import handler as document
 from worker.wire.codec import Encoding, decode_as

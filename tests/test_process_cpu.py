@@ -1,4 +1,4 @@
-"""bench/process_cpu.py: another process's CPU over a span, from samples of /proc."""
+"""bench/support/process_cpu.py: another process's CPU over a span, from samples of /proc."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from bench.process_cpu import _TICKS_PER_S, CpuSampler, process_ticks
+from bench.support.process_cpu import _TICKS_PER_S, CpuSampler, process_ticks
 
 
 def test_the_span_is_interpolated_between_samples() -> None:

@@ -15,7 +15,7 @@ import pytest
 from aiokafka.errors import KafkaTimeoutError, MessageSizeTooLargeError
 from aiokafka.partitioner import murmur2
 
-from tests.kafka.fakes import FakeProducer
+from tests.support.fake_kafka import FakeProducer, HeldProducer
 from worker.errors import OutputRecordTooLarge
 from worker.kafka.publisher import Publisher
 from worker.wire.codec import EventEncoder, decode_as
@@ -171,27 +171,6 @@ async def test_a_document_without_chunk_events_sends_nothing_and_waits_for_nothi
     publisher = publisher_for(producer, linger_ms=60_000)  # a batch would hold it a minute
     assert await publisher.publish_chunks("empty", []) == 0
     assert producer.batches == 0
-
-
-class HeldProducer(FakeProducer):
-    """Batches are sent but their acknowledgements wait until ``release`` settles them."""
-
-    def __init__(self) -> None:
-        super().__init__(partitions=2)
-        self.held: list[asyncio.Future[None]] = []
-
-    async def send_batch(  # type: ignore[override]
-        self, batch: object, topic: str, *, partition: int
-    ) -> asyncio.Future[None]:
-        await super().send_batch(batch, topic, partition=partition)  # type: ignore[arg-type]
-        held: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self.held.append(held)
-        return held
-
-    def release(self) -> None:
-        for held in self.held:
-            if not held.done():
-                held.set_result(None)
 
 
 async def test_unsettled_names_what_a_hand_over_waits_for() -> None:

@@ -8,7 +8,7 @@ import hashlib
 import msgpack
 import pytest
 
-from tests.semantic.fakes import model_ref
+from tests.support.fake_embedder import model_ref
 from worker.chunking import registry
 from worker.errors import SchemaViolation
 from worker.wire.events import DocumentEvent

@@ -11,8 +11,8 @@ import json
 
 import pytest
 
-from bench import qa_dataset
-from bench.retrieval_metrics import Located, budget_recall, merge, score, within_budget
+from bench.support import qa_dataset
+from bench.support.retrieval_metrics import Located, budget_recall, merge, score, within_budget
 
 
 def chunk(doc: str, *ranges: tuple[int, int]) -> Located:
@@ -196,7 +196,7 @@ def test_split_rule_is_the_parity_of_the_section_hash() -> None:
 def test_top_k_orders_by_cosine_best_first() -> None:
     import numpy as np
 
-    from bench.retrieval_bench import top_k
+    from bench.support.retrieval_metrics import top_k
 
     chunks = np.array([[1, 0], [0, 1], [0.6, 0.8], [0.8, 0.6]], dtype=np.float32)
     questions = np.array([[1, 0], [0, 1]], dtype=np.float32)
@@ -205,14 +205,14 @@ def test_top_k_orders_by_cosine_best_first() -> None:
 
 
 def test_locate_finds_repeated_chunk_texts_in_order() -> None:
-    from bench.retrieval_chunkers import locate
+    from bench.support.retrieval_chunkers import locate
 
     pieces = locate(["ab", "ab", "c"], "ab ab c")
     assert [p.ranges for p in pieces] == [((0, 2),), ((3, 5),), ((6, 7),)]
 
 
 def test_param_overrides_change_the_named_default_row_only() -> None:
-    from bench.retrieval_bench import chunker_specs
+    from bench.support.retrieval_chunkers import chunker_specs
 
     specs = chunker_specs(["sentence", "langchain:chunk_size=400"], ["sentence:chunk_size=500"])
     assert specs == ["sentence:chunk_size=500", "langchain:chunk_size=400"]

@@ -8,8 +8,8 @@ from typing import Any
 
 from aiokafka import TopicPartition
 
-from tests.kafka.fakes import FakeProducer
-from tests.test_document_lifecycle import STATE_TOPIC, lifecycle_handler
+from tests.support.fake_kafka import FakeProducer
+from tests.support.handlers import STATE_TOPIC, lifecycle_handler
 from worker.observability.metrics import Metrics
 from worker.state import unconfirmed
 from worker.state.changelog import Changelog

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.chunking.invariants import assert_all
-from tests.chunking.texts import any_text
+from tests.support.chunk_invariants import assert_all
+from tests.support.texts import any_text
 from worker.chunking import registry
 from worker.chunking.rules.adaptive import AdaptiveChunker, ChunkConfig, Document
 from worker.chunking.text.density import density

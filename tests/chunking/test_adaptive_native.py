@@ -11,7 +11,6 @@ import gc
 import subprocess
 import sys
 import tracemalloc
-from pathlib import Path
 
 import msgspec
 import numpy as np
@@ -19,37 +18,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.chunking.texts import FRAGMENTS, any_text
+from tests.support.corpus import gather
+from tests.support.texts import DECISIONS, any_text, long_documents, surrogate_text
 from worker.chunking.rules import adaptive
 from worker.chunking.rules.adaptive import AdaptiveChunker
 from worker.chunking.text.density import word_hash
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from bench.corpus import gather
 
 pytestmark = pytest.mark.skipif(
     adaptive.NATIVE_CHUNK is None,
     reason="compiled core not built (tests/chunking/test_native.py fails when it must be)",
 )
 
-# Word pools that make long documents: many distinct words (the core's vocabulary table
-# grows), repeats near and far (the 50-word window), technical and stop words, decimals,
-# code punctuation, fences, Arabic complex words and sentence marks of every script.
-VOCABULARY = [f"w{i}x" for i in range(700)] + [
-    "the", "The", "and", "def", "SELECT", "API", "json", "3.14", "v1.2.3", "{", "};", "=",
-    "e.g.", "Dr.", "U.S.", "1.", "...", "…", "?", "!", ".", "\n", "\n\n", "```\n", "~~~\n",
-    "الخوارزميات", "والمستخدمين", "مرحبا", "؟", "۔", "؛", "،", "。", "！", "？", "”", '"',
-    "\u0670", "\u064b", "\u3000", "\xa0", "\t", "\r\n", "\x00", "\ud800",
-    # case and digit rules outside ASCII: KELVIN SIGN lower-cases to "k" (U.K. is an
-    # abbreviation), U+0130 does not lower-case to ASCII, Arabic-Indic digits are digits
-    "U.\u212a.", "\u212ao.", "\u0130.", "\n\u0661.", "\n\u0661\u0662\u0663\u0664.", "\u00c9.",
-]  # fmt: skip
-long_documents = st.lists(st.sampled_from(VOCABULARY + FRAGMENTS), min_size=50, max_size=1500).map(
-    " ".join
-)
-surrogate_text = st.text(
-    alphabet=st.characters(codec=None, exclude_categories=()), max_size=200
-).map(lambda t: t + "\ud83d. Next \udc00 one.")
 
 params = st.fixed_dictionaries(
     {
@@ -127,22 +106,6 @@ def test_three_storage_widths_and_edges() -> None:
         "The \u0130. Next one. And \u212ao. Done.",
     ):
         _same(chunker, text)
-
-
-# Each text hinges on one sentence-end decision (abbreviations, initials, list numbers,
-# lower-case continuations, ellipses in quotes, closers), inside and outside ASCII.
-DECISIONS = [
-    "Visit the U.\u212a. Then go home. It is late.",
-    "Visit the U.K. Then go home. It is late.",
-    "Items:\n\u0661. First thing here\n\u0662. Second thing here",
-    "Items:\n12. First thing here\n1234. Second thing here",
-    "The \u0130. Next one. And \u212ao. Done. \u00c9. End.",
-    "Dr. Who met J. R. R. Tolkien. e.g. this. Fig. 3 shows it. See p. 4.",
-    'He said "wait... and see" and left. "Really?" she asked. Yes!',
-    "\u201cWell\u2026 maybe\u201d. Then: (done.) [ok!] Next\u2019s turn.",
-    "Version 3.14 and v1.2.3 at https://x.io/a.b?c=d. Mail a@b.org. Fine.",
-    "中文。「引用！」啊？مرحبا؟ نعم۔ 한국어. Done",
-]
 
 
 @pytest.mark.parametrize("text", DECISIONS)

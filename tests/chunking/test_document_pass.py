@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.chunking.texts import any_text
+from tests.support.texts import any_text
 from worker.chunking.text.density import DocumentProfile, density, local_density, word_hash
 from worker.chunking.text.segment import FENCE, fence_lines
 

@@ -15,16 +15,15 @@ cores are compared with their Python definitions on wrapped documents.
 from __future__ import annotations
 
 import re
-import sys
 from bisect import bisect_right
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from tests.chunking.texts import FRAGMENTS, documents
+from tests.support.corpus import gather
+from tests.support.texts import FRAGMENTS, documents
 from worker.chunking.rules import adaptive, lexical
 from worker.chunking.rules.adaptive import AdaptiveChunker
 from worker.chunking.rules.lexical import LexicalChunker, chunk_reference
@@ -36,9 +35,6 @@ from worker.chunking.text.segment import fence_lines
 from worker.chunking.text.structure import PARAGRAPH, read_blocks
 from worker.chunking.text.units import Measure, read_units
 from worker.chunking.types import Chunk, ContentType
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from bench.corpus import gather
 
 Cuts = list[tuple[int, int]]
 

@@ -7,7 +7,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.chunking.texts import any_text
+from tests.support.texts import any_text
 from worker.chunking.rules import lexical
 from worker.chunking.rules.lexical import LexicalChunker
 from worker.chunking.rules.lexical_words import keyword_count, keyword_set, word_count

@@ -17,8 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bench.corpus import gather
-from tests.chunking.texts import FRAGMENTS, any_text
+from tests.support.corpus import gather
+from tests.support.texts import FRAGMENTS, any_text
 from worker.chunking._native import REQUIRE_NATIVE_ENV
 from worker.chunking.rules import lexical
 from worker.chunking.rules.lexical import LexicalChunker, chunk_reference

@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 
-from tests.chunking.invariants import assert_spans_exact
-from tests.chunking.texts import any_text
+from tests.support.chunk_invariants import assert_spans_exact
+from tests.support.texts import any_text
 from worker.chunking.text.markdown import Block, heading_text, split_blocks
 from worker.chunking.text.segment import split_paragraphs
 from worker.chunking.types import Span

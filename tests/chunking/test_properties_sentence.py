@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.chunking.invariants import assert_all, assert_spans_exact
-from tests.chunking.texts import any_text
+from tests.support.chunk_invariants import assert_all, assert_spans_exact
+from tests.support.texts import any_text
 from worker.chunking.rules.sentence import SentenceChunker, SentenceParams
 from worker.chunking.text.segment import split_sentences, split_to_cap
 from worker.chunking.text.tokens import make_counter

@@ -5,7 +5,7 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.chunking.invariants import assert_spans_exact
+from tests.support.chunk_invariants import assert_spans_exact
 from worker.chunking.text import segment
 from worker.chunking.text.segment import (
     longest_prefix_within,

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.chunking.invariants import assert_all
+from tests.support.chunk_invariants import assert_all
 from worker.chunking import registry
 from worker.chunking.rules.sentence import SentenceChunker, SentenceParams
 from worker.chunking.text.tokens import make_counter

@@ -8,23 +8,18 @@ and in tokens (it hands a document back to the twin only when a token piece is o
 from __future__ import annotations
 
 import gc
-import sys
 import tracemalloc
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.chunking.test_adaptive_native import DECISIONS, long_documents, surrogate_text
-from tests.chunking.texts import any_text
+from tests.support.corpus import gather
+from tests.support.texts import DECISIONS, any_text, long_documents, surrogate_text
 from worker.chunking.rules import sentence
 from worker.chunking.rules.sentence import SentenceChunker, SentenceParams
 from worker.chunking.rules.sizing import Sizing
 from worker.chunking.text.tokens import piece_counter
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from bench.corpus import gather
 
 pytestmark = pytest.mark.skipif(
     sentence.NATIVE_CHUNK is None,

@@ -19,7 +19,6 @@ continuation lines. For every cap, in characters and in a model's tokens:
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,8 +27,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from tests.chunking.invariants import assert_all
-from tests.chunking.structure_oracle import heading_only, split_fences
+from tests.support.chunk_invariants import assert_all
+from tests.support.corpus import gather
+from tests.support.structure_oracle import heading_only, split_fences
 from worker.chunking import registry
 from worker.chunking.rules.adaptive import AdaptiveChunker
 from worker.chunking.rules.lexical import LexicalChunker, LexicalParams
@@ -37,9 +37,6 @@ from worker.chunking.rules.sentence import SentenceChunker, SentenceParams
 from worker.chunking.rules.sizing import CHARACTERS, Sizing
 from worker.chunking.text.tokens import PieceCounter, TokenCounter, make_counter, piece_counter
 from worker.chunking.types import Chunk
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from bench.corpus import gather
 
 WORDS = [
     "chunk", "stream", "kafka", "offset", "the", "a", "model", "token", "window", "index",

@@ -6,7 +6,6 @@ from __future__ import annotations
 import functools
 import json
 import string
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +13,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from tokenizers import Tokenizer
 
+from tests.support.corpus import gather
 from worker.wordpiece import AsciiWordPiece, take
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from bench.corpus import gather
 
 
 def loaded(spec: dict[str, Any]) -> tuple[AsciiWordPiece, Tokenizer]:

@@ -5,8 +5,6 @@ test_wordpiece.py), takes the same pieces, and is what the cores count their mis
 from __future__ import annotations
 
 import importlib
-import sys
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -14,13 +12,11 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from tests.support.corpus import gather
 from worker.chunking.text.tokens import NOT_SEPARATORS, piece_counter
 from worker.wordpiece import AsciiWordPiece
 
 from .test_wordpiece import by_case, pieces, spec_of
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from bench.corpus import gather
 
 CORES = ["_sentence_core", "_adaptive_core", "_lexical_core"]
 

@@ -15,7 +15,7 @@ from packaging.markers import Marker
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from tests.deploy import manifests as m
+from tests.support import manifests as m
 from worker.config import Settings
 from worker.inference.serving import boundary_ref, retrieval_ref
 from worker.model_making.training_corpus import PINNED_WHEELS

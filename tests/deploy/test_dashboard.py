@@ -10,12 +10,10 @@ import asyncio
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.conftest import free_port
-from tests.deploy import manifests as m
-from tests.deploy import promql
-from tests.kafka import helpers
-from tests.kafka.test_full_worker import http_get
-from tests.kafka.test_worker_kafka import make_docs
+from tests.support import kafka_io, promql
+from tests.support import manifests as m
+from tests.support.generated_docs import make_docs
+from tests.support.network import free_port, http_get
 from worker.app import Worker
 from worker.config import load_settings
 from worker.observability.metrics import Metrics
@@ -190,16 +188,16 @@ async def test_every_queried_metric_exists_in_a_real_scrape(
     )
     settings = load_settings({}, env=env)
     assert settings.strategy == "semantic"
-    await helpers.create(settings, partitions=2)
+    await kafka_io.create(settings, partitions=2)
     docs = make_docs(8, seed=5)
     poison = [(b"poison", b"\xff\x00 not a document", [])]
-    await helpers.produce_raw(
-        kafka_bootstrap, settings.input_topic, helpers.encode_documents(docs) + poison
+    await kafka_io.produce_raw(
+        kafka_bootstrap, settings.input_topic, kafka_io.encode_documents(docs) + poison
     )
     worker = Worker(settings)
     task = asyncio.create_task(worker.run())
     try:
-        await helpers.wait_committed_to_end(
+        await kafka_io.wait_committed_to_end(
             kafka_bootstrap, settings.group_id, settings.input_topic, timeout_s=120
         )
         await asyncio.sleep(1.5)  # one sampling period of the level gauges

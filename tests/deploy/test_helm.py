@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.deploy import manifests as m
+from tests.support import manifests as m
 
 CHART = m.DEPLOY / "helm" / "chunkstream"
 HELM_VERSION = (m.DEPLOY / "helm" / "helm-version").read_text().strip()

@@ -26,10 +26,10 @@ from typing import Any
 import msgspec
 import pytest
 
-from tests.conftest import free_port
-from tests.deploy import manifests as m
-from tests.kafka import helpers
-from tests.kafka.test_worker_kafka import make_docs
+from tests.support import kafka_io
+from tests.support import manifests as m
+from tests.support.generated_docs import make_docs
+from tests.support.network import free_port
 from worker.config import load_settings
 
 pytestmark = pytest.mark.kafka
@@ -123,7 +123,7 @@ async def test_rendered_deployment_runs_probes_and_stops_like_under_the_kubelet(
     assert settings.strategy == "semantic"
     assert settings.model_int8  # applies to the transformer (retrieval), not the static model
     assert settings.client_id == POD
-    await helpers.create(settings, partitions=3)
+    await kafka_io.create(settings, partitions=3)
     docs = make_docs(24, seed=3, prefix="kubelet")
     # The last one large (800 KB, under the base's 1 MiB document limit): seconds of work for
     # either boundary model (the static default chunks ~460 KB/s on one core, docs/deploy.md),
@@ -134,8 +134,8 @@ async def test_rendered_deployment_runs_probes_and_stops_like_under_the_kubelet(
     assert len(filler) > 800_000
     docs[-1] = msgspec.structs.replace(docs[-1], text=filler[:800_000])
     assert len(docs[-1].text.encode()) < settings.max_document_bytes
-    await helpers.produce_raw(
-        kafka_bootstrap, settings.input_topic, helpers.encode_documents(docs[:12])
+    await kafka_io.produce_raw(
+        kafka_bootstrap, settings.input_topic, kafka_io.encode_documents(docs[:12])
     )
 
     log_path = tmp_path / "worker.log"
@@ -180,8 +180,8 @@ async def test_rendered_deployment_runs_probes_and_stops_like_under_the_kubelet(
 
         # More documents while running; SIGTERM as soon as all are taken in, most still in
         # flight: the drain must finish them before the final commit.
-        await helpers.produce_raw(
-            kafka_bootstrap, settings.input_topic, helpers.encode_documents(docs[12:])
+        await kafka_io.produce_raw(
+            kafka_bootstrap, settings.input_topic, kafka_io.encode_documents(docs[12:])
         )
         deadline = time.monotonic() + 60
         while metric(port, "chunkstream_documents_consumed_total") < len(docs):
@@ -204,15 +204,15 @@ async def test_rendered_deployment_runs_probes_and_stops_like_under_the_kubelet(
     assert code == 0, output[-3000:]
     assert took < grace
     assert ready_after < startup["periodSeconds"] * startup["failureThreshold"]
-    stopped = helpers.log_events(log_path, "stopped")
+    stopped = kafka_io.log_events(log_path, "stopped")
     assert stopped, output[-3000:]
     assert stopped[-1]["documents"] == len(docs)
     assert completed_at_term < len(docs), "SIGTERM came after the work was done: no drain seen"
 
     # Offsets committed to the end of every partition, every document chunked.
-    end = await helpers.end_offsets(kafka_bootstrap, settings.input_topic)
-    committed = await helpers.committed_offsets(kafka_bootstrap, settings.group_id)
+    end = await kafka_io.end_offsets(kafka_bootstrap, settings.input_topic)
+    committed = await kafka_io.committed_offsets(kafka_bootstrap, settings.group_id)
     assert {tp: committed.get(tp) for tp in end} == end
-    events = await helpers.chunk_events(kafka_bootstrap, settings.output_topic)
+    events = await kafka_io.chunk_events(kafka_bootstrap, settings.output_topic)
     assert {e.doc_id for e in events} == {d.id for d in docs}
     assert all(e.strategy == "semantic" for e in events)

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.deploy import manifests as m
-from tests.deploy import promql
+from tests.support import manifests as m
+from tests.support import promql
 from worker.config import ENV_PREFIX, Settings, load_settings
 from worker.runtime.cgroups import CgroupLimits
 from worker.runtime.resources import (

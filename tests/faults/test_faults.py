@@ -1,7 +1,7 @@
-"""The fault suite's short profile in CI: every scenario of bench/faults.py, on a private
+"""The fault suite's short profile in CI: every scenario of tests/support/faults.py, on a private
 broker (the broker-restart and freeze scenarios must not disturb the session broker).
 
-The full table: `.venv/bin/python bench/faults.py` (see docs/reliability.md)."""
+The full table: `.venv/bin/python -m tests.support.faults` (see docs/reliability.md)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.faults import PROFILES, SCENARIOS, table
-from tests.faults.broker import PrivateBroker
+from tests.support.faults import PROFILES, SCENARIOS, table
+from tests.support.private_broker import PrivateBroker
 
 pytestmark = pytest.mark.kafka
 

@@ -14,7 +14,7 @@ import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.fuzz.conftest import FUZZ
+from tests.support.fuzz_profile import FUZZ
 from worker.chunking import registry
 from worker.chunking.types import RuleChunker
 from worker.errors import DocumentError

@@ -15,10 +15,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.chunking.invariants import assert_chunks_exact, assert_covers
-from tests.fuzz.conftest import FUZZ
-from tests.semantic.fakes import embed
-from tests.semantic.invariants import assert_windows
+from tests.support.chunk_invariants import assert_chunks_exact, assert_covers
+from tests.support.fake_embedder import embed
+from tests.support.fuzz_profile import FUZZ
+from tests.support.window_invariants import assert_windows
 from worker.chunking import registry
 from worker.chunking.text.lexicon import LEXICAL_MAX_CHARS
 from worker.chunking.text.tokens import CharacterCounter

@@ -8,7 +8,6 @@ The W3C trace context continues across the worker."""
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import random
 from pathlib import Path
@@ -19,8 +18,10 @@ import msgpack
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from tests.kafka import helpers
-from tests.kafka.test_worker_kafka import WORDS, run_worker_until
+from tests.support import kafka_io
+from tests.support.generated_docs import WORDS
+from tests.support.kafka_io import run_worker_until
+from tests.support.librdkafka import decode, read_topic
 from worker.app import Worker
 
 pytestmark = pytest.mark.kafka
@@ -91,71 +92,18 @@ def produce(bootstrap: str, topic: str, codec: str, docs: list[dict[str, Any]], 
     assert producer.flush(30) == 0, "librdkafka could not deliver every document"
 
 
-def read_topic(bootstrap: str, topic: str) -> list[Any]:
-    """Every record of ``topic``, read with librdkafka up to the end offsets."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"reader-{topic}",
-            "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
-        }
-    )
-    try:
-        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p))[1] for p in partitions}
-        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
-        records: list[Any] = []
-        position = dict.fromkeys(partitions, 0)
-        for _ in range(600):
-            if all(position[p] >= ends[p] for p in partitions):
-                return records
-            for message in consumer.consume(num_messages=1000, timeout=0.5):
-                assert message.error() is None, message.error()
-                records.append(message)
-                position[message.partition()] = message.offset() + 1
-        raise TimeoutError(f"could not read {topic} to its end {ends}")
-    finally:
-        consumer.close()
-
-
-def as_json_form(value: Any) -> Any:
-    """The msgpack contract, applied: timestamp extension → RFC 3339, bin → base64."""
-    if isinstance(value, msgpack.Timestamp):
-        return value.to_datetime().isoformat().replace("+00:00", "Z")
-    if isinstance(value, bytes):
-        return base64.b64encode(value).decode()
-    if isinstance(value, dict):
-        return {k: as_json_form(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [as_json_form(v) for v in value]
-    return value
-
-
-def decode(message: Any) -> tuple[dict[str, Any], dict[str, Any], dict[str, bytes]]:
-    """(event as decoded, event in its JSON form, headers) of one output record."""
-    headers = dict(message.headers() or [])
-    if headers["content-type"] == b"application/msgpack":
-        # timestamp=0: the extension stays a msgpack.Timestamp, so the test can see it.
-        raw = msgpack.unpackb(message.value(), raw=False, timestamp=0)
-        return raw, as_json_form(raw), headers
-    assert headers["content-type"] == b"application/json"
-    event = json.loads(message.value())
-    return event, event, headers
-
-
 @pytest.mark.parametrize("encoding", ["msgpack", "json"])
 async def test_librdkafka_in_every_codec_worker_in_between_librdkafka_out(
     kafka_bootstrap: str, topic_names: dict[str, str], encoding: str
 ) -> None:
-    settings = helpers.make_settings(
+    settings = kafka_io.make_settings(
         kafka_bootstrap,
         topic_names,
         encoding=encoding,
         strategy_params="chunk_size=200",
         forward_headers="tenant",
     )
-    await helpers.create(settings)
+    await kafka_io.create(settings)
     sent: dict[str, tuple[dict[str, Any], str]] = {}  # id -> (document, trace id)
     for seed, codec in enumerate(CODECS):
         docs = documents(12, seed)
@@ -163,7 +111,7 @@ async def test_librdkafka_in_every_codec_worker_in_between_librdkafka_out(
         sent.update({d["id"]: (d, trace_id(seed, i)) for i, d in enumerate(docs)})
 
     done = asyncio.ensure_future(
-        helpers.wait_committed_to_end(kafka_bootstrap, settings.group_id, settings.input_topic)
+        kafka_io.wait_committed_to_end(kafka_bootstrap, settings.group_id, settings.input_topic)
     )
     assert await run_worker_until(Worker(settings), done) == 0
 

@@ -13,9 +13,9 @@ import msgpack
 import pytest
 from confluent_kafka import Producer
 
-from tests.interop.test_confluent_interop import read_topic
-from tests.kafka import helpers
-from tests.kafka.test_worker_kafka import run_worker_until
+from tests.support import kafka_io
+from tests.support.kafka_io import run_worker_until
+from tests.support.librdkafka import read_topic
 from worker.app import Worker
 from worker.pipeline import chunk_document_sync
 from worker.wire.records import chunk_ids
@@ -57,16 +57,16 @@ def produce(bootstrap: str, topic: str) -> None:
 async def test_librdkafka_reads_the_tombstones_and_a_sink_ends_with_the_current_chunks(
     kafka_bootstrap: str, topic_names: dict[str, str]
 ) -> None:
-    settings = helpers.make_settings(
+    settings = kafka_io.make_settings(
         kafka_bootstrap,
         topic_names,
         strategy_params=PARAMS,
         documents_topic=f"{topic_names['output_topic']}.documents",
     )
-    await helpers.create(settings)
+    await kafka_io.create(settings)
     await asyncio.to_thread(produce, kafka_bootstrap, settings.input_topic)
     done = asyncio.ensure_future(
-        helpers.wait_committed_to_end(kafka_bootstrap, settings.group_id, settings.input_topic)
+        kafka_io.wait_committed_to_end(kafka_bootstrap, settings.group_id, settings.input_topic)
     )
     assert await run_worker_until(Worker(settings), done) == 0
 
@@ -85,7 +85,7 @@ async def test_librdkafka_reads_the_tombstones_and_a_sink_ends_with_the_current_
         assert message.key() == event["chunk_id"].encode()  # the sink's point id
         sink[message.key()] = event["text"]
 
-    built = helpers.build_as_worker(settings)
+    built = kafka_io.build_as_worker(settings)
     current = {doc: value for doc, value in versions() if value is not None}
     current.pop("gone")
     current["edit"] = versions()[3][1]  # version 2 stays: the re-sent version 1 is older
@@ -113,4 +113,4 @@ async def test_librdkafka_reads_the_tombstones_and_a_sink_ends_with_the_current_
         event = last[doc_id.encode()]
         assert isinstance(event, dict)
         assert event["chunk_ids"] == ids_of[doc_id]  # in index order
-    assert await helpers.dead_letters(kafka_bootstrap, settings.dlq_topic) == []
+    assert await kafka_io.dead_letters(kafka_bootstrap, settings.dlq_topic) == []

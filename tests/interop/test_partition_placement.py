@@ -20,9 +20,10 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
-from tests.interop.test_confluent_interop import decode, read_topic
-from tests.kafka import helpers
-from tests.kafka.test_worker_kafka import make_docs, run_worker_until
+from tests.support import kafka_io
+from tests.support.generated_docs import make_docs
+from tests.support.kafka_io import run_worker_until
+from tests.support.librdkafka import decode, read_topic
 from worker.app import Worker
 from worker.kafka.clients import create_topics
 
@@ -51,14 +52,14 @@ def probe_partitions(bootstrap: str, topic: str, keys: list[bytes], partitioner:
 async def test_chunk_events_land_where_the_java_partitioner_puts_their_document_id(
     kafka_bootstrap: str, topic_names: dict[str, str]
 ) -> None:
-    settings = helpers.make_settings(
+    settings = kafka_io.make_settings(
         kafka_bootstrap,
         topic_names,
         strategy_params="chunk_size=120",
         batch_size=2048,  # a few events per batch: documents span and share batches
         compression_type="zstd",
     )
-    await helpers.create(settings, partitions=PARTITIONS)
+    await kafka_io.create(settings, partitions=PARTITIONS)
     probe_topic = f"{settings.output_topic}.probe"
     await create_topics(settings, {probe_topic: PARTITIONS})
     docs = make_docs(80, seed=14, prefix="placed")
@@ -73,9 +74,11 @@ async def test_chunk_events_land_where_the_java_partitioner_puts_their_document_
     assert sum(java[k] != crc[k] for k in keys) > len(keys) // 4
     assert len(set(java.values())) == PARTITIONS
 
-    await helpers.produce_raw(kafka_bootstrap, settings.input_topic, helpers.encode_documents(docs))
+    await kafka_io.produce_raw(
+        kafka_bootstrap, settings.input_topic, kafka_io.encode_documents(docs)
+    )
     done = asyncio.ensure_future(
-        helpers.wait_committed_to_end(kafka_bootstrap, settings.group_id, settings.input_topic)
+        kafka_io.wait_committed_to_end(kafka_bootstrap, settings.group_id, settings.input_topic)
     )
     assert await run_worker_until(Worker(settings), done) == 0
 

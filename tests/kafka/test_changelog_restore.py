@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from aiokafka import AIOKafkaProducer, TopicPartition
 
-from tests.kafka import helpers
+from tests.support import kafka_io
 from worker.config import state_topic
 from worker.kafka.clients import make_changelog_reader
 from worker.state.changelog import CHECKPOINT_MAX_AGE_S, Changelog, learn_topic
@@ -27,8 +27,8 @@ def state(offset: int) -> DocumentState:
 async def test_all_partitions_restored_together_then_not_fetched(
     kafka_bootstrap: str, topic_names: dict[str, str], tmp_path: Path
 ) -> None:
-    settings = helpers.make_settings(kafka_bootstrap, topic_names, document_lifecycle="true")
-    await helpers.create(settings, 3)
+    settings = kafka_io.make_settings(kafka_bootstrap, topic_names, document_lifecycle="true")
+    await kafka_io.create(settings, 3)
     topic = state_topic(settings)
     producer = AIOKafkaProducer(bootstrap_servers=kafka_bootstrap)
     await producer.start()

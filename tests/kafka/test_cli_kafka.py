@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.kafka import helpers
+from tests.support import kafka_io
 from worker.app import Worker
 from worker.wire.codec import decode_as
 from worker.wire.events import DocumentEvent
@@ -103,7 +103,7 @@ async def test_topics_produce_run_tail_and_lag(
     )
     assert piped.returncode == 0, piped.stderr
 
-    records = await helpers.read_all(kafka_bootstrap, names["input_topic"])
+    records = await kafka_io.read_all(kafka_bootstrap, names["input_topic"])
     docs = {d.id: d for d in (decode_as(r.value, list(r.headers), DocumentEvent) for r in records)}
     assert docs[str(notes)].content_type == "text/markdown"
     assert docs[str(plain)].content_type == "text/plain"
@@ -113,11 +113,11 @@ async def test_topics_produce_run_tail_and_lag(
     assert docs["stdin:-"].text == "# Piped\n\nFrom stdin.\n"
     assert docs["stdin:-"].content_type == "text/markdown"
 
-    settings = helpers.make_settings(kafka_bootstrap, names)
+    settings = kafka_io.make_settings(kafka_bootstrap, names)
     worker = Worker(settings)
     task = asyncio.create_task(worker.run())
     try:
-        await helpers.wait_committed_to_end(
+        await kafka_io.wait_committed_to_end(
             kafka_bootstrap, names["group_id"], names["input_topic"]
         )
     finally:

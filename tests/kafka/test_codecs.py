@@ -10,12 +10,12 @@ import struct
 from pathlib import Path
 
 import pytest
-from aiokafka import AIOKafkaProducer
 
-from tests.conftest import free_port
-from tests.kafka import helpers
-from tests.kafka.test_full_worker import http_get, scrape, total
-from tests.kafka.test_worker_kafka import check_complete, make_docs, run_worker_until
+from tests.support import kafka_io
+from tests.support.codecs import _shadow_cramjam, _wait_partition_committed, produce_compressed
+from tests.support.generated_docs import check_complete, make_docs
+from tests.support.kafka_io import run_worker_until
+from tests.support.network import free_port, http_get, scrape, total
 from worker.app import Worker
 from worker.config import Settings, state_topic
 
@@ -24,28 +24,6 @@ pytestmark = pytest.mark.kafka
 CODECS = ("gzip", "snappy", "lz4", "zstd")
 # The compression field of a record batch's attributes (Kafka's own numbering).
 CODEC_IDS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
-
-
-async def produce_compressed(
-    bootstrap: str,
-    topic: str,
-    records: list[tuple[bytes | None, bytes | None, list[tuple[str, bytes]]]],
-    codec: str | None,
-    *,
-    partition: int | None = None,
-) -> None:
-    producer = AIOKafkaProducer(
-        bootstrap_servers=bootstrap, acks="all", compression_type=codec, linger_ms=50
-    )
-    await producer.start()
-    try:
-        acks = [
-            await producer.send(topic, value=v, key=k, headers=h, partition=partition)
-            for k, v, h in records
-        ]
-        await asyncio.gather(*acks)
-    finally:
-        await producer.stop()
 
 
 def segment_codecs(data_dir: Path, topic: str) -> list[int]:
@@ -67,19 +45,19 @@ async def test_every_input_codec_is_read_and_the_output_codec_is_written(
     kafka_broker: tuple[str, Path | None], topic_names: dict[str, str], output_codec: str
 ) -> None:
     bootstrap, run_dir = kafka_broker
-    settings = helpers.make_settings(bootstrap, topic_names, compression_type=output_codec)
-    await helpers.create(settings)
+    settings = kafka_io.make_settings(bootstrap, topic_names, compression_type=output_codec)
+    await kafka_io.create(settings)
     docs = make_docs(40, seed=14)
-    encoded = helpers.encode_documents(docs)
+    encoded = kafka_io.encode_documents(docs)
     for i, codec in enumerate(CODECS):
         await produce_compressed(
             bootstrap, settings.input_topic, encoded[i * 10 : i * 10 + 10], codec
         )
     done = asyncio.ensure_future(
-        helpers.wait_committed_to_end(bootstrap, settings.group_id, settings.input_topic)
+        kafka_io.wait_committed_to_end(bootstrap, settings.group_id, settings.input_topic)
     )
     assert await run_worker_until(Worker(settings), done) == 0
-    assert check_complete(docs, await helpers.chunk_events(bootstrap, settings.output_topic)) == {}
+    assert check_complete(docs, await kafka_io.chunk_events(bootstrap, settings.output_topic)) == {}
     if run_dir is not None:  # an external broker's log segments are not ours to read
         stored = segment_codecs(run_dir / "data", settings.output_topic)
         assert stored, "no batches found in the output topic's segments"
@@ -94,36 +72,27 @@ async def test_every_input_codec_is_read_and_the_output_codec_is_written(
         assert set(state) == {CODEC_IDS["none"]}
 
 
-def _shadow_cramjam(tmp_path: Path) -> Path:
-    """A directory that, first on PYTHONPATH, makes `import cramjam` fail as on an install
-    without the codec library (aiokafka then has gzip only)."""
-    shadow = tmp_path / "no-cramjam"
-    shadow.mkdir()
-    (shadow / "cramjam.py").write_text('raise ImportError("cramjam hidden by the test")\n')
-    return shadow
-
-
 async def test_a_batch_the_worker_cannot_read_pauses_its_partition_in_the_open(
     kafka_bootstrap: str, topic_names: dict[str, str], tmp_path: Path
 ) -> None:
     port = free_port()
-    settings = helpers.make_settings(
+    settings = kafka_io.make_settings(
         kafka_bootstrap, topic_names, compression_type="none", metrics_port=port
     )
-    await helpers.create(settings, partitions=2)
+    await kafka_io.create(settings, partitions=2)
     unreadable = make_docs(5, seed=1, prefix="lz4")
     readable = make_docs(12, seed=2, prefix="plain")
     await produce_compressed(
         kafka_bootstrap,
         settings.input_topic,
-        helpers.encode_documents(unreadable),
+        kafka_io.encode_documents(unreadable),
         "lz4",
         partition=0,
     )
     await produce_compressed(
         kafka_bootstrap,
         settings.input_topic,
-        helpers.encode_documents(readable),
+        kafka_io.encode_documents(readable),
         None,
         partition=1,
     )
@@ -131,15 +100,15 @@ async def test_a_batch_the_worker_cannot_read_pauses_its_partition_in_the_open(
     log = tmp_path / "worker.log"
 
     # Asking to *write* a codec that is not installed is a configuration error at start-up.
-    wrong = helpers.worker_process(
+    wrong = kafka_io.worker_process(
         _with(settings, compression_type="lz4"), tmp_path / "wrong.log", no_codec
     )
     assert await asyncio.to_thread(wrong.wait, 60) == 2
     assert "CHUNKSTREAM_COMPRESSION_TYPE" in (tmp_path / "wrong.log").read_text()
 
-    proc = helpers.worker_process(settings, log, no_codec)
+    proc = kafka_io.worker_process(settings, log, no_codec)
     try:
-        line = await helpers.wait_for_log(
+        line = await kafka_io.wait_for_log(
             log,
             "unreadable record batch: partition paused, "
             "nothing from it on is committed (a codec library "
@@ -164,16 +133,18 @@ async def test_a_batch_the_worker_cannot_read_pauses_its_partition_in_the_open(
         proc.send_signal(signal.SIGTERM)
         assert await asyncio.to_thread(proc.wait, 60) == 0
     assert (
-        check_complete(readable, await helpers.chunk_events(kafka_bootstrap, settings.output_topic))
+        check_complete(
+            readable, await kafka_io.chunk_events(kafka_bootstrap, settings.output_topic)
+        )
         == {}
     )
 
     # With the codec installed, the same group picks up where it stopped: nothing was lost.
     done = asyncio.ensure_future(
-        helpers.wait_committed_to_end(kafka_bootstrap, settings.group_id, settings.input_topic)
+        kafka_io.wait_committed_to_end(kafka_bootstrap, settings.group_id, settings.input_topic)
     )
     assert await run_worker_until(Worker(settings), done) == 0
-    events = await helpers.chunk_events(kafka_bootstrap, settings.output_topic)
+    events = await kafka_io.chunk_events(kafka_bootstrap, settings.output_topic)
     assert check_complete(unreadable + readable, events) == {}
 
 
@@ -183,34 +154,20 @@ def _with(settings: Settings, **changes: str) -> Settings:
     return msgspec.structs.replace(settings, **changes)
 
 
-async def _wait_partition_committed(
-    bootstrap: str, settings: Settings, partition: int, end: int
-) -> dict[int, int]:
-    for _ in range(600):
-        committed = {
-            tp.partition: o
-            for tp, o in (await helpers.committed_offsets(bootstrap, settings.group_id)).items()
-        }
-        if committed.get(partition, 0) >= end:
-            return committed
-        await asyncio.sleep(0.2)
-    raise TimeoutError(f"partition {partition} not committed to {end}")
-
-
 async def test_a_corrupt_batch_is_named_and_not_skipped(
     kafka_broker: tuple[str, Path | None], topic_names: dict[str, str]
 ) -> None:
     bootstrap, run_dir = kafka_broker
     if run_dir is None:
         pytest.skip("corrupting a batch needs the broker's data directory (own broker only)")
-    settings = helpers.make_settings(bootstrap, topic_names)
-    await helpers.create(settings, partitions=2)
+    settings = kafka_io.make_settings(bootstrap, topic_names)
+    await kafka_io.create(settings, partitions=2)
     damaged, intact = make_docs(3, seed=5, prefix="bad"), make_docs(8, seed=6, prefix="ok")
     await produce_compressed(
-        bootstrap, settings.input_topic, helpers.encode_documents(damaged), None, partition=0
+        bootstrap, settings.input_topic, kafka_io.encode_documents(damaged), None, partition=0
     )
     await produce_compressed(
-        bootstrap, settings.input_topic, helpers.encode_documents(intact), None, partition=1
+        bootstrap, settings.input_topic, kafka_io.encode_documents(intact), None, partition=1
     )
     # Flip one byte inside the first batch's records, as a failing disk would: the broker
     # serves log segments as they are, so the client's CRC check is what catches it.
@@ -240,8 +197,8 @@ async def test_a_corrupt_batch_is_named_and_not_skipped(
     finally:
         worker.request_stop()
     assert await task == 0
-    committed = await helpers.committed_offsets(bootstrap, settings.group_id)
+    committed = await kafka_io.committed_offsets(bootstrap, settings.group_id)
     assert {tp.partition: o for tp, o in committed.items()}.get(0, 0) == 0
     assert (
-        check_complete(intact, await helpers.chunk_events(bootstrap, settings.output_topic)) == {}
+        check_complete(intact, await kafka_io.chunk_events(bootstrap, settings.output_topic)) == {}
     )

@@ -7,18 +7,15 @@ import asyncio
 import json
 import os
 import threading
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import numpy as np
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
-from tests.conftest import free_port
-from tests.kafka import helpers
-from tests.kafka.fakes import SlowHashBackend
-from tests.kafka.test_worker_kafka import check_complete, make_docs
+from tests.support import kafka_io
+from tests.support.fake_kafka import SlowHashBackend
+from tests.support.generated_docs import check_complete, make_docs
+from tests.support.network import free_port, http_get, scrape, total
 from worker.app import State, Worker
 from worker.chunking.rules import adaptive
 from worker.chunking.types import Chunk, ContentType
@@ -28,46 +25,18 @@ pytestmark = pytest.mark.kafka
 REPO = Path(__file__).resolve().parents[2]
 
 
-async def http_get(port: int, path: str) -> tuple[int, str]:
-    # A real HTTP client, in a thread: the server runs on this test's own event loop.
-    return await asyncio.to_thread(_get, port, path)
-
-
-def _get(port: int, path: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as response:
-            return response.status, response.read().decode()
-    except urllib.error.HTTPError as error:
-        return error.code, error.read().decode()
-
-
-async def scrape(port: int) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
-    """name → {labels: value} for every sample, parsed by prometheus-client's own parser."""
-    status, text = await http_get(port, "/metrics")
-    assert status == 200
-    samples: dict[str, dict[tuple[tuple[str, str], ...], float]] = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            samples.setdefault(sample.name, {})[tuple(sorted(sample.labels.items()))] = sample.value
-    return samples
-
-
-def total(samples: dict[str, dict[tuple[tuple[str, str], ...], float]], name: str) -> float:
-    return sum(samples.get(name, {}).values())
-
-
 async def test_metrics_health_and_readiness(
     kafka_bootstrap: str, topic_names: dict[str, str]
 ) -> None:
     port = free_port()
-    settings = helpers.make_settings(
+    settings = kafka_io.make_settings(
         kafka_bootstrap, topic_names, metrics_port=port, allowed_strategies="sentence"
     )
-    await helpers.create(settings)
+    await kafka_io.create(settings)
     docs = make_docs(30, seed=21)
     poison = [(b"bad", b"\x00garbage", [])]
-    await helpers.produce_raw(
-        kafka_bootstrap, settings.input_topic, helpers.encode_documents(docs) + poison
+    await kafka_io.produce_raw(
+        kafka_bootstrap, settings.input_topic, kafka_io.encode_documents(docs) + poison
     )
     worker = Worker(settings)
     assert worker.readiness()[0] is False
@@ -83,7 +52,7 @@ async def test_metrics_health_and_readiness(
         assert json.loads(body)["group_joined"] is True
         assert (await http_get(port, "/healthz"))[0] == 200
         assert (await http_get(port, "/nope"))[0] == 404
-        await helpers.wait_committed_to_end(
+        await kafka_io.wait_committed_to_end(
             kafka_bootstrap, settings.group_id, settings.input_topic
         )
         await asyncio.sleep(1.5)  # one sampling period for the level gauges
@@ -102,7 +71,7 @@ async def test_metrics_health_and_readiness(
     assert total(m, "chunkstream_documents_consumed_total") == 31
     assert total(m, "chunkstream_documents_completed_total") == 30
     assert m["chunkstream_documents_dead_lettered_total"] == {(("reason", "undecodable"),): 1.0}
-    events = await helpers.chunk_events(kafka_bootstrap, settings.output_topic)
+    events = await kafka_io.chunk_events(kafka_bootstrap, settings.output_topic)
     assert total(m, "chunkstream_chunks_produced_total") == len(events)
     assert total(m, "chunkstream_input_bytes_total") > sum(len(d.text) for d in docs)
     assert total(m, "chunkstream_output_bytes_total") > sum(len(e.text) for e in events)
@@ -136,7 +105,7 @@ async def test_flood_with_slow_inference_pauses_stays_bounded_and_completes(
     in_flight_cap = 2 * 1024 * 1024
     doc_bytes = 160 * 1024
     port = free_port()
-    settings = helpers.make_settings(
+    settings = kafka_io.make_settings(
         kafka_bootstrap,
         topic_names,
         metrics_port=port,
@@ -148,7 +117,7 @@ async def test_flood_with_slow_inference_pauses_stays_bounded_and_completes(
         max_queued_tokens=4096,
         max_batch_size=32,
     )
-    await helpers.create(settings)
+    await kafka_io.create(settings)
     words = [
         "the",
         "quick",
@@ -171,7 +140,9 @@ async def test_flood_with_slow_inference_pauses_stays_bounded_and_completes(
         ]
         docs.append(DocumentEvent(id=f"flood-{i}", text=" ".join(sentences)[:doc_bytes]))
     flood_bytes = sum(len(d.text) for d in docs)
-    await helpers.produce_raw(kafka_bootstrap, settings.input_topic, helpers.encode_documents(docs))
+    await kafka_io.produce_raw(
+        kafka_bootstrap, settings.input_topic, kafka_io.encode_documents(docs)
+    )
 
     backend = SlowHashBackend(delay_s=0.02)
     worker = Worker(settings, backend=backend)
@@ -181,7 +152,7 @@ async def test_flood_with_slow_inference_pauses_stays_bounded_and_completes(
     in_flight_seen = 0.0
     task = asyncio.create_task(worker.run())
     done = asyncio.ensure_future(
-        helpers.wait_committed_to_end(
+        kafka_io.wait_committed_to_end(
             kafka_bootstrap, settings.group_id, settings.input_topic, timeout_s=300
         )
     )
@@ -213,7 +184,7 @@ async def test_flood_with_slow_inference_pauses_stays_bounded_and_completes(
     assert peak - baseline < bound, f"RSS grew {(peak - baseline) >> 20} MiB"
     assert 3 * flood_bytes > bound
     assert backend.batches > 0
-    events = await helpers.chunk_events(kafka_bootstrap, settings.output_topic)
+    events = await kafka_io.chunk_events(kafka_bootstrap, settings.output_topic)
     check_complete(docs, events)
     assert all(e.embedding is not None and len(e.embedding) == 16 * 4 for e in events)
 
@@ -227,7 +198,7 @@ async def test_backpressure_pauses_do_not_fetch_the_input_again(
     and fetch responses of a megabyte, every pause threw most of a response away: the
     worker read its input many times over (281 MB for 40 MB in the peer bench)."""
     port = free_port()
-    settings = helpers.make_settings(
+    settings = kafka_io.make_settings(
         kafka_bootstrap,
         topic_names,
         metrics_port=port,
@@ -236,14 +207,14 @@ async def test_backpressure_pauses_do_not_fetch_the_input_again(
         document_lifecycle="false",
         max_in_flight_documents=8,
     )
-    await helpers.create(settings, partitions=1)
+    await kafka_io.create(settings, partitions=1)
     docs = [
         DocumentEvent(id=f"fetched-once-{i}", text=f"Sentence {i} of a document read once. " * 130)
         for i in range(400)
     ]
-    records = helpers.encode_documents(docs)
+    records = kafka_io.encode_documents(docs)
     input_bytes = sum(len(value or b"") for _, value, _ in records)
-    await helpers.produce_raw(kafka_bootstrap, settings.input_topic, records)
+    await kafka_io.produce_raw(kafka_bootstrap, settings.input_topic, records)
     # Every Kafka response this process receives, counted where asyncio hands it over (the
     # client reads each one with readexactly): the broker's side of the story, not ours.
     received = 0
@@ -259,7 +230,7 @@ async def test_backpressure_pauses_do_not_fetch_the_input_again(
     worker = Worker(settings)
     task = asyncio.create_task(worker.run())
     try:
-        await helpers.wait_committed_to_end(
+        await kafka_io.wait_committed_to_end(
             kafka_bootstrap, settings.group_id, settings.input_topic, timeout_s=180
         )
         m = await scrape(port)
@@ -268,7 +239,7 @@ async def test_backpressure_pauses_do_not_fetch_the_input_again(
         assert await task == 0
     assert total(m, "chunkstream_backpressure_pauses_total") >= 10  # it paused, often
     assert received < 2 * input_bytes, f"{received:,} bytes received for {input_bytes:,} of input"
-    check_complete(docs, await helpers.chunk_events(kafka_bootstrap, settings.output_topic))
+    check_complete(docs, await kafka_io.chunk_events(kafka_bootstrap, settings.output_topic))
 
 
 @pytest.fixture(scope="module")
@@ -286,18 +257,20 @@ async def test_chunk_embeddings_from_the_real_model(
 ) -> None:
     from worker.models.onnx_embedder import OnnxEmbedder
 
-    settings = helpers.make_settings(
+    settings = kafka_io.make_settings(
         kafka_bootstrap,
         topic_names,
         include_embeddings="true",
         model_dir=str(real_model_dir),
         strategy_params="chunk_size=200",
     )
-    await helpers.create(settings, partitions=1)
+    await kafka_io.create(settings, partitions=1)
     docs = make_docs(8, seed=33)
-    await helpers.produce_raw(kafka_bootstrap, settings.input_topic, helpers.encode_documents(docs))
+    await kafka_io.produce_raw(
+        kafka_bootstrap, settings.input_topic, kafka_io.encode_documents(docs)
+    )
     done = asyncio.ensure_future(
-        helpers.wait_committed_to_end(kafka_bootstrap, settings.group_id, settings.input_topic)
+        kafka_io.wait_committed_to_end(kafka_bootstrap, settings.group_id, settings.input_topic)
     )
     worker = Worker(settings)
     task = asyncio.create_task(worker.run())
@@ -306,7 +279,7 @@ async def test_chunk_embeddings_from_the_real_model(
     finally:
         worker.request_stop()
         assert await task == 0
-    events = await helpers.chunk_events(kafka_bootstrap, settings.output_topic)
+    events = await kafka_io.chunk_events(kafka_bootstrap, settings.output_topic)
     check_complete(docs, events)
     embedder = OnnxEmbedder.load(real_model_dir)
     expected = embedder.embed([e.text for e in events])
@@ -349,7 +322,7 @@ async def test_large_documents_do_not_block_the_event_loop(
     text = paragraph * (1_000_000 // len(paragraph))
 
     port = free_port()
-    settings = helpers.make_settings(
+    settings = kafka_io.make_settings(
         kafka_bootstrap,
         topic_names,
         metrics_port=port,
@@ -357,14 +330,16 @@ async def test_large_documents_do_not_block_the_event_loop(
         max_document_bytes=14 * 1024 * 1024,
         max_chunks_per_document=1_000_000,
     )
-    await helpers.create(settings, partitions=1)
+    await kafka_io.create(settings, partitions=1)
     docs = [DocumentEvent(id=f"big-{i}", text=text) for i in range(2)]
-    await helpers.produce_raw(kafka_bootstrap, settings.input_topic, helpers.encode_documents(docs))
+    await kafka_io.produce_raw(
+        kafka_bootstrap, settings.input_topic, kafka_io.encode_documents(docs)
+    )
     worker = Worker(settings)
     task = asyncio.create_task(worker.run())
     try:
         await asyncio.wait_for(
-            helpers.wait_committed_to_end(
+            kafka_io.wait_committed_to_end(
                 kafka_bootstrap, settings.group_id, settings.input_topic, timeout_s=240
             ),
             260,
@@ -385,7 +360,7 @@ async def test_embedding_strategies_through_the_worker(
     or the join of its spans), cores cover the text, and texts of many documents share
     batches. A per-document override to `sentence` is honoured from the allow-list."""
     port = free_port()
-    settings = helpers.make_settings(
+    settings = kafka_io.make_settings(
         kafka_bootstrap,
         topic_names,
         strategy=strategy,
@@ -393,21 +368,21 @@ async def test_embedding_strategies_through_the_worker(
         metrics_port=port,
         allowed_strategies="sentence",
     )
-    await helpers.create(settings)
+    await kafka_io.create(settings)
     docs = make_docs(24, seed=44, prefix=strategy)
     override = DocumentEvent(
         id="override",
         text="Short one. Another short one.",
         strategy=StrategyOverride(name="sentence", params={"chunk_size": 12}),
     )
-    await helpers.produce_raw(
-        kafka_bootstrap, settings.input_topic, helpers.encode_documents([*docs, override])
+    await kafka_io.produce_raw(
+        kafka_bootstrap, settings.input_topic, kafka_io.encode_documents([*docs, override])
     )
     worker = Worker(settings)
     task = asyncio.create_task(worker.run())
     try:
         await asyncio.wait_for(
-            helpers.wait_committed_to_end(
+            kafka_io.wait_committed_to_end(
                 kafka_bootstrap, settings.group_id, settings.input_topic, timeout_s=180
             ),
             200,
@@ -416,7 +391,7 @@ async def test_embedding_strategies_through_the_worker(
     finally:
         worker.request_stop()
         assert await task == 0
-    events = await helpers.chunk_events(kafka_bootstrap, settings.output_topic)
+    events = await kafka_io.chunk_events(kafka_bootstrap, settings.output_topic)
     by_doc: dict[str, list[ChunkEvent]] = {}
     for ev in events:
         by_doc.setdefault(ev.doc_id, []).append(ev)
@@ -448,28 +423,28 @@ async def test_embedding_strategies_through_the_worker(
 async def test_a_document_fanning_out_past_the_chunk_limit_is_a_dead_letter(
     kafka_bootstrap: str, topic_names: dict[str, str]
 ) -> None:
-    settings = helpers.make_settings(
+    settings = kafka_io.make_settings(
         kafka_bootstrap,
         topic_names,
         strategy_params="chunk_size=10",
         max_chunks_per_document=5,
     )
-    await helpers.create(settings, partitions=1)
+    await kafka_io.create(settings, partitions=1)
     fine = DocumentEvent(id="fine", text="One. Two. Three.")
     fan_out = DocumentEvent(id="fan-out", text=" ".join(f"Item {i}." for i in range(50)))
-    await helpers.produce_raw(
-        kafka_bootstrap, settings.input_topic, helpers.encode_documents([fan_out, fine])
+    await kafka_io.produce_raw(
+        kafka_bootstrap, settings.input_topic, kafka_io.encode_documents([fan_out, fine])
     )
     worker = Worker(settings)
     task = asyncio.create_task(worker.run())
     try:
-        await helpers.wait_committed_to_end(
+        await kafka_io.wait_committed_to_end(
             kafka_bootstrap, settings.group_id, settings.input_topic
         )
     finally:
         worker.request_stop()
         assert await task == 0
-    letters = await helpers.dead_letters(kafka_bootstrap, settings.dlq_topic)
+    letters = await kafka_io.dead_letters(kafka_bootstrap, settings.dlq_topic)
     assert [(d.doc_id, d.error_kind) for d in letters] == [("fan-out", "too_many_chunks")]
-    events = await helpers.chunk_events(kafka_bootstrap, settings.output_topic)
+    events = await kafka_io.chunk_events(kafka_bootstrap, settings.output_topic)
     assert {e.doc_id for e in events} == {"fine"}

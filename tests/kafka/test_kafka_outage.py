@@ -24,10 +24,11 @@ from typing import Any
 
 import pytest
 
-from tests.faults.broker import PrivateBroker, free_port
-from tests.kafka import helpers
-from tests.kafka.test_lifecycle_worker import PARAMS, changelog, expected_chunks, sink_contents
-from tests.kafka.test_lifecycle_worker import produce as produce_records
+from tests.support import kafka_io
+from tests.support.lifecycle_changelog import PARAMS, changelog, expected_chunks, sink_contents
+from tests.support.lifecycle_changelog import produce as produce_records
+from tests.support.network import free_port
+from tests.support.private_broker import PrivateBroker
 from worker.kafka.connectivity import JITTER, PROBE_CAP_S
 
 pytestmark = pytest.mark.kafka
@@ -67,7 +68,7 @@ def failures(port: int) -> float:
 
 async def committed(broker: PrivateBroker, group: str) -> int:
     """The group's committed offsets, summed over the input's partitions."""
-    return sum((await helpers.committed_offsets(broker.bootstrap, group)).values())
+    return sum((await kafka_io.committed_offsets(broker.bootstrap, group)).values())
 
 
 async def committed_at_least(
@@ -116,7 +117,7 @@ async def test_worker_waits_for_kafka_and_outlives_an_outage(
     broker = PrivateBroker(tmp_path / "broker")
     records, truth = changelog(3000, documents=400, seed=31)
     port = free_port()
-    settings = helpers.make_settings(
+    settings = kafka_io.make_settings(
         broker.bootstrap,
         topic_names,
         strategy="sentence",
@@ -129,13 +130,13 @@ async def test_worker_waits_for_kafka_and_outlives_an_outage(
     first, second = len(records) // 3, 2 * len(records) // 3
     await asyncio.to_thread(broker.start)
     try:
-        await helpers.create(settings, partitions=4)
+        await kafka_io.create(settings, partitions=4)
         await produce_records(broker.bootstrap, settings.input_topic, records[:first])
     finally:
         await asyncio.to_thread(broker.stop)
 
     log = tmp_path / "worker.log"
-    proc = helpers.worker_process(settings, log)
+    proc = kafka_io.worker_process(settings, log)
     try:
         # 1. Kafka down: up, alive, unready with the reason, trying again.
         await until(lambda: http_get(port, "/readyz") is not None, 120, "the health server")
@@ -159,7 +160,7 @@ async def test_worker_waits_for_kafka_and_outlives_an_outage(
         ready_s = time.time() - accepted
         await committed_at_least(broker, settings.group_id, 1, 120)
         consuming_s = time.time() - accepted
-        connecting = helpers.log_events(log, "kafka accepts connections: connecting")
+        connecting = kafka_io.log_events(log, "kafka accepts connections: connecting")
         assert connecting, "no connection attempt logged after the port opened"
         # What the design guarantees whatever the machine's speed: the next probe after the
         # port opens is at most PROBE_CAP_S (+ jitter) away. Asserted with a wide margin; the
@@ -192,7 +193,7 @@ async def test_worker_waits_for_kafka_and_outlives_an_outage(
         assert dropped, "readiness never dropped while the broker was down"
         await asyncio.to_thread(broker.start)
         await produce_records(broker.bootstrap, settings.input_topic, records[second:])
-        await helpers.wait_committed_to_end(
+        await kafka_io.wait_committed_to_end(
             broker.bootstrap, settings.group_id, settings.input_topic, timeout_s=300
         )
         assert proc.poll() is None, "the worker exited"
@@ -205,7 +206,7 @@ async def test_worker_waits_for_kafka_and_outlives_an_outage(
         assert not set(held) - set(expected), "stale chunks in the sink"
         assert not set(expected) - set(held), "chunks missing from the sink"
         assert held == expected
-        assert await helpers.dead_letters(broker.bootstrap, settings.dlq_topic) == []
+        assert await kafka_io.dead_letters(broker.bootstrap, settings.dlq_topic) == []
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -217,7 +218,7 @@ async def test_worker_waits_for_kafka_and_outlives_an_outage(
     print(f"not committed at the stop: {in_flight}; kinds {kinds}; aiokafka lines {client_lines}")
     # Before: ~2,000 lines of the Kafka client per second of outage.
     assert client_lines < 1000
-    assert len(helpers.log_events(log, "kafka reachable")) >= 2  # the start and the outage
+    assert len(kafka_io.log_events(log, "kafka reachable")) >= 2  # the start and the outage
 
 
 @pytest.mark.timeout(900)
@@ -230,7 +231,7 @@ async def test_a_worker_stopped_during_an_outage_exits_in_time_and_loses_nothing
     broker = PrivateBroker(tmp_path / "broker")
     records, truth = changelog(6000, documents=600, seed=37)
     port = free_port()
-    settings = helpers.make_settings(
+    settings = kafka_io.make_settings(
         broker.bootstrap,
         topic_names,
         strategy="sentence",
@@ -240,9 +241,9 @@ async def test_a_worker_stopped_during_an_outage_exits_in_time_and_loses_nothing
     )
     await asyncio.to_thread(broker.start)
     log = tmp_path / "worker.log"
-    proc = helpers.worker_process(settings, log)
+    proc = kafka_io.worker_process(settings, log)
     try:
-        await helpers.create(settings, partitions=4)
+        await kafka_io.create(settings, partitions=4)
         await produce_records(broker.bootstrap, settings.input_topic, records)
         await committed_at_least(broker, settings.group_id, 100, 120)
         left = len(records) - await committed(broker, settings.group_id)
@@ -256,9 +257,9 @@ async def test_a_worker_stopped_during_an_outage_exits_in_time_and_loses_nothing
         print(f"\nexited {time.monotonic() - stopping:.1f} s after SIGTERM during the outage")
         print(f"records not committed when the broker stopped: {left}")
         await asyncio.to_thread(broker.start)
-        successor = helpers.worker_process(settings, tmp_path / "successor.log")
+        successor = kafka_io.worker_process(settings, tmp_path / "successor.log")
         try:
-            await helpers.wait_committed_to_end(
+            await kafka_io.wait_committed_to_end(
                 broker.bootstrap, settings.group_id, settings.input_topic, timeout_s=300
             )
         finally:

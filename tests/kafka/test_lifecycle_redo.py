@@ -19,8 +19,8 @@ from aiokafka import AIOKafkaProducer
 from confluent_kafka import TopicPartition as ConfluentPartition
 from confluent_kafka.admin import AdminClient
 
-from tests.kafka import helpers
-from tests.kafka.test_lifecycle_worker import produce, sink_contents
+from tests.support import kafka_io
+from tests.support.lifecycle_changelog import produce, sink_contents
 from worker.config import Settings, state_topic
 from worker.pipeline import chunk_document_sync
 from worker.wire.codec import EventEncoder
@@ -44,7 +44,7 @@ FLAGS: dict[str, Any] = {"strategy": "sentence", "strategy_params": {"chunk_size
 
 def chunks_of(settings: Settings, doc_id: str, text: str) -> dict[str, str]:
     """chunk id → text, chunked offline as the worker chunks."""
-    built = helpers.build_as_worker(settings)
+    built = kafka_io.build_as_worker(settings)
     texts = [c.text for c in chunk_document_sync(built, text, "text/plain", None)]
     return dict(zip(chunk_ids(doc_id, built.fingerprint, texts), texts, strict=True))
 
@@ -58,7 +58,7 @@ async def orphaned_state(
     """A first version in the sink, then a second version on the input whose state reached
     the changelog and whose chunk events and tombstones never did (the worker died between
     the acknowledgements). The first and second versions' chunks, and the event maker."""
-    await helpers.create(settings, partitions=1)
+    await kafka_io.create(settings, partitions=1)
     encoder = EventEncoder("msgpack")
     first = "\n\n".join(PARAGRAPHS)
     second = "\n\n".join([*PARAGRAPHS[:2], "An edited paragraph on leaders.", *PARAGRAPHS[3:5]])
@@ -72,7 +72,7 @@ async def orphaned_state(
         return DOC_ID.encode(), encoder.encode(DocumentEvent(id=DOC_ID, text=text, version=version))
 
     await produce(settings.bootstrap_servers, settings.input_topic, [event(first, 1)])
-    await helpers.run_worker_to_end(settings, timeout_s=60)
+    await kafka_io.run_worker_to_end(settings, timeout_s=60)
     bootstrap = settings.bootstrap_servers
     assert await sink_contents(bootstrap, settings.output_topic, tmp_path / "a.db") == old
 
@@ -99,16 +99,16 @@ async def orphaned_state(
 async def test_a_state_written_without_its_chunks_is_done_again(
     kafka_bootstrap: str, topic_names: dict[str, str], tmp_path: Path, unchanged: str
 ) -> None:
-    settings = helpers.make_settings(
+    settings = kafka_io.make_settings(
         kafka_bootstrap, topic_names, unchanged_chunks=unchanged, **FLAGS
     )
     _, new, _ = await orphaned_state(settings, tmp_path)
     # A new worker (a fresh local store: it restores the changelog) takes the partition over.
-    await helpers.run_worker_to_end(settings, timeout_s=60)
+    await kafka_io.run_worker_to_end(settings, timeout_s=60)
     held = await sink_contents(kafka_bootstrap, settings.output_topic, tmp_path / "b.db")
     assert set(held) - set(new) == set(), "stale chunks of the first version"
     assert held == new
-    assert await helpers.dead_letters(kafka_bootstrap, settings.dlq_topic) == []
+    assert await kafka_io.dead_letters(kafka_bootstrap, settings.dlq_topic) == []
 
 
 @pytest.mark.parametrize("unchanged", ["emit", "skip"])
@@ -119,27 +119,27 @@ async def test_a_replay_that_becomes_a_dead_letter_withdraws_the_document(
     at the restart): the state's retracted ids are the only record of the tombstones the
     first attempt meant to send. The document is withdrawn before the dead letter, and the
     next version leaves exactly itself in the sink."""
-    settings = helpers.make_settings(
+    settings = kafka_io.make_settings(
         kafka_bootstrap, topic_names, unchanged_chunks=unchanged, **FLAGS
     )
     _, new, event = await orphaned_state(settings, tmp_path)
     third = PARAGRAPHS[5]
     latest = chunks_of(settings, DOC_ID, third)
     assert len(latest) < len(new)
-    lowered = helpers.make_settings(
+    lowered = kafka_io.make_settings(
         kafka_bootstrap,
         topic_names,
         unchanged_chunks=unchanged,
         max_chunks_per_document=str(len(latest)),
         **FLAGS,
     )
-    await helpers.run_worker_to_end(lowered, timeout_s=60)
+    await kafka_io.run_worker_to_end(lowered, timeout_s=60)
     bootstrap = settings.bootstrap_servers
     assert await sink_contents(bootstrap, settings.output_topic, tmp_path / "b.db") == {}
-    dead = await helpers.dead_letters(bootstrap, settings.dlq_topic)
+    dead = await kafka_io.dead_letters(bootstrap, settings.dlq_topic)
     assert [d.error_kind for d in dead] == ["too_many_chunks"]
     await produce(bootstrap, settings.input_topic, [event(third, 3)])
-    await helpers.run_worker_to_end(lowered, timeout_s=60)
+    await kafka_io.run_worker_to_end(lowered, timeout_s=60)
     assert await sink_contents(bootstrap, settings.output_topic, tmp_path / "c.db") == latest
 
 
@@ -160,7 +160,7 @@ async def test_a_state_whose_record_left_the_input_is_finished_by_the_next_versi
     worker reads it again: a compacted input topic drops it once a newer version is written
     (here: Kafka's DeleteRecords). No redo comes. The next version must do what the redo
     would have done, and the sink ends with exactly that version."""
-    settings = helpers.make_settings(
+    settings = kafka_io.make_settings(
         kafka_bootstrap, topic_names, unchanged_chunks=unchanged, **FLAGS
     )
     old, new, event = await orphaned_state(settings, tmp_path)
@@ -176,11 +176,11 @@ async def test_a_state_whose_record_left_the_input_is_finished_by_the_next_versi
     assert (set(new) - set(old)) & set(latest)
     assert (set(old) - set(new)) - set(latest)
     await produce(bootstrap, settings.input_topic, [event(third, 3)])
-    await helpers.run_worker_to_end(settings, timeout_s=60)
+    await kafka_io.run_worker_to_end(settings, timeout_s=60)
     held = await sink_contents(bootstrap, settings.output_topic, tmp_path / "b.db")
     assert set(held) - set(latest) == set(), "stale chunks of the first version"
     assert held == latest
-    assert await helpers.dead_letters(bootstrap, settings.dlq_topic) == []
+    assert await kafka_io.dead_letters(bootstrap, settings.dlq_topic) == []
 
 
 async def test_an_older_version_after_a_lost_record_sends_its_tombstones_again(
@@ -192,17 +192,17 @@ async def test_an_older_version_after_a_lost_record_sends_its_tombstones_again(
     come back to send them: the older version sends them again. No chunk the second version
     retracted stays; the chunks only it added stay missing until a newer version comes (they
     need its text, which is gone)."""
-    settings = helpers.make_settings(kafka_bootstrap, topic_names, **FLAGS)
+    settings = kafka_io.make_settings(kafka_bootstrap, topic_names, **FLAGS)
     old, new, event = await orphaned_state(settings, tmp_path)
     bootstrap = settings.bootstrap_servers
     delete_records_before(bootstrap, settings.input_topic, 2)
     first = "\n\n".join(PARAGRAPHS)
     await produce(bootstrap, settings.input_topic, [event(first, 1)])
-    await helpers.run_worker_to_end(settings, timeout_s=60)
+    await kafka_io.run_worker_to_end(settings, timeout_s=60)
     held = await sink_contents(bootstrap, settings.output_topic, tmp_path / "b.db")
     assert set(held) & (set(old) - set(new)) == set(), "chunks the second version retracted"
     assert held == {chunk_id: text for chunk_id, text in old.items() if chunk_id in new}
-    assert await helpers.dead_letters(bootstrap, settings.dlq_topic) == []
+    assert await kafka_io.dead_letters(bootstrap, settings.dlq_topic) == []
 
 
 async def test_a_lost_record_with_nothing_after_it_has_its_tombstones_sent_again(
@@ -213,16 +213,16 @@ async def test_a_lost_record_with_nothing_after_it_has_its_tombstones_sent_again
     unconfirmed state below the input's log start and sends its tombstones again: no chunk the
     second version retracted stays. (Another document follows, so the group commits to the
     end.)"""
-    settings = helpers.make_settings(kafka_bootstrap, topic_names, **FLAGS)
+    settings = kafka_io.make_settings(kafka_bootstrap, topic_names, **FLAGS)
     old, new, _ = await orphaned_state(settings, tmp_path)
     bootstrap = settings.bootstrap_servers
     delete_records_before(bootstrap, settings.input_topic, 2)
     other = PARAGRAPHS[6]
     encoded = EventEncoder("msgpack").encode(DocumentEvent(id="other", text=other, version=1))
     await produce(bootstrap, settings.input_topic, [(b"other", encoded)])
-    await helpers.run_worker_to_end(settings, timeout_s=60)
+    await kafka_io.run_worker_to_end(settings, timeout_s=60)
     held = await sink_contents(bootstrap, settings.output_topic, tmp_path / "b.db")
     assert set(held) & (set(old) - set(new)) == set(), "chunks the second version retracted"
     kept = {chunk_id: text for chunk_id, text in old.items() if chunk_id in new}
     assert held == {**kept, **chunks_of(settings, "other", other)}
-    assert await helpers.dead_letters(bootstrap, settings.dlq_topic) == []
+    assert await kafka_io.dead_letters(bootstrap, settings.dlq_topic) == []

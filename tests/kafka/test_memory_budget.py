@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import free_port
-from tests.kafka import helpers
-from tests.kafka.test_worker_kafka import check_complete
+from tests.support import kafka_io
+from tests.support.generated_docs import check_complete
+from tests.support.network import free_port
 from worker.runtime.resources import EXPANSION
 from worker.wire.events import DocumentEvent
 
@@ -58,7 +58,7 @@ async def test_multi_mb_flood_under_a_memory_budget(
         DocumentEvent(id=f"big-{i}", text=prose(2 * MiB + i * 64 * 1024, seed=i)) for i in range(24)
     ]
     flood = sum(len(d.text.encode()) for d in docs)
-    settings = helpers.make_settings(
+    settings = kafka_io.make_settings(
         kafka_bootstrap,
         topic_names,
         strategy="sentence",
@@ -66,13 +66,15 @@ async def test_multi_mb_flood_under_a_memory_budget(
         memory_budget=budget,
         max_document_bytes=4 * MiB,
     )
-    await helpers.create(settings)
-    await helpers.produce_raw(kafka_bootstrap, settings.input_topic, helpers.encode_documents(docs))
+    await kafka_io.create(settings)
+    await kafka_io.produce_raw(
+        kafka_bootstrap, settings.input_topic, kafka_io.encode_documents(docs)
+    )
 
     log = tmp_path / "worker.log"
-    proc = helpers.worker_process(settings, log)
+    proc = kafka_io.worker_process(settings, log)
     try:
-        await helpers.wait_committed_to_end(
+        await kafka_io.wait_committed_to_end(
             kafka_bootstrap, settings.group_id, settings.input_topic, timeout_s=600
         )
         peak = vm_hwm(proc.pid)
@@ -84,20 +86,20 @@ async def test_multi_mb_flood_under_a_memory_budget(
             proc.wait()
     assert code == 0, log.read_text()[-3000:]  # drained and exited: never OOM-killed
 
-    (budget_line,) = helpers.log_events(log, "budget")
+    (budget_line,) = kafka_io.log_events(log, "budget")
     window = budget_line["max_in_flight_bytes"]
     assert budget_line["memory_source"] == "setting"
     assert budget_line["memory_bound_bytes"] <= budget
     # The window was derived from the budget, and taking the flood in whole would not fit.
     assert 0 < window < flood
     assert EXPANSION["sentence"] * flood > budget
-    assert helpers.log_events(log, "paused"), "the window never filled: the test proves nothing"
+    assert kafka_io.log_events(log, "paused"), "the window never filled: the test proves nothing"
     print(f"flood {flood >> 20} MiB, window {window >> 20} MiB, peak RSS {peak >> 20} MiB")
     assert peak <= budget, f"peak RSS {peak >> 20} MiB above the {budget >> 20} MiB budget"
 
-    events = await helpers.chunk_events(kafka_bootstrap, settings.output_topic)
+    events = await kafka_io.chunk_events(kafka_bootstrap, settings.output_topic)
     check_complete(docs, events)
-    assert not await helpers.dead_letters(kafka_bootstrap, settings.dlq_topic)
+    assert not await kafka_io.dead_letters(kafka_bootstrap, settings.dlq_topic)
 
 
 POD_320 = 320 * MiB
@@ -142,7 +144,7 @@ async def test_a_320_mib_pod_starts_and_holds_a_flood(
     overrides: dict[str, object] = {"strategy": strategy}
     if model is not None:
         overrides["model_dir"] = str(model)
-    settings = helpers.make_settings(
+    settings = kafka_io.make_settings(
         kafka_bootstrap,
         topic_names,
         metrics_port=free_port(),
@@ -150,13 +152,15 @@ async def test_a_320_mib_pod_starts_and_holds_a_flood(
         max_document_bytes=max_document_bytes,
         **overrides,
     )
-    await helpers.create(settings)
-    await helpers.produce_raw(kafka_bootstrap, settings.input_topic, helpers.encode_documents(docs))
+    await kafka_io.create(settings)
+    await kafka_io.produce_raw(
+        kafka_bootstrap, settings.input_topic, kafka_io.encode_documents(docs)
+    )
 
     log = tmp_path / "worker.log"
-    proc = helpers.worker_process(settings, log)
+    proc = kafka_io.worker_process(settings, log)
     try:
-        await helpers.wait_committed_to_end(
+        await kafka_io.wait_committed_to_end(
             kafka_bootstrap, settings.group_id, settings.input_topic, timeout_s=600
         )
         peak = vm_hwm(proc.pid)
@@ -168,18 +172,18 @@ async def test_a_320_mib_pod_starts_and_holds_a_flood(
             proc.wait()
     assert code == 0, log.read_text()[-3000:]
 
-    (budget_line,) = helpers.log_events(log, "budget")
+    (budget_line,) = kafka_io.log_events(log, "budget")
     assert budget_line["models"] == ([] if model is None else ["static"])
     assert budget_line["memory_bound_bytes"] <= POD_320
     assert 0 < budget_line["max_in_flight_bytes"] < flood
     assert EXPANSION[strategy] * flood > POD_320  # the flood does not fit whole
-    assert helpers.log_events(log, "paused"), "the window never filled: the test proves nothing"
+    assert kafka_io.log_events(log, "paused"), "the window never filled: the test proves nothing"
     print(
         f"{strategy}: flood {flood >> 20} MiB, window {budget_line['max_in_flight_bytes'] >> 10} "
         f"KiB, bound {budget_line['memory_bound_bytes'] >> 20} MiB, peak RSS {peak >> 20} MiB"
     )
     assert peak <= POD_320, f"peak RSS {peak >> 20} MiB above the 320 MiB pod"
 
-    events = await helpers.chunk_events(kafka_bootstrap, settings.output_topic)
+    events = await kafka_io.chunk_events(kafka_bootstrap, settings.output_topic)
     check_complete(docs, events)
-    assert not await helpers.dead_letters(kafka_bootstrap, settings.dlq_topic)
+    assert not await kafka_io.dead_letters(kafka_bootstrap, settings.dlq_topic)

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from tests.kafka import helpers
-from tests.long_document import long_markdown
+from tests.support import kafka_io
+from tests.support.long_document import long_markdown
 from worker.wire.events import DocumentEvent
 
 pytestmark = [pytest.mark.kafka, pytest.mark.model]
@@ -88,16 +88,16 @@ async def test_cli_and_worker_produce_the_same_chunks(
     from_cli = [comparable(json.loads(line)) for line in cli.stdout.splitlines()]
 
     model_setting = {"model_dir": str(model_dir)} if named else {}
-    settings = helpers.make_settings(
+    settings = kafka_io.make_settings(
         kafka_bootstrap, topic_names, strategy=strategy, **model_setting
     )
-    await helpers.create(settings, partitions=1)
+    await kafka_io.create(settings, partitions=1)
     doc = DocumentEvent(id="doc", text=text, content_type="text/markdown")
-    await helpers.produce_raw(
-        kafka_bootstrap, settings.input_topic, helpers.encode_documents([doc])
+    await kafka_io.produce_raw(
+        kafka_bootstrap, settings.input_topic, kafka_io.encode_documents([doc])
     )
-    await helpers.run_worker_to_end(settings, timeout_s=200)
-    events = await helpers.chunk_events(kafka_bootstrap, settings.output_topic)
+    await kafka_io.run_worker_to_end(settings, timeout_s=200)
+    events = await kafka_io.chunk_events(kafka_bootstrap, settings.output_topic)
     from_worker = [
         comparable(
             {

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.kafka import helpers
-from tests.kafka.test_worker_kafka import check_complete, make_docs
+from tests.support import kafka_io
+from tests.support.generated_docs import check_complete, make_docs
 from worker.chunking import registry
 from worker.chunking.types import EmbeddingChunker
 from worker.inference.batcher import embed_batch
@@ -64,14 +64,16 @@ async def test_static_boundaries_transformer_vectors(
         # Found on the model search path, from any working directory (not the checkout).
         monkeypatch.chdir(tmp_path)
         dirs = {}
-    settings = helpers.make_settings(
+    settings = kafka_io.make_settings(
         kafka_bootstrap, topic_names, strategy=strategy, include_embeddings="true", **dirs
     )
-    await helpers.create(settings, partitions=2)
+    await kafka_io.create(settings, partitions=2)
     docs = make_docs(12, seed=12, prefix=strategy)
-    await helpers.produce_raw(kafka_bootstrap, settings.input_topic, helpers.encode_documents(docs))
-    await helpers.run_worker_to_end(settings, timeout_s=120)
-    events = await helpers.chunk_events(kafka_bootstrap, settings.output_topic)
+    await kafka_io.produce_raw(
+        kafka_bootstrap, settings.input_topic, kafka_io.encode_documents(docs)
+    )
+    await kafka_io.run_worker_to_end(settings, timeout_s=120)
+    events = await kafka_io.chunk_events(kafka_bootstrap, settings.output_topic)
     if strategy == "context":  # window chunks: text is the join of their spans
         assert {e.doc_id for e in events} == {d.id for d in docs}
     else:

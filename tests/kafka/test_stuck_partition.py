@@ -14,11 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import free_port
-from tests.kafka import helpers
-from tests.kafka.test_codecs import _shadow_cramjam, _wait_partition_committed, produce_compressed
-from tests.kafka.test_full_worker import scrape
-from tests.kafka.test_worker_kafka import make_docs
+from tests.support import kafka_io
+from tests.support.codecs import _shadow_cramjam, _wait_partition_committed, produce_compressed
+from tests.support.generated_docs import make_docs
+from tests.support.network import free_port, scrape
 
 pytestmark = pytest.mark.kafka
 
@@ -30,20 +29,20 @@ async def test_a_stuck_partition_shows_its_commit_age_beside_a_healthy_one(
     kafka_bootstrap: str, topic_names: dict[str, str], tmp_path: Path
 ) -> None:
     port = free_port()
-    settings = helpers.make_settings(
+    settings = kafka_io.make_settings(
         kafka_bootstrap, topic_names, compression_type="none", metrics_port=port
     )
-    await helpers.create(settings, partitions=2)
+    await kafka_io.create(settings, partitions=2)
     stuck, healthy = make_docs(5, seed=3, prefix="lz4"), make_docs(12, seed=4, prefix="plain")
     input_topic = settings.input_topic
     await produce_compressed(
-        kafka_bootstrap, input_topic, helpers.encode_documents(stuck), "lz4", partition=0
+        kafka_bootstrap, input_topic, kafka_io.encode_documents(stuck), "lz4", partition=0
     )
     await produce_compressed(
-        kafka_bootstrap, input_topic, helpers.encode_documents(healthy), None, partition=1
+        kafka_bootstrap, input_topic, kafka_io.encode_documents(healthy), None, partition=1
     )
     no_codec = {"PYTHONPATH": str(_shadow_cramjam(tmp_path))}
-    proc = helpers.worker_process(settings, tmp_path / "worker.log", no_codec)
+    proc = kafka_io.worker_process(settings, tmp_path / "worker.log", no_codec)
     try:
         await _wait_partition_committed(kafka_bootstrap, settings, 1, len(healthy))
         first = await scrape(port)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import random
 import signal
 import time
 from collections import defaultdict
@@ -12,106 +11,39 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from tests.kafka import helpers
+from tests.support import kafka_io
+from tests.support.generated_docs import check_complete, make_docs
+from tests.support.kafka_io import run_worker_until
 from worker.app import Worker
-from worker.wire.events import ChunkEvent, DocumentEvent, StrategyOverride
+from worker.wire.events import DocumentEvent, StrategyOverride
 
 pytestmark = pytest.mark.kafka
-
-WORDS = [
-    "stream", "chunk", "offset", "broker", "partition", "consumer", "retrieval", "vector",
-    "embedding", "sentence", "paragraph", "commit", "replay", "durable", "ordered",
-    "idempotent", "latency", "throughput", "document",
-]  # fmt: skip
-
-
-def make_docs(n: int, seed: int = 7, prefix: str = "doc") -> list[DocumentEvent]:
-    rng = random.Random(seed)
-    docs = []
-    for i in range(n):
-        sentences = []
-        for _ in range(rng.randint(1, 40)):
-            words = " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 25)))
-            sentences.append(words.capitalize() + rng.choice([".", "!", "?"]))
-        paragraphs = [" ".join(sentences[j : j + 5]) for j in range(0, len(sentences), 5)]
-        docs.append(
-            DocumentEvent(
-                id=f"{prefix}-{i}",
-                text="\n\n".join(paragraphs),
-                version=rng.choice([None, 1, "v2"]),
-                metadata={"n": i, "lang": "en"},
-            )
-        )
-    return docs
-
-
-def check_complete(docs: list[DocumentEvent], events: list[ChunkEvent]) -> dict[str, int]:
-    """Every document has exactly one full chunk set whose offsets reproduce its text.
-
-    Returns the number of *duplicate* events per document (replays), after checking that a
-    replayed chunk is identical in id and content to the first copy."""
-    by_doc: dict[str, dict[int, ChunkEvent]] = defaultdict(dict)
-    duplicates: dict[str, int] = defaultdict(int)
-    for ev in events:
-        first = by_doc[ev.doc_id].get(ev.index)
-        if first is not None:
-            assert (first.chunk_id, first.text, first.start_index) == (
-                ev.chunk_id,
-                ev.text,
-                ev.start_index,
-            ), f"replay of {ev.doc_id}#{ev.index} differs"
-            duplicates[ev.doc_id] += 1
-        else:
-            by_doc[ev.doc_id][ev.index] = ev
-    assert set(by_doc) == {d.id for d in docs}, "documents missing from the output"
-    for doc in docs:
-        chunks = by_doc[doc.id]
-        count = next(iter(chunks.values())).count
-        assert sorted(chunks) == list(range(count)), f"{doc.id}: chunk indexes incomplete"
-        covered = [False] * len(doc.text)
-        for ev in chunks.values():
-            assert ev.text == doc.text[ev.start_index : ev.end_index]
-            assert all(ev.metadata[k] == v for k, v in doc.metadata.items())
-            assert ev.doc_version == (None if doc.version is None else str(doc.version))
-            for i in range(ev.start_index, ev.end_index):
-                covered[i] = True
-        lost = [c for c, cov in zip(doc.text, covered, strict=True) if not cov and not c.isspace()]
-        assert not lost, f"{doc.id}: characters not in any chunk"
-        assert len({ev.chunk_id for ev in chunks.values()}) == count
-    return dict(duplicates)
-
-
-async def run_worker_until(worker: Worker, condition: asyncio.Future[object]) -> int:
-    task = asyncio.create_task(worker.run())
-    try:
-        await asyncio.wait_for(asyncio.shield(condition), timeout=90)
-    finally:
-        worker.request_stop()
-    return await asyncio.wait_for(task, timeout=60)
 
 
 async def test_happy_path_every_chunk_published_and_offsets_committed(
     kafka_bootstrap: str, topic_names: dict[str, str]
 ) -> None:
-    settings = helpers.make_settings(
+    settings = kafka_io.make_settings(
         kafka_bootstrap, topic_names, strategy_params="chunk_size=300,tokenizer=character"
     )
-    await helpers.create(settings)
+    await kafka_io.create(settings)
     docs = make_docs(60)
-    await helpers.produce_raw(kafka_bootstrap, settings.input_topic, helpers.encode_documents(docs))
+    await kafka_io.produce_raw(
+        kafka_bootstrap, settings.input_topic, kafka_io.encode_documents(docs)
+    )
 
     worker = Worker(settings)
     done = asyncio.ensure_future(
-        helpers.wait_committed_to_end(kafka_bootstrap, settings.group_id, settings.input_topic)
+        kafka_io.wait_committed_to_end(kafka_bootstrap, settings.group_id, settings.input_topic)
     )
     assert await run_worker_until(worker, done) == 0
 
-    events = await helpers.chunk_events(kafka_bootstrap, settings.output_topic)
+    events = await kafka_io.chunk_events(kafka_bootstrap, settings.output_topic)
     assert check_complete(docs, events) == {}
     assert all(len(ev.text) <= 300 for ev in events)
-    assert await helpers.dead_letters(kafka_bootstrap, settings.dlq_topic) == []
+    assert await kafka_io.dead_letters(kafka_bootstrap, settings.dlq_topic) == []
     # Chunks of one document stay in one partition, in index order.
-    records = await helpers.read_all(kafka_bootstrap, settings.output_topic)
+    records = await kafka_io.read_all(kafka_bootstrap, settings.output_topic)
     partitions: dict[bytes, set[int]] = defaultdict(set)
     for r in records:
         partitions[r.key].add(r.partition)
@@ -121,32 +53,32 @@ async def test_happy_path_every_chunk_published_and_offsets_committed(
 async def test_json_encoding_and_documents_without_headers(
     kafka_bootstrap: str, topic_names: dict[str, str]
 ) -> None:
-    settings = helpers.make_settings(kafka_bootstrap, topic_names, encoding="json")
-    await helpers.create(settings, partitions=1)
+    settings = kafka_io.make_settings(kafka_bootstrap, topic_names, encoding="json")
+    await kafka_io.create(settings, partitions=1)
     docs = make_docs(5, seed=3)
     raw = [
         (None, msgspec.json.encode(docs[0]), []),  # JSON, no header: sniffed
         (None, msgspec.msgpack.encode(docs[1]), []),  # msgpack, no header: sniffed
-        *helpers.encode_documents(docs[2:], encoding="json"),
+        *kafka_io.encode_documents(docs[2:], encoding="json"),
     ]
-    await helpers.produce_raw(kafka_bootstrap, settings.input_topic, raw)
+    await kafka_io.produce_raw(kafka_bootstrap, settings.input_topic, raw)
     done = asyncio.ensure_future(
-        helpers.wait_committed_to_end(kafka_bootstrap, settings.group_id, settings.input_topic)
+        kafka_io.wait_committed_to_end(kafka_bootstrap, settings.group_id, settings.input_topic)
     )
     assert await run_worker_until(Worker(settings), done) == 0
-    records = await helpers.read_all(kafka_bootstrap, settings.output_topic)
+    records = await kafka_io.read_all(kafka_bootstrap, settings.output_topic)
     assert {dict(r.headers)["content-type"] for r in records} == {b"application/json"}
     assert all(r.value.startswith(b"{") for r in records)
-    check_complete(docs, await helpers.chunk_events(kafka_bootstrap, settings.output_topic))
+    check_complete(docs, await kafka_io.chunk_events(kafka_bootstrap, settings.output_topic))
 
 
 async def test_malformed_records_go_to_the_dead_letter_topic_with_their_reason(
     kafka_bootstrap: str, topic_names: dict[str, str]
 ) -> None:
-    settings = helpers.make_settings(
+    settings = kafka_io.make_settings(
         kafka_bootstrap, topic_names, max_document_bytes=20_000, allowed_strategies="sentence"
     )
-    await helpers.create(settings, partitions=1)
+    await kafka_io.create(settings, partitions=1)
     good = make_docs(4, seed=11)
     msgpack_header = [("content-type", b"application/msgpack")]
     json_header = [("content-type", b"application/json")]
@@ -195,7 +127,7 @@ async def test_malformed_records_go_to_the_dead_letter_topic_with_their_reason(
         b"p-refused": "strategy_not_allowed",
         b"p-mismatch": "key_mismatch",
     }
-    good_records = helpers.encode_documents(good)
+    good_records = kafka_io.encode_documents(good)
     override = DocumentEvent(
         id="override-ok",
         text="One. Two. Three. Four.",
@@ -204,15 +136,15 @@ async def test_malformed_records_go_to_the_dead_letter_topic_with_their_reason(
         ),
     )
     mixed = [good_records[0], *poison[:5], good_records[1], *poison[5:], *good_records[2:]]
-    mixed += helpers.encode_documents([override])
-    await helpers.produce_raw(kafka_bootstrap, settings.input_topic, mixed)
+    mixed += kafka_io.encode_documents([override])
+    await kafka_io.produce_raw(kafka_bootstrap, settings.input_topic, mixed)
 
     done = asyncio.ensure_future(
-        helpers.wait_committed_to_end(kafka_bootstrap, settings.group_id, settings.input_topic)
+        kafka_io.wait_committed_to_end(kafka_bootstrap, settings.group_id, settings.input_topic)
     )
     assert await run_worker_until(Worker(settings), done) == 0
 
-    letters = await helpers.dead_letters(kafka_bootstrap, settings.dlq_topic)
+    letters = await kafka_io.dead_letters(kafka_bootstrap, settings.dlq_topic)
     assert {dl.key: dl.error_kind for dl in letters} == expected_kinds
     by_key = {dl.key: dl for dl in letters}
     originals = {k: v for k, v, _ in poison}
@@ -223,7 +155,7 @@ async def test_malformed_records_go_to_the_dead_letter_topic_with_their_reason(
     assert (
         "`$.id`" in by_key[b"p-types"].error_message or "`id`" in by_key[b"p-types"].error_message
     )
-    events = await helpers.chunk_events(kafka_bootstrap, settings.output_topic)
+    events = await kafka_io.chunk_events(kafka_bootstrap, settings.output_topic)
     check_complete([*good, override], events)
     override_chunks = [e for e in events if e.doc_id == "override-ok"]
     assert len(override_chunks) >= 4  # one per sentence at least; "Three." is cut at the cap
@@ -233,15 +165,15 @@ async def test_malformed_records_go_to_the_dead_letter_topic_with_their_reason(
 async def test_graceful_stop_then_restart_reprocesses_nothing(
     kafka_bootstrap: str, topic_names: dict[str, str], tmp_path: Path
 ) -> None:
-    settings = helpers.make_settings(kafka_bootstrap, topic_names)
-    await helpers.create(settings)
+    settings = kafka_io.make_settings(kafka_bootstrap, topic_names)
+    await kafka_io.create(settings)
     first = make_docs(40, seed=1, prefix="a")
-    await helpers.produce_raw(
-        kafka_bootstrap, settings.input_topic, helpers.encode_documents(first)
+    await kafka_io.produce_raw(
+        kafka_bootstrap, settings.input_topic, kafka_io.encode_documents(first)
     )
-    proc = helpers.worker_process(settings, tmp_path / "worker.log")
+    proc = kafka_io.worker_process(settings, tmp_path / "worker.log")
     try:
-        await helpers.wait_committed_to_end(
+        await kafka_io.wait_committed_to_end(
             kafka_bootstrap, settings.group_id, settings.input_topic
         )
         proc.send_signal(signal.SIGTERM)
@@ -249,73 +181,75 @@ async def test_graceful_stop_then_restart_reprocesses_nothing(
     finally:
         proc.kill()
     second = make_docs(10, seed=2, prefix="b")
-    await helpers.produce_raw(
-        kafka_bootstrap, settings.input_topic, helpers.encode_documents(second)
+    await kafka_io.produce_raw(
+        kafka_bootstrap, settings.input_topic, kafka_io.encode_documents(second)
     )
-    proc = helpers.worker_process(settings, tmp_path / "worker.log")
+    proc = kafka_io.worker_process(settings, tmp_path / "worker.log")
     try:
-        await helpers.wait_committed_to_end(
+        await kafka_io.wait_committed_to_end(
             kafka_bootstrap, settings.group_id, settings.input_topic
         )
         proc.send_signal(signal.SIGTERM)
         assert await asyncio.to_thread(proc.wait, 60) == 0
     finally:
         proc.kill()
-    events = await helpers.chunk_events(kafka_bootstrap, settings.output_topic)
+    events = await kafka_io.chunk_events(kafka_bootstrap, settings.output_topic)
     assert check_complete(first + second, events) == {}, "a graceful restart replayed documents"
 
 
 async def test_sigkill_mid_stream_then_restart_loses_nothing(
     kafka_bootstrap: str, topic_names: dict[str, str], tmp_path: Path
 ) -> None:
-    settings = helpers.make_settings(
+    settings = kafka_io.make_settings(
         kafka_bootstrap, topic_names, strategy_params="chunk_size=80", commit_interval_ms=500
     )
-    await helpers.create(settings)
+    await kafka_io.create(settings)
     docs = make_docs(1500, seed=5)
-    await helpers.produce_raw(kafka_bootstrap, settings.input_topic, helpers.encode_documents(docs))
+    await kafka_io.produce_raw(
+        kafka_bootstrap, settings.input_topic, kafka_io.encode_documents(docs)
+    )
     log = tmp_path / "worker.log"
-    proc = helpers.worker_process(settings, log)
+    proc = kafka_io.worker_process(settings, log)
     # Kill once output has started flowing, i.e. genuinely mid-stream.
     deadline = time.monotonic() + 60
     while True:
-        ends = await helpers.end_offsets(kafka_bootstrap, settings.output_topic)
+        ends = await kafka_io.end_offsets(kafka_bootstrap, settings.output_topic)
         if sum(ends.values()) > 500 or time.monotonic() > deadline:
             break
         await asyncio.sleep(0.05)
     proc.kill()
     await asyncio.to_thread(proc.wait, 30)
-    committed = await helpers.committed_offsets(kafka_bootstrap, settings.group_id)
-    input_end = await helpers.end_offsets(kafka_bootstrap, settings.input_topic)
+    committed = await kafka_io.committed_offsets(kafka_bootstrap, settings.group_id)
+    input_end = await kafka_io.end_offsets(kafka_bootstrap, settings.input_topic)
     assert sum(committed.values()) < sum(input_end.values()), "killed too late to be mid-stream"
 
-    proc = helpers.worker_process(settings, log)
+    proc = kafka_io.worker_process(settings, log)
     try:
-        await helpers.wait_committed_to_end(
+        await kafka_io.wait_committed_to_end(
             kafka_bootstrap, settings.group_id, settings.input_topic, timeout_s=120
         )
         proc.send_signal(signal.SIGTERM)
         assert await asyncio.to_thread(proc.wait, 60) == 0
     finally:
         proc.kill()
-    events = await helpers.chunk_events(kafka_bootstrap, settings.output_topic)
+    events = await kafka_io.chunk_events(kafka_bootstrap, settings.output_topic)
     check_complete(docs, events)  # duplicates allowed, but only as identical replays
 
 
 async def test_two_workers_share_partitions_and_one_takes_over(
     kafka_bootstrap: str, topic_names: dict[str, str], tmp_path: Path
 ) -> None:
-    settings = helpers.make_settings(kafka_bootstrap, topic_names)
-    await helpers.create(settings, partitions=4)
+    settings = kafka_io.make_settings(kafka_bootstrap, topic_names)
+    await kafka_io.create(settings, partitions=4)
     a_log, b_log = tmp_path / "a.log", tmp_path / "b.log"
-    a = helpers.worker_process(settings, a_log)
-    b = helpers.worker_process(settings, b_log)
+    a = kafka_io.worker_process(settings, a_log)
+    b = kafka_io.worker_process(settings, b_log)
     try:
         # Produce only once the group has settled with both members holding partitions.
         deadline = time.monotonic() + 60
         while True:
-            a_parts = helpers.log_events(a_log, "partitions assigned")
-            b_parts = helpers.log_events(b_log, "partitions assigned")
+            a_parts = kafka_io.log_events(a_log, "partitions assigned")
+            b_parts = kafka_io.log_events(b_log, "partitions assigned")
             if (
                 a_parts
                 and b_parts
@@ -327,24 +261,24 @@ async def test_two_workers_share_partitions_and_one_takes_over(
             assert time.monotonic() < deadline, "the two members never shared the partitions"
             await asyncio.sleep(0.2)
         first = make_docs(200, seed=9, prefix="x")
-        await helpers.produce_raw(
-            kafka_bootstrap, settings.input_topic, helpers.encode_documents(first)
+        await kafka_io.produce_raw(
+            kafka_bootstrap, settings.input_topic, kafka_io.encode_documents(first)
         )
-        await helpers.wait_committed_to_end(
+        await kafka_io.wait_committed_to_end(
             kafka_bootstrap, settings.group_id, settings.input_topic, timeout_s=120
         )
         a.send_signal(signal.SIGTERM)
         assert await asyncio.to_thread(a.wait, 60) == 0
         # b takes over every partition after a leaves.
         deadline = time.monotonic() + 60
-        while len(helpers.log_events(b_log, "partitions assigned")[-1]["partitions"]) != 4:
+        while len(kafka_io.log_events(b_log, "partitions assigned")[-1]["partitions"]) != 4:
             assert time.monotonic() < deadline, "the survivor never took over"
             await asyncio.sleep(0.2)
         second = make_docs(100, seed=10, prefix="y")
-        await helpers.produce_raw(
-            kafka_bootstrap, settings.input_topic, helpers.encode_documents(second)
+        await kafka_io.produce_raw(
+            kafka_bootstrap, settings.input_topic, kafka_io.encode_documents(second)
         )
-        await helpers.wait_committed_to_end(
+        await kafka_io.wait_committed_to_end(
             kafka_bootstrap, settings.group_id, settings.input_topic, timeout_s=120
         )
         b.send_signal(signal.SIGTERM)
@@ -352,9 +286,9 @@ async def test_two_workers_share_partitions_and_one_takes_over(
     finally:
         a.kill()
         b.kill()
-    done_a = helpers.log_events(a_log, "stopped")[-1]["documents"]
-    done_b = helpers.log_events(b_log, "stopped")[-1]["documents"]
+    done_a = kafka_io.log_events(a_log, "stopped")[-1]["documents"]
+    done_b = kafka_io.log_events(b_log, "stopped")[-1]["documents"]
     assert done_a > 0, "the first member processed nothing"
     assert done_b > 0, "the second member processed nothing"
-    events = await helpers.chunk_events(kafka_bootstrap, settings.output_topic)
+    events = await kafka_io.chunk_events(kafka_bootstrap, settings.output_topic)
     check_complete(first + second, events)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.long_document import long_markdown
+from tests.support.long_document import long_markdown
 
 pytestmark = pytest.mark.model
 REPO = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from safetensors.numpy import save_file
 
-from tests.models.tiny_bert import tiny_weights, write_tiny_model
+from tests.support.tiny_bert import tiny_weights, write_tiny_model
 from worker.config import Settings, load_settings
 from worker.errors import ModelNotBuilt
 from worker.inference.serving import boundary_ref

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.models.tiny_bert import write_tiny_model
+from tests.support.tiny_bert import write_tiny_model
 from worker.model_making.source import SourceError, read_source
 
 

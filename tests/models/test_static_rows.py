@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +18,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from tokenizers import Tokenizer
 
+from tests.support.corpus import gather
 from worker.chunking import _native
 from worker.chunking.text.segment import split_sentences
 from worker.inference.serving import compile_static
@@ -27,9 +27,6 @@ from worker.models.reference import find
 from worker.models.static import StaticEmbedder, StaticModel
 
 from .test_piece_ids import texts, tokenizer
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from bench.corpus import gather
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -18,20 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults.broker import free_port, kafka_tool
-from tests.kafka import helpers
-from tests.kafka.test_worker_kafka import check_complete, make_docs
-from tests.security.test_sasl_ssl import (
-    USER,
-    SecureBroker,
-    create_topics,
-    secure_broker,
-    secure_env,
-    spawn,
-)
+from tests.support import kafka_io
+from tests.support.generated_docs import check_complete, make_docs
+from tests.support.network import free_port
+from tests.support.private_broker import kafka_tool
+from tests.support.secure_broker import USER, SecureBroker, create_topics, secure_env, spawn
 
 pytestmark = pytest.mark.kafka
-__all__ = ["secure_broker"]  # the module-scoped broker fixture, used here under its name
 
 
 def rotate(sb: SecureBroker, password_file: Path, new_password: str) -> None:
@@ -54,27 +47,27 @@ async def test_a_rotated_password_file_is_used_without_a_restart(
     sb = secure_broker
     await create_topics(sb, topic_names)
     before, after = make_docs(30, seed=41, prefix="before"), make_docs(30, seed=42, prefix="after")
-    await helpers.produce_raw(
-        sb.broker.bootstrap, topic_names["input_topic"], helpers.encode_documents(before)
+    await kafka_io.produce_raw(
+        sb.broker.bootstrap, topic_names["input_topic"], kafka_io.encode_documents(before)
     )
     log = tmp_path / "worker.log"
     env = secure_env(sb, topic_names, tmp_path, metrics_port=free_port())
     proc = spawn(env, log)
     new_password = "pw-" + secrets.token_hex(16)
     try:
-        await helpers.wait_committed_to_end(
+        await kafka_io.wait_committed_to_end(
             sb.broker.bootstrap, topic_names["group_id"], topic_names["input_topic"], 120
         )
         password_file = Path(env["CHUNKSTREAM_SASL_PASSWORD_FILE"])
         await asyncio.to_thread(rotate, sb, password_file, new_password)
-        await helpers.wait_for_log(log, "SASL password file changed: new connections use it", 60)
+        await kafka_io.wait_for_log(log, "SASL password file changed: new connections use it", 60)
         # Every connection must authenticate again, now with the new password only.
         await asyncio.to_thread(sb.broker.stop)
         await asyncio.to_thread(sb.broker.start)
-        await helpers.produce_raw(
-            sb.broker.bootstrap, topic_names["input_topic"], helpers.encode_documents(after)
+        await kafka_io.produce_raw(
+            sb.broker.bootstrap, topic_names["input_topic"], kafka_io.encode_documents(after)
         )
-        await helpers.wait_committed_to_end(
+        await kafka_io.wait_committed_to_end(
             sb.broker.bootstrap, topic_names["group_id"], topic_names["input_topic"], 240
         )
         assert proc.poll() is None, "the worker exited"
@@ -84,7 +77,7 @@ async def test_a_rotated_password_file_is_used_without_a_restart(
         if proc.poll() is None:
             proc.kill()
             proc.wait(30)
-    events = await helpers.chunk_events(sb.broker.bootstrap, topic_names["output_topic"])
+    events = await kafka_io.chunk_events(sb.broker.bootstrap, topic_names["output_topic"])
     check_complete(before + after, events)
     text = log.read_text(errors="replace")
     assert sb.password not in text

@@ -8,121 +8,21 @@ a real process configured only through the environment, its password read from a
 from __future__ import annotations
 
 import asyncio
-import os
 import secrets
 import signal
 import subprocess
-import sys
 import urllib.request
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
 import pytest
 
-from tests.faults.broker import PrivateBroker, free_port, kafka_tool
-from tests.kafka import helpers
-from tests.kafka.test_worker_kafka import check_complete, make_docs
-from tests.security.pki import Pki, make_pki
+from tests.support import kafka_io
+from tests.support.generated_docs import check_complete, make_docs
+from tests.support.network import free_port
+from tests.support.secure_broker import USER, SecureBroker, create_topics, secure_env, spawn
 
 pytestmark = pytest.mark.kafka
-
-USER = "chunker"
-
-
-@dataclass(frozen=True)
-class SecureBroker:
-    broker: PrivateBroker
-    sasl_bootstrap: str
-    pki: Pki
-    password: str
-
-
-@pytest.fixture(scope="module")
-def secure_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureBroker]:
-    base = tmp_path_factory.mktemp("sasl")
-    pki = make_pki(base / "pki")
-    broker = PrivateBroker(base / "broker")
-    sasl_port = free_port()
-    broker.write_extra(
-        "\n".join(
-            [
-                "listeners=PLAINTEXT://127.0.0.1:{p},CONTROLLER://127.0.0.1:{c},"
-                "SASL_SSL://127.0.0.1:{s}",
-                "advertised.listeners=PLAINTEXT://127.0.0.1:{p},SASL_SSL://127.0.0.1:{s}",
-                "sasl.enabled.mechanisms=SCRAM-SHA-512",
-                "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config="
-                "org.apache.kafka.common.security.scram.ScramLoginModule required;",
-                "ssl.keystore.type=PKCS12",
-                f"ssl.keystore.location={pki.keystore}",
-                f"ssl.keystore.password={pki.keystore_password}",
-                f"ssl.key.password={pki.keystore_password}",
-                "ssl.client.auth=none",
-            ]
-        ).format(p=broker.port, c=broker.controller_port, s=sasl_port)
-        + "\n"
-    )
-    broker.start()
-    try:
-        password = "pw-" + secrets.token_hex(16)
-        kafka_tool(
-            "kafka.admin.ConfigCommand",
-            "--bootstrap-server", broker.bootstrap,
-            "--alter", "--entity-type", "users", "--entity-name", USER,
-            "--add-config", f"SCRAM-SHA-512=[iterations=4096,password={password}]",
-        )  # fmt: skip
-        yield SecureBroker(broker, f"127.0.0.1:{sasl_port}", pki, password)
-    finally:
-        broker.stop()
-
-
-def secure_env(
-    sb: SecureBroker,
-    names: dict[str, str],
-    tmp_path: Path,
-    *,
-    password: str | None = None,
-    cafile: Path | None = None,
-    metrics_port: int = 0,
-) -> dict[str, str]:
-    """The worker's whole configuration as environment variables; the password in a file."""
-    secret = tmp_path / "kafka-password"
-    secret.write_text((sb.password if password is None else password) + "\n")
-    secret.chmod(0o600)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CHUNKSTREAM_")}
-    env.update(
-        {
-            "CHUNKSTREAM_BOOTSTRAP_SERVERS": sb.sasl_bootstrap,
-            "CHUNKSTREAM_SECURITY_PROTOCOL": "SASL_SSL",
-            "CHUNKSTREAM_SASL_MECHANISM": "SCRAM-SHA-512",
-            "CHUNKSTREAM_SASL_USERNAME": USER,
-            "CHUNKSTREAM_SASL_PASSWORD_FILE": str(secret),
-            "CHUNKSTREAM_SSL_CAFILE": str(cafile or sb.pki.ca_pem),
-            "CHUNKSTREAM_METRICS_HOST": "127.0.0.1",
-            "CHUNKSTREAM_METRICS_PORT": str(metrics_port),
-            "CHUNKSTREAM_COMMIT_INTERVAL_MS": "200",
-            "CHUNKSTREAM_LOG_LEVEL": "DEBUG",  # the noisiest level must not leak either
-            **{f"CHUNKSTREAM_{k.upper()}": v for k, v in names.items()},
-        }
-    )
-    return env
-
-
-def spawn(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    with log.open("ab") as fh:
-        return subprocess.Popen(
-            [sys.executable, "-m", "worker.cli", "run"],
-            env=env,
-            stdout=fh,
-            stderr=subprocess.STDOUT,
-            cwd=helpers.REPO,
-        )
-
-
-async def create_topics(sb: SecureBroker, names: dict[str, str]) -> None:
-    # Topics are created by an operator over the broker's internal plaintext listener.
-    await helpers.create(helpers.make_settings(sb.broker.bootstrap, names), partitions=2)
 
 
 def scrape(port: int) -> str:
@@ -136,14 +36,14 @@ async def test_worker_processes_documents_over_sasl_ssl(
     sb = secure_broker
     await create_topics(sb, topic_names)
     docs = make_docs(40, seed=21)
-    await helpers.produce_raw(
-        sb.broker.bootstrap, topic_names["input_topic"], helpers.encode_documents(docs)
+    await kafka_io.produce_raw(
+        sb.broker.bootstrap, topic_names["input_topic"], kafka_io.encode_documents(docs)
     )
     log = tmp_path / "worker.log"
     port = free_port()
     proc = spawn(secure_env(sb, topic_names, tmp_path, metrics_port=port), log)
     try:
-        await helpers.wait_committed_to_end(
+        await kafka_io.wait_committed_to_end(
             sb.broker.bootstrap, topic_names["group_id"], topic_names["input_topic"], 90
         )
         metrics = await asyncio.to_thread(scrape, port)
@@ -151,9 +51,9 @@ async def test_worker_processes_documents_over_sasl_ssl(
         assert await asyncio.to_thread(proc.wait, 60) == 0
     finally:
         proc.kill()
-    events = await helpers.chunk_events(sb.broker.bootstrap, topic_names["output_topic"])
+    events = await kafka_io.chunk_events(sb.broker.bootstrap, topic_names["output_topic"])
     check_complete(docs, events)
-    banner = helpers.log_events(log, "starting")[-1]["config"]
+    banner = kafka_io.log_events(log, "starting")[-1]["config"]
     assert banner["security_protocol"] == "SASL_SSL"
     assert banner["sasl_password"] == "***"
     output = log.read_text(errors="replace")

@@ -4,7 +4,6 @@ counts the tokenizer gives, and so the chunks the Python sizing gives."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from tokenizers import Tokenizer
 
+from tests.support.corpus import gather
 from worker.chunking import registry
 from worker.chunking import strategies as chunking_strategies
 from worker.chunking.rules import sentence
@@ -20,9 +20,6 @@ from worker.chunking.text.segment import split_sentences
 from worker.chunking.text.tokens import piece_counter
 from worker.chunking.types import EmbeddingChunker
 from worker.inference.batcher import embed_batch
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from bench.corpus import gather
 
 pytestmark = pytest.mark.skipif(
     sentence.NATIVE_CHUNK is None,

@@ -3,14 +3,14 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from tests.semantic.fakes import (
+from tests.support.fake_embedder import (
     RecordingEmbedder,
     embed,
     model_ref,
     topic_sentences,
     with_embedder,
 )
-from tests.semantic.invariants import assert_windows
+from tests.support.window_invariants import assert_windows
 from worker.chunking import registry
 from worker.chunking.semantic.context import ContextChunker, ContextParams, check_embedding_model
 from worker.chunking.text.tokens import CharacterCounter

@@ -1,6 +1,6 @@
 """Issue 21's acceptance on real documents: the installed packages' descriptions
-(bench/corpus.py), chunked as the worker chunks them by default — the distilled static boundary
-model, sizes in the transformer's tokens — keep every structure rule.
+(tests/support/corpus.py), chunked as the worker chunks them by default — the distilled static
+boundary model, sizes in the transformer's tokens — keep every structure rule.
 
 Read against the document's own blocks (``split_blocks`` of the whole text, not of a chunk):
 
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.corpus import gather
+from tests.support.corpus import gather
 from worker.chunking import registry
 from worker.chunking.text.markdown import Block, split_blocks
 from worker.chunking.text.tokens import make_counter

@@ -8,21 +8,16 @@ the same."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from tests.support.corpus import gather
 from worker.chunking import strategies  # noqa: F401 - hands the layout the compiled sentences
 from worker.chunking.rules import sentence
 from worker.chunking.semantic import layout
 from worker.chunking.text.segment import split_sentences
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from bench.corpus import gather
 
 pytestmark = pytest.mark.skipif(
     sentence.compiled_layout_sentences() is None,

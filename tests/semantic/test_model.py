@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from bench.corpus import gather
-from bench.seams import Scores, score, seam_split
-from tests.semantic.invariants import assert_contiguous, assert_windows
+from tests.support.corpus import gather
+from tests.support.seams import Scores, score, seam_split
+from tests.support.window_invariants import assert_contiguous, assert_windows
 from worker.chunking import registry
 from worker.chunking.text.tokens import make_counter
 from worker.models.reference import describe
@@ -26,8 +26,8 @@ REPO = Path(__file__).resolve().parents[2]
 Embed = Callable[[list[str]], NDArray[np.float32]]
 WINDOW = 254  # all-MiniLM-L6-v2 reads 256 tokens, [CLS] and [SEP] included
 
-# Boundary F1 within ±1 sentence on the held-out seam documents (bench/seams.py), defaults of
-# each strategy: issue 21's goal. Measured in docs/semantic.md ("Seam quality").
+# Boundary F1 within ±1 sentence on the held-out seam documents (tests/support/seams.py), defaults
+# of each strategy: issue 21's goal. Measured in docs/semantic.md ("Seam quality").
 F1_FLOOR = {"semantic": 0.68, "sdpm": 0.68}
 
 

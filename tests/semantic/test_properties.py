@@ -8,9 +8,9 @@ from typing import Any
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from tests.semantic.fakes import TOPICS, embed, with_embedder
-from tests.semantic.invariants import assert_contiguous, assert_windows
-from tests.semantic.markdown_docs import documents, keepable
+from tests.support.fake_embedder import TOPICS, embed, with_embedder
+from tests.support.markdown_docs import documents, keepable
+from tests.support.window_invariants import assert_contiguous, assert_windows
 from worker.chunking.semantic.context import ContextChunker
 from worker.chunking.semantic.layout import HEADING, read_atoms
 from worker.chunking.semantic.model_window import ModelWindow

@@ -9,14 +9,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from tests.semantic.fakes import (
+from tests.support.fake_embedder import (
     RecordingEmbedder,
     embed,
     topic_document,
     topic_sentences,
     with_embedder,
 )
-from tests.semantic.invariants import assert_contiguous
+from tests.support.window_invariants import assert_contiguous
 from worker.chunking import registry
 from worker.chunking.semantic import sdpm as sdpm_module
 from worker.chunking.semantic.sdpm import (
@@ -248,8 +248,8 @@ def test_the_merge_is_its_definition_on_real_documents(
 ) -> None:
     """On package descriptions with the shipped static model, and one page with a sentence too
     long for the model's window (a unit of several pieces), blocks of 7 units at a time."""
-    from bench.seams import seam_split
-    from tests.semantic.test_static_seams import STATIC_DIR
+    from tests.support.model_fixtures import STATIC_DIR
+    from tests.support.seams import seam_split
     from worker.inference.batcher import embed_batch
     from worker.models.loading import load_backend
     from worker.models.reference import describe

@@ -3,8 +3,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.semantic.fakes import RecordingEmbedder, embed, topic_document, with_embedder
-from tests.semantic.invariants import assert_contiguous
+from tests.support.fake_embedder import RecordingEmbedder, embed, topic_document, with_embedder
+from tests.support.window_invariants import assert_contiguous
 from worker.chunking import registry
 from worker.chunking.semantic.first_pass import SENTENCE_BAR, bars
 from worker.chunking.semantic.layout import BLOCK, GLUE, ITEM, SECTION, SENTENCE

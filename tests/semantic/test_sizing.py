@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.semantic.fakes import TOKENIZER, embed, model_ref, topic_document, with_embedder
-from tests.semantic.invariants import assert_contiguous, assert_windows
+from tests.support.fake_embedder import TOKENIZER, embed, model_ref, topic_document, with_embedder
+from tests.support.window_invariants import assert_contiguous, assert_windows
 from worker.chunking import registry
 from worker.chunking.semantic.context import ContextChunker
 from worker.chunking.semantic.sdpm import SDPMChunker

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from bench.seams import Scores, score, seam_split
+from tests.support.model_fixtures import STATIC_DIR
+from tests.support.seams import Scores, score, seam_split
 from worker.chunking import registry
 from worker.chunking.text.segment import split_paragraphs
 from worker.chunking.types import EmbeddingChunker
 from worker.inference.batcher import embed_batch
 
 REPO = Path(__file__).resolve().parents[2]
-STATIC_DIR = REPO / ".cache" / "models" / "all-MiniLM-L6-v2-static"
 
 # Issue 21's goal on the held-out seams, measured in docs/semantic.md ("Seam quality").
 F1_FLOOR = 0.68

@@ -193,7 +193,7 @@ def _fetch_deb(package: str, unpacked: Path) -> None:
 
 
 CORPORA = ("packages", "debian-docs", "debian-docs-40mb")
-_CACHE = Path(__file__).resolve().parent.parent / ".cache" / "corpus"
+_CACHE = Path(__file__).resolve().parents[2] / ".cache" / "corpus"
 
 
 def add_corpus_argument(parser: argparse.ArgumentParser) -> None:

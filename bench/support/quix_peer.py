@@ -1,6 +1,7 @@
 """The peer row: what a user would write instead of chunkstream, run on the same broker.
 
-    .venv/bin/python bench/quix_peer.py --bootstrap HOST:PORT --input T --output T --documents N
+    .venv/bin/python bench/support/quix_peer.py --bootstrap HOST:PORT --input T --output T \\
+        --documents N
 
 A Quix Streams application (librdkafka underneath) reads JSON documents (``{"id", "text",
 ...}``, the worker's own DocumentEvent in JSON), splits each with LangChain's
@@ -29,8 +30,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-REPO = Path(__file__).resolve().parent.parent
 
 
 @dataclass

@@ -1,8 +1,8 @@
 """Documents with known topic seams, and boundary precision/recall/F1 against them.
 
 Each document is made of blocks of consecutive prose paragraphs, every block from the long
-description of a different installed Python package (bench/corpus.py): the true seams are where
-one package's text gives way to the next one's. Nothing is downloaded or committed; the same
+description of a different installed Python package (tests/support/corpus.py): the true seams are
+where one package's text gives way to the next one's. Nothing is downloaded or committed; the same
 environment yields the same documents.
 
 Scores count a predicted boundary as correct when it lands within ``tolerance`` sentences of a
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import msgspec
 
-from bench.corpus import gather
+from tests.support.corpus import gather
 from worker.chunking.text.segment import split_paragraphs, split_sentences
 
 _LETTERS = re.compile(r"[^\W\d_]")

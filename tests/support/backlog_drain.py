@@ -1,6 +1,4 @@
-"""Calibration of ``chunkstream_backlog_seconds``: the estimate against the measured drain time.
-
-    .venv/bin/python bench/backlog_calibration.py [--bootstrap HOST:PORT] [--only NAME ...]
+"""How ``chunkstream_backlog_seconds`` is checked against the measured drain time.
 
 For each configuration (document size × strategy × embeddings on/off), on fresh topics of a
 real broker (a private one unless ``--bootstrap``): produce a backlog of documents, start one
@@ -11,20 +9,18 @@ byte is measured on this stream), then read ``sum(chunkstream_backlog_seconds)``
 committed everything (the drain). A ratio estimate ÷ drain within [0.5, 2] is what KEDA's
 threshold in seconds relies on (docs/deploy.md, "Scaling calibration").
 
-Documents are slices of the benchmark corpus (bench/corpus.py: the installed packages'
+Documents are slices of the benchmark corpus (tests/support/corpus.py: the installed packages'
 descriptions, prose and markdown) cut at whitespace to the target size, each with its own id.
-tests/kafka/test_backlog_estimate.py runs two rows of this on the session broker.
+tests/broker/test_backlog_estimate.py runs two rows of this on the session broker;
+``.venv/bin/python -m bench.calibration.backlog`` runs them all and prints the table.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import random
 import signal
-import sys
-import tempfile
 import time
 import urllib.request
 import uuid
@@ -32,14 +28,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from bench.corpus import gather  # noqa: E402
-from tests.faults.broker import PrivateBroker, free_port  # noqa: E402
-from tests.kafka import helpers  # noqa: E402
-from worker.wire.events import DocumentEvent  # noqa: E402
+from tests.support import kafka_io
+from tests.support.corpus import gather
+from tests.support.network import free_port
+from worker.wire.events import DocumentEvent
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -118,7 +110,7 @@ def scrape_backlog(port: int) -> tuple[float | None, float | None]:
 
 
 async def committed(bootstrap: str, group: str) -> int:
-    return sum((await helpers.committed_offsets(bootstrap, group)).values())
+    return sum((await kafka_io.committed_offsets(bootstrap, group)).values())
 
 
 async def calibrate(
@@ -140,7 +132,7 @@ async def calibrate(
         "group_id": f"cal-{suffix}",
     }
     port = free_port()
-    settings = helpers.make_settings(
+    settings = kafka_io.make_settings(
         bootstrap,
         names,
         strategy=case.strategy,
@@ -153,14 +145,14 @@ async def calibrate(
         metrics_port=str(port),
         commit_interval_ms="500",
     )
-    await helpers.create(settings, partitions=3)
+    await kafka_io.create(settings, partitions=3)
     docs = documents(case.doc_bytes, count, seed=len(case.name))
-    records = helpers.encode_documents(docs)
+    records = kafka_io.encode_documents(docs)
     for start in range(0, len(records), 200 if case.doc_bytes < 64 * KiB else 20):
         step = 200 if case.doc_bytes < 64 * KiB else 20
-        await helpers.produce_raw(bootstrap, settings.input_topic, records[start : start + step])
+        await kafka_io.produce_raw(bootstrap, settings.input_topic, records[start : start + step])
     log = workdir / f"worker-{suffix}.log"
-    proc = helpers.worker_process(settings, log)
+    proc = kafka_io.worker_process(settings, log)
     try:
         began = time.monotonic()
         deadline = began + timeout_s
@@ -204,36 +196,3 @@ def table(results: Sequence[Result]) -> str:
             f"| {r.seconds_per_byte:.3g} | {r.warmup_s:.1f} |"
         )
     return "\n".join(rows)
-
-
-async def run(bootstrap: str | None, only: Sequence[str], workdir: Path) -> list[Result]:
-    broker = None
-    if bootstrap is None:
-        broker = PrivateBroker(workdir / "broker")
-        await asyncio.to_thread(broker.start)
-        bootstrap = broker.bootstrap
-    try:
-        results = []
-        for name in only or list(CASES):
-            result = await calibrate(bootstrap, CASES[name], workdir)
-            print(table([result]).splitlines()[-1], flush=True)
-            results.append(result)
-        return results
-    finally:
-        if broker is not None:
-            await asyncio.to_thread(broker.stop)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--bootstrap", default=None)
-    parser.add_argument("--only", nargs="*", default=[], choices=list(CASES))
-    args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="backlog-cal-") as tmp:
-        results = asyncio.run(run(args.bootstrap, args.only, Path(tmp)))
-    print(table(results))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,10 +1,10 @@
 """Fault suite: real broker, real worker processes, real faults; prints what it saw.
 
-    .venv/bin/python bench/faults.py [--profile full|short] [--only NAME ...]
+    .venv/bin/python -m tests.support.faults [--profile full|short] [--only NAME ...]
 
 Starts a private single-node Kafka broker (deploy/kafka/local-kafka, its own run dir and
 ports, persistent data dir), then runs every scenario on fresh topics: a stream of documents
-(the package-description corpus of bench/corpus.py plus generated documents, mixed sizes) is
+(the package-description corpus of tests/support/corpus.py plus generated documents, mixed sizes) is
 produced while the fault is injected, the system is left to settle, and the output is
 checked against the chunk ids computed offline for every document:
 
@@ -41,25 +41,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+import msgspec
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.errors import KafkaError
 
-import msgspec  # noqa: E402
-from aiokafka import AIOKafkaConsumer, TopicPartition  # noqa: E402
-from aiokafka.admin import AIOKafkaAdminClient  # noqa: E402
-from aiokafka.errors import KafkaError  # noqa: E402
-
-from bench.corpus import gather  # noqa: E402
-from tests.faults.broker import PrivateBroker  # noqa: E402
-from tests.kafka import helpers  # noqa: E402
-from tests.kafka.test_worker_kafka import make_docs  # noqa: E402
-from worker.chunking import registry  # noqa: E402
-from worker.config import Settings  # noqa: E402
-from worker.kafka.clients import create_topics, worker_topics  # noqa: E402
-from worker.pipeline import chunk_document_sync  # noqa: E402
-from worker.wire.events import ChunkEvent, DeadLetterEvent, DocumentEvent  # noqa: E402
-from worker.wire.records import chunk_ids  # noqa: E402
+from tests.support import kafka_io
+from tests.support.corpus import gather
+from tests.support.generated_docs import make_docs
+from tests.support.private_broker import PrivateBroker
+from worker.chunking import registry
+from worker.config import Settings
+from worker.kafka.clients import create_topics, worker_topics
+from worker.pipeline import chunk_document_sync
+from worker.wire.events import ChunkEvent, DeadLetterEvent, DocumentEvent
+from worker.wire.records import chunk_ids
 
 STRATEGY_PARAMS = {"chunk_size": "300"}
 Record = tuple[bytes | None, bytes | None, list[tuple[str, bytes]]]
@@ -291,7 +287,7 @@ class Harness:
         return self.broker.bootstrap
 
     def settings(self, **overrides: Any) -> Settings:
-        return helpers.make_settings(
+        return kafka_io.make_settings(
             self.bootstrap,
             self.names,
             strategy_params=self.params,
@@ -311,7 +307,7 @@ class Harness:
 
     def spawn(self, settings: Settings) -> subprocess.Popen[bytes]:
         self._spawned += 1
-        proc = helpers.worker_process(settings, self.logdir / f"worker-{self._spawned}.log")
+        proc = kafka_io.worker_process(settings, self.logdir / f"worker-{self._spawned}.log")
         self.procs.append(proc)
         return proc
 
@@ -342,7 +338,7 @@ class Harness:
             batch = records[start : start + per_batch]
             for attempt in range(60):
                 try:
-                    await helpers.produce_raw(self.bootstrap, self.names["input_topic"], batch)
+                    await kafka_io.produce_raw(self.bootstrap, self.names["input_topic"], batch)
                     break
                 except KafkaError:
                     # The broker went away under the batch: send it again (a record that had
@@ -398,7 +394,7 @@ class Harness:
         deadline = time.monotonic() + self.profile.settle_timeout_s
         while time.monotonic() < deadline:
             try:
-                await helpers.wait_committed_to_end(
+                await kafka_io.wait_committed_to_end(
                     self.bootstrap,
                     self.names["group_id"],
                     self.names["input_topic"],
@@ -420,8 +416,8 @@ class Harness:
         committed: bool,
     ) -> Row:
         expected = expected_chunk_ids(docs, self.settings())
-        events = await helpers.chunk_events(self.bootstrap, self.names["output_topic"])
-        letters: list[DeadLetterEvent] = await helpers.dead_letters(
+        events = await kafka_io.chunk_events(self.bootstrap, self.names["output_topic"])
+        letters: list[DeadLetterEvent] = await kafka_io.dead_letters(
             self.bootstrap, self.names["dlq_topic"]
         )
         first: dict[str, ChunkEvent] = {}
@@ -487,7 +483,7 @@ async def _run(
     started = time.monotonic()
     settings = settings or h.settings()
     await h.create_topics(settings, **(topic_options or {}))
-    records = helpers.encode_documents(docs)
+    records = kafka_io.encode_documents(docs)
     if extra_records:
         rng = random.Random(len(records))
         for record in extra_records:
@@ -715,7 +711,7 @@ async def scenario_output_deleted(
             await asyncio.sleep(2)
             gate.set()
             await asyncio.sleep(p.freeze_s)
-            committed = await helpers.committed_offsets(h.bootstrap, settings.group_id)
+            committed = await kafka_io.committed_offsets(h.bootstrap, settings.group_id)
             if any(committed.values()):
                 h.violations.append(f"input committed while the output was missing: {committed}")
             await create_topics(

@@ -27,6 +27,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 import msgspec
+import numpy as np
+from numpy.typing import NDArray
 
 Range = tuple[int, int]  # half-open [start, end)
 
@@ -121,3 +123,12 @@ def within_budget(ranked: Sequence[Located], budget: int) -> list[Located]:
 
 def budget_recall(ranked: Sequence[Located], doc_id: str, reference: Range, budget: int) -> float:
     return score(within_budget(ranked, budget), doc_id, reference).recall
+
+
+def top_k(questions: NDArray[np.float32], chunks: NDArray[np.float32], k: int) -> NDArray[np.int64]:
+    """Indices of the ``k`` most similar chunks per question, best first (vectors are unit)."""
+    similarity = questions @ chunks.T
+    k = min(k, chunks.shape[0])
+    best = np.argpartition(-similarity, k - 1, axis=1)[:, :k]
+    order = np.argsort(-np.take_along_axis(similarity, best, axis=1), axis=1, kind="stable")
+    return np.take_along_axis(best, order, axis=1)

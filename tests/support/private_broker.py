@@ -5,19 +5,14 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 from pathlib import Path
+
+from tests.support.network import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 LOCAL_KAFKA = REPO / "deploy" / "kafka" / "local-kafka"
 LIBS = Path(os.environ.get("CHUNKSTREAM_KAFKA_CACHE", REPO / ".cache" / "kafka")) / "libs"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class PrivateBroker:

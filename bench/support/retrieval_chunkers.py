@@ -28,7 +28,7 @@ import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
-from bench.retrieval_metrics import Range
+from bench.support.retrieval_metrics import Range
 from worker.chunking import registry
 from worker.pipeline import chunk_document
 
@@ -178,3 +178,29 @@ def locate(texts: Sequence[str], document: str) -> list[Piece]:
         pieces.append(Piece(chunk_text, ((found, found + len(chunk_text)),)))
         cursor = found + len(chunk_text)
     return pieces
+
+
+DEFAULT_CHUNKERS = (
+    *OUR_STRATEGIES,
+    "langchain:chunk_size=400,chunk_overlap=0",
+    "langchain:chunk_size=1000,chunk_overlap=0",
+    "chonkie-semantic",
+)
+
+
+def chunker_specs(chunkers: Sequence[str] | None, params: Sequence[str]) -> list[str]:
+    specs = list(chunkers or DEFAULT_CHUNKERS)
+    for override in params:
+        name, extra = parse_spec(override)
+        matched = False
+        for n, spec in enumerate(specs):
+            spec_name, spec_params = parse_spec(spec)
+            if spec_name == name:
+                merged = spec_params | extra
+                specs[n] = (
+                    name + (":" if merged else "") + ",".join(f"{k}={v}" for k, v in merged.items())
+                )
+                matched = True
+        if not matched:
+            raise SystemExit(f"--param {override!r}: no chunker {name!r} in the list")
+    return specs

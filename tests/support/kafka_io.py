@@ -16,6 +16,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import CoordinatorLoadInProgressError, GroupCoordinatorNotAvailableError
 
+from worker.app import Worker
 from worker.chunking.registry import BuiltStrategy
 from worker.config import Settings, load_settings
 from worker.kafka.clients import create_topics, worker_topics
@@ -251,3 +252,12 @@ async def wait_for_log(log_path: Path, message: str, timeout_s: float = 60) -> d
             return found[-1]
         await asyncio.sleep(0.1)
     raise TimeoutError(f"{log_path.name}: no {message!r} line within {timeout_s} s")
+
+
+async def run_worker_until(worker: Worker, condition: asyncio.Future[object]) -> int:
+    task = asyncio.create_task(worker.run())
+    try:
+        await asyncio.wait_for(asyncio.shield(condition), timeout=90)
+    finally:
+        worker.request_stop()
+    return await asyncio.wait_for(task, timeout=60)

@@ -10,7 +10,7 @@ from typing import Any
 
 import promql_parser
 
-from tests.deploy import manifests as m
+from tests.support import manifests as m
 
 DASHBOARD = m.DEPLOY / "monitoring" / "chunkstream-dashboard.json"
 # Grafana's own variables become plain values before parsing.

@@ -204,3 +204,24 @@ class FakeProducer:
         ack: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         ack.set_result(None)
         return ack
+
+
+class HeldProducer(FakeProducer):
+    """Batches are sent but their acknowledgements wait until ``release`` settles them."""
+
+    def __init__(self) -> None:
+        super().__init__(partitions=2)
+        self.held: list[asyncio.Future[None]] = []
+
+    async def send_batch(  # type: ignore[override]
+        self, batch: object, topic: str, *, partition: int
+    ) -> asyncio.Future[None]:
+        await super().send_batch(batch, topic, partition=partition)  # type: ignore[arg-type]
+        held: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.held.append(held)
+        return held
+
+    def release(self) -> None:
+        for held in self.held:
+            if not held.done():
+                held.set_result(None)

@@ -3,16 +3,17 @@
 What is kept is what a reader would read as running text: headings, directives and their
 bodies, literal blocks (after ``::``), fenced code, HTML and Markdown headings go; inline markup
 (roles, literals, links, emphasis, substitutions) is reduced to its text. The paragraphs left
-then pass :func:`bench.seams.prose_paragraphs` (long enough, mostly letters, no code, lists or
-tables), which also joins hard-wrapped lines. Rough on purpose: a paragraph the cleanup gets
-wrong is usually dropped by that filter, and the text is a benchmark's, not a product's.
+then pass :func:`tests.support.seams.prose_paragraphs` (long enough, mostly letters, no code,
+lists or tables), which also joins hard-wrapped lines. Rough on purpose: a paragraph the
+cleanup gets wrong is usually dropped by that filter, and the text is a benchmark's, not a
+product's.
 """
 
 from __future__ import annotations
 
 import re
 
-from bench.seams import prose_paragraphs
+from tests.support.seams import prose_paragraphs
 
 # A line of one repeated punctuation character: a reST section over- or underline.
 _RULE = re.compile(r"^\s*([=\-~^\"'`#*+_.:])\1{2,}\s*$")

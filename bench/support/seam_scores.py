@@ -1,10 +1,10 @@
 """Seam scores with their noise: micro precision/recall/F1 over a seam set, a bootstrap interval
 over its documents, and paired differences between two chunkers on the same documents.
 
-Scoring per document is :func:`bench.seams.score` (±1 sentence, each seam matched once); the set's
-figures add up the documents' counts (micro average). The bootstrap resamples *documents* (a
-document's boundaries are not independent of each other), with a fixed seed, so the same scores
-give the same interval.
+Scoring per document is :func:`tests.support.seams.score` (±1 sentence, each seam matched
+once); the set's figures add up the documents' counts (micro average). The bootstrap resamples
+*documents* (a document's boundaries are not independent of each other), with a fixed seed, so
+the same scores give the same interval.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
-from bench.seams import Scores
+from tests.support.seams import Scores
 
 RESAMPLES = 2000
 SEED = 21

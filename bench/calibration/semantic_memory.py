@@ -1,11 +1,11 @@
 """Memory of the embedding strategies per input byte: what worker/runtime/resources.py's bound
 needs.
 
-    PYTHONPATH=. .venv/bin/python bench/semantic_memory.py [--sizes 130000 1000000]
+    PYTHONPATH=. .venv/bin/python -m bench.calibration.semantic_memory [--sizes 130000 1000000]
         [--model static|int8|fp32] [--strategy semantic ...]
 
-For each strategy and document (tests/long_document.py's generated markdown at each size, and
-the largest installed package description) one document goes through plan → embed (the batcher's
+For each strategy and document (tests/support/long_document.py's generated markdown at each size,
+and the largest installed package description) one document goes through plan → embed (the batcher's
 ``embed_batch``, the rows the worker's batcher would hold) → assemble under ``tracemalloc``, and
 the peak of traced memory over the whole document is divided by its UTF-8 bytes. The
 *expansion* of docs/worker.md adds 3 for the raw record, the decoded text and the encoded events.
@@ -17,15 +17,11 @@ tests/semantic/test_memory.py and docs/semantic.md ("Memory").
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 import tracemalloc
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.corpus import gather
-from tests.long_document import long_markdown
+from tests.support.corpus import gather
+from tests.support.long_document import long_markdown
 from worker.chunking import registry
 from worker.inference.batcher import embed_batch
 from worker.models.loading import load_backend

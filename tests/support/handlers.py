@@ -1,0 +1,76 @@
+"""A document handler over the fake producer, as the handling and lifecycle tests build it,
+and the input records they feed it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tests.support.fake_kafka import FakeProducer
+from worker.chunking import registry
+from worker.config import load_settings, state_topic
+from worker.handling.handler import DocumentHandler
+from worker.handling.resolver import StrategyResolver
+from worker.kafka.publisher import Publisher
+from worker.observability.metrics import Metrics
+from worker.state.changelog import Changelog
+from worker.state.documents import DocumentStates
+from worker.state.sqlite_store import SqliteStateStore
+from worker.wire.codec import EventEncoder
+from worker.wire.records import InputRecord
+
+TEXT = "First sentence here. Second sentence there! A third one? And the fourth."
+
+
+def handler_for(producer: FakeProducer, **flags: Any) -> tuple[DocumentHandler, dict[str, int]]:
+    settings = load_settings({k: str(v) for k, v in flags.items()}, env={})
+    context = registry.BuildContext()
+    default = registry.build(settings.strategy, settings.strategy_params, context)
+    resolver = StrategyResolver(default, frozenset(settings.allowed_strategies), context)
+    publisher = Publisher(
+        producer,  # type: ignore[arg-type]
+        EventEncoder(settings.encoding),
+        output_topic=settings.output_topic,
+        dlq_topic=settings.dlq_topic,
+        max_record_bytes=settings.max_record_bytes,
+    )
+    stats = {"documents": 0, "chunks": 0, "dead_letters": 0, "rebalances": 0}
+    return DocumentHandler(settings, resolver, publisher, Metrics(), None, stats), stats
+
+
+def record(value: bytes | None, offset: int = 7, key: bytes | None = b"k") -> InputRecord:
+    return InputRecord(
+        topic="documents",
+        partition=1,
+        offset=offset,
+        key=key,
+        value=value,
+        headers=[],
+        timestamp_ms=0,
+    )
+
+
+STATE_TOPIC = "chunkstream-document-state-changelog"
+
+
+def lifecycle_handler(producer: FakeProducer, tmp: Path, **flags: Any) -> DocumentHandler:
+    settings = load_settings(
+        {"strategy_params": "chunk_size=20", **{k: str(v) for k, v in flags.items()}}, env={}
+    )
+    context = registry.BuildContext()
+    default = registry.build(settings.strategy, settings.strategy_params, context)
+    resolver = StrategyResolver(default, frozenset(), context)
+    publisher = Publisher(
+        producer,  # type: ignore[arg-type]
+        EventEncoder("msgpack"),
+        output_topic=settings.output_topic,
+        dlq_topic=settings.dlq_topic,
+        max_record_bytes=settings.max_record_bytes,
+    )
+    store = SqliteStateStore(tmp / "state.sqlite")
+    changelog = Changelog(None, state_topic(settings), store)  # type: ignore[arg-type]
+    states = DocumentStates(
+        store, publisher, changelog, Metrics(), documents_topic=settings.documents_topic
+    )
+    stats = {"documents": 0, "chunks": 0, "dead_letters": 0, "rebalances": 0}
+    return DocumentHandler(settings, resolver, publisher, Metrics(), None, stats, states)

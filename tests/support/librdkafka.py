@@ -1,0 +1,63 @@
+"""Reading a topic with librdkafka (confluent-kafka): the interop tests' independent reader."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import msgpack
+from confluent_kafka import Consumer, TopicPartition
+
+
+def read_topic(bootstrap: str, topic: str) -> list[Any]:
+    """Every record of ``topic``, read with librdkafka up to the end offsets."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"reader-{topic}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    try:
+        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p))[1] for p in partitions}
+        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
+        records: list[Any] = []
+        position = dict.fromkeys(partitions, 0)
+        for _ in range(600):
+            if all(position[p] >= ends[p] for p in partitions):
+                return records
+            for message in consumer.consume(num_messages=1000, timeout=0.5):
+                assert message.error() is None, message.error()
+                records.append(message)
+                position[message.partition()] = message.offset() + 1
+        raise TimeoutError(f"could not read {topic} to its end {ends}")
+    finally:
+        consumer.close()
+
+
+def decode(message: Any) -> tuple[dict[str, Any], dict[str, Any], dict[str, bytes]]:
+    """(event as decoded, event in its JSON form, headers) of one output record."""
+    headers = dict(message.headers() or [])
+    if headers["content-type"] == b"application/msgpack":
+        # timestamp=0: the extension stays a msgpack.Timestamp, so the test can see it.
+        raw = msgpack.unpackb(message.value(), raw=False, timestamp=0)
+        return raw, as_json_form(raw), headers
+    assert headers["content-type"] == b"application/json"
+    event = json.loads(message.value())
+    return event, event, headers
+
+
+def as_json_form(value: Any) -> Any:
+    """The msgpack contract, applied: timestamp extension → RFC 3339, bin → base64."""
+    if isinstance(value, msgpack.Timestamp):
+        return value.to_datetime().isoformat().replace("+00:00", "Z")
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
+    if isinstance(value, dict):
+        return {k: as_json_form(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [as_json_form(v) for v in value]
+    return value
