@@ -37,7 +37,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 
 from worker.chunking import registry
-from worker.config import Settings, batch_bytes, redacted, state_topic
+from worker.config import Settings, batch_bytes, exactly_once, redacted, state_topic
 from worker.consuming.loop import ConsumeLoop
 from worker.errors import ConfigError, ModelNotBuilt
 from worker.handling.handler import DocumentHandler
@@ -46,6 +46,7 @@ from worker.inference.serving import ModelRefs, Models, boundary_ref, open_model
 from worker.kafka.clients import (
     make_changelog_reader,
     make_consumer,
+    make_producer,
     topic_configs,
     topic_record_limits,
     topics_used,
@@ -54,6 +55,7 @@ from worker.kafka.clients import (
 from worker.kafka.producers import RenewingProducer
 from worker.kafka.publisher import Publisher
 from worker.kafka.reachability import KafkaLink
+from worker.kafka.transactions import PartitionTransactions
 from worker.models.backend import EmbeddingBackend
 from worker.observability.health import HealthServer
 from worker.observability.metrics import Metrics
@@ -238,8 +240,9 @@ class Worker:
                     [c for c in (producer, consumer, session.reader) if c is not None],
                 )
             )
+            transactions = self._open_transactions(stack, producer)
             publisher = Publisher(
-                producer,
+                producer if transactions is None else transactions,
                 EventEncoder(s.encoding),
                 output_topic=s.output_topic,
                 dlq_topic=s.dlq_topic,
@@ -247,6 +250,7 @@ class Worker:
                 linger_ms=s.linger_ms,
                 uncompressed_topics=[state_topic(s)] if s.document_lifecycle else [],
                 batch_bytes=batch_bytes(s),
+                transactional=transactions is not None,
             )
             states = (
                 self._open_states(stack, publisher, session.reader)
@@ -273,6 +277,7 @@ class Worker:
                 queue_full=lambda: models is not None and models.over_high_watermark,
                 states=states,
                 kafka_up=lambda: self.kafka.up,
+                transactions=transactions,
             )
             self._running = _Running(consumer, producer, loop, models)
             consumer.subscribe([s.input_topic], listener=loop.listener())
@@ -293,6 +298,24 @@ class Worker:
         self.state = State.STOPPED
         log.info("stopped", extra=self.stats)
         return 1 if loop.fatal is not None else 0
+
+    def _open_transactions(
+        self, stack: contextlib.AsyncExitStack, producer: RenewingProducer
+    ) -> PartitionTransactions | None:
+        """With exactly-once, the input partitions' transactional producers (opened as they are
+        assigned: worker.consuming.loop); the worker's own producer then only reads metadata."""
+        s = self.settings
+        if not exactly_once(s):
+            return None
+        transactions = PartitionTransactions(
+            lambda tid: make_producer(s, transactional_id=tid),
+            producer,
+            group_id=s.group_id,
+            input_topic=s.input_topic,
+            metrics=self.metrics,
+        )
+        stack.push_async_callback(transactions.stop)  # after the loop's last commit or abort
+        return transactions
 
     def _open_states(
         self, stack: contextlib.AsyncExitStack, publisher: Publisher, reader: AIOKafkaConsumer

@@ -19,6 +19,12 @@ Invariants:
   stops the worker); a partition let go cleanly (nothing abandoned at the drain deadline) is
   checkpointed; delete markers expire after the commits that pass them, only for partitions
   still owned.
+- With exactly-once (``transactions``: worker.kafka.transactions) a commit is a cut: the loop
+  takes no record while every document taken so far finishes, then each partition's transaction
+  commits with its offset. A partition with a document abandoned at a drain deadline, or whose
+  transaction fails, is aborted instead, never committed, and not checkpointed; a failed
+  transaction stops the worker (``fatal``). A newly assigned partition stays paused until its
+  producer has fenced the previous owner's; then its committed offset is read and sought.
 - While Kafka is unreachable (``kafka_up`` false: worker.kafka.reachability) nothing is committed (a
   commit would wait for the group coordinator, holding up the loop and a shutdown); the
   offsets stay committable and go out with the first commit after. Every commit is bounded.
@@ -30,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import dataclasses
 import logging
 import time
@@ -47,6 +54,7 @@ from worker.consuming.offsets import OffsetTracker
 from worker.consuming.prefetch import HeldRecords
 from worker.consuming.unreadable import StuckPartitions, locate
 from worker.kafka.reachability import retrying
+from worker.kafka.transactions import INPUT_PARTITION, PartitionTransactions
 from worker.observability.backlog import CommitAges, WorkRate
 from worker.observability.metrics import Metrics
 from worker.runtime.resources import fetch_max_bytes
@@ -89,6 +97,7 @@ class ConsumeLoop:
         queue_full: Callable[[], bool] = lambda: False,
         states: DocumentStates | None = None,
         kafka_up: Callable[[], bool] = lambda: True,
+        transactions: PartitionTransactions | None = None,
     ) -> None:
         if settings.max_in_flight_bytes <= 0:
             # 0 means "derive from the container" (worker.runtime.resources.plan), done at start-up.
@@ -120,6 +129,7 @@ class ConsumeLoop:
         self._restores: Restores[TopicPartition] = Restores(self._restore)
         self._expiring: asyncio.Task[None] | None = None
         self._kafka_up = kafka_up
+        self._transactions = transactions
         # Measurements for the backlog estimate and the per-partition commit age.
         self.work_rate = WorkRate()
         self.commit_ages: CommitAges[TopicPartition] = CommitAges()
@@ -189,8 +199,12 @@ class ConsumeLoop:
             due = time.monotonic() - self._last_commit >= s.commit_interval_ms / 1000
             if due and self._kafka_up():
                 # A stop request ends the wait: against a broker that just went away the
-                # commit waits out its whole timeout, which the grace period cannot spare.
-                committed = await unless_set(self.commit(), self._stopping) or {}
+                # commit waits out its whole timeout, which the grace period cannot spare. A
+                # transaction's commit is never cut short: its outcome must be known.
+                if self._transactions is not None:
+                    committed = await self.commit()
+                else:
+                    committed = await unless_set(self.commit(), self._stopping) or {}
                 if committed and self._states is not None:
                     self._expiring = asyncio.create_task(self._expire(committed))
                     # Not cancelled by a stop (the shutdown waits for it while Kafka is up),
@@ -275,7 +289,9 @@ class ConsumeLoop:
         up = self._kafka_up()
         abandoned = await self.drain(self.settings.drain_timeout_s if up else 1.0)
         up = up and self._kafka_up()
-        if up:
+        if up and self._transactions is not None:
+            abandoned |= await self._end_transactions(set(self._owned), abandoned)
+        elif up:
             await self.commit()
             if self._expiring is not None:  # no marker tombstone may land after we let go
                 await wait_while({self._expiring}, _COMMIT_TIMEOUT_S, self._kafka_up)
@@ -289,7 +305,12 @@ class ConsumeLoop:
         self.in_flight.documents += 1
         self.in_flight.bytes += size
         self.work_rate.taken(size, time.monotonic())
-        task = asyncio.create_task(self._process(tp, record, size))
+        if self._transactions is None:
+            task = asyncio.create_task(self._process(tp, record, size))
+        else:  # its writes go into its partition's transaction (worker.kafka.transactions)
+            context = contextvars.copy_context()
+            context.run(INPUT_PARTITION.set, tp.partition)
+            task = asyncio.create_task(self._process(tp, record, size), context=context)
         tasks = self.in_flight.tasks.setdefault(tp, set())
         tasks.add(task)
         task.add_done_callback(tasks.discard)
@@ -351,6 +372,8 @@ class ConsumeLoop:
     async def commit(self, partitions: set[TopicPartition] | None = None) -> dict[int, int]:
         """Commit what finished; the offsets committed, by partition number."""
         self._last_commit = time.monotonic()
+        if self._transactions is not None:
+            return await self._commit_transactions(partitions)
         offsets = self._tracker.committable(partitions)
         if not offsets:
             return {}
@@ -366,6 +389,9 @@ class ConsumeLoop:
             self._metrics.commit_failures.inc()
             log.warning("commit failed", extra={"error": repr(exc)})
             return {}
+        return self._committed(offsets, started)
+
+    def _committed(self, offsets: dict[TopicPartition, int], started: float) -> dict[int, int]:
         self._metrics.commit_seconds.observe(time.perf_counter() - started)
         self._metrics.last_commit.set(time.time())
         self._tracker.committed(offsets)
@@ -373,6 +399,77 @@ class ConsumeLoop:
         for tp in offsets:
             self.commit_ages.advanced(tp, now)
         return {tp.partition: offset for tp, offset in offsets.items()}
+
+    async def _commit_transactions(
+        self, partitions: set[TopicPartition] | None = None
+    ) -> dict[int, int]:
+        """The exactly-once commit: wait until every document taken from ``partitions`` (all
+        owned) finished — the cut — then commit each one's transaction with its offset. Not
+        all finished within the drain timeout: no commit this time. A failure is fatal."""
+        assert self._transactions is not None
+        opened = self._transactions.partitions
+        tps = {
+            tp
+            for tp in (self._owned if partitions is None else partitions)
+            if tp.partition in opened and tp not in self.restoring
+        }
+        tasks = {task for tp in tps for task in self.in_flight.tasks.get(tp, ())}
+        if tasks:
+            _, pending = await asyncio.wait(tasks, timeout=self.settings.drain_timeout_s)
+            if pending:
+                log.warning("commit put off: documents still in flight", extra={"n": len(pending)})
+                return {}
+        if self._expiring is not None:  # its marker tombstones belong to these transactions
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._expiring)
+        offsets = self._tracker.committable(tps)
+        started = time.perf_counter()
+        failed = await self._commit_each(tps, offsets)
+        if failed:
+            return {}
+        return self._committed(offsets, started) if offsets else {}
+
+    async def _commit_each(
+        self, tps: set[TopicPartition], offsets: dict[TopicPartition, int]
+    ) -> set[TopicPartition]:
+        """Commit each partition's transaction (concurrently: a producer each); the partitions
+        whose commit failed, aborted (and the worker stopping)."""
+        assert self._transactions is not None
+        txns = self._transactions
+        ordered = sorted(tps, key=lambda tp: tp.partition)
+        results = await asyncio.gather(
+            *(txns.commit(tp.partition, offsets.get(tp)) for tp in ordered),
+            return_exceptions=True,
+        )
+        failed = set()
+        for tp, result in zip(ordered, results, strict=True):
+            if isinstance(result, BaseException):
+                failed.add(tp)
+                self._metrics.commit_failures.inc()
+                log.error(
+                    "transaction failed; stopping the worker",
+                    extra={"partition": tp.partition, "error": repr(result)},
+                )
+                if self.fatal is None:
+                    self.fatal = result
+                self._stopping.set()
+                await txns.abort(tp.partition)
+        return failed
+
+    async def _end_transactions(
+        self, partitions: set[TopicPartition], abandoned: set[TopicPartition]
+    ) -> set[TopicPartition]:
+        """Letting go (revoke, shutdown): abort the transactions of the partitions with an
+        abandoned document, commit the others; the partitions not committed."""
+        txns = self._transactions
+        assert txns is not None
+        for tp in abandoned & partitions:
+            await txns.abort(tp.partition)
+        kept = partitions - abandoned
+        await self._commit_transactions(kept)
+        # A failed commit aborted its partition (and closed its producer); a partition still
+        # restoring never opened one: neither's local state may be checkpointed.
+        return (abandoned & partitions) | {tp for tp in kept if tp.partition not in txns.partitions}
 
     async def _expire(self, committed: dict[int, int]) -> None:
         assert self._states is not None
@@ -402,11 +499,16 @@ class ConsumeLoop:
         # Bounded by the rebalance timeout: the group waits for us, so leave headroom.
         budget = max(1.0, self.settings.rebalance_timeout_ms / 1000 - 5.0)
         abandoned = await self.drain(min(budget, self.settings.drain_timeout_s), revoked)
-        await self.commit(revoked)
+        if self._transactions is not None:
+            abandoned |= await self._end_transactions(revoked, abandoned)
+        else:
+            await self.commit(revoked)
         if self._expiring is not None:  # no marker tombstone may land after we let go
             with contextlib.suppress(Exception):
                 await asyncio.shield(self._expiring)
         await self._release(revoked, abandoned)
+        if self._transactions is not None:  # the next owner's start fences these ids anyway
+            await self._transactions.close(tp.partition for tp in revoked)
         self._tracker.forget(revoked)
         self.stuck.forget(revoked)
         m = self._metrics
@@ -429,8 +531,9 @@ class ConsumeLoop:
         if self._client_paused and assigned:
             # The new assignment starts unpaused in aiokafka; keep our state consistent.
             self._consumer.pause(*assigned)
-        if self._states is not None and assigned:
-            # Nothing of a partition is consumed before its state is back.
+        if (self._states is not None or self._transactions is not None) and assigned:
+            # Nothing of a partition is consumed before its state is back, nor (exactly-once)
+            # before its producer has fenced the previous owner's.
             self._consumer.pause(*assigned)
             self.restoring |= assigned
             self._metrics.restoring_partitions.set(len(self.restoring))
@@ -438,16 +541,23 @@ class ConsumeLoop:
 
     async def _restore(self, tps: list[TopicPartition]) -> None:
         """Restore the partitions' state (together: worker.state.changelog), then let their
-        records in."""
-        assert self._states is not None
+        records in. With exactly-once, their producers start first (fencing the previous
+        owner's: worker.kafka.transactions), and each is sought to its committed offset as it
+        is after that."""
         states = self._states
         tps = sorted(tps, key=lambda tp: tp.partition)
         partitions = [tp.partition for tp in tps]
 
         async def restore() -> list[Restored]:  # committed offsets first: worker.state.unconfirmed
+            if self._transactions is not None:
+                await self._transactions.open(partitions)
             committed = {tp.partition: await self._consumer.committed(tp) for tp in tps}
-            restored = await states.restore(partitions, committed)
-            await states.resend_lost_records(tps, self._consumer.beginning_offsets)
+            restored = []
+            if states is not None:
+                restored = await states.restore(partitions, committed)
+                await states.resend_lost_records(tps, self._consumer.beginning_offsets)
+            if self._transactions is not None:
+                await self._seek_committed(tps, committed)
             return restored
 
         try:  # Kafka away: the partitions wait, paused, and the restore is tried again
@@ -467,6 +577,21 @@ class ConsumeLoop:
             if tp in self._owned and not self._client_paused and tp not in self.stuck:
                 self._consumer.resume(tp)
         self._metrics.restoring_partitions.set(len(self.restoring))
+
+    async def _seek_committed(
+        self, tps: list[TopicPartition], committed: dict[int, int | None]
+    ) -> None:
+        """Start each partition at its committed offset as read after the fence: the client
+        may have fetched it before a zombie's last transaction committed."""
+        self._held.drop(set(tps))
+        for tp in tps:
+            offset = committed[tp.partition]
+            if offset is not None:
+                self._consumer.seek(tp, offset)
+            elif self.settings.auto_offset_reset == "earliest":
+                await self._consumer.seek_to_beginning(tp)
+            else:
+                await self._consumer.seek_to_end(tp)
 
     async def _release(
         self, partitions: set[TopicPartition], abandoned: set[TopicPartition]

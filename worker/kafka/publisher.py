@@ -46,6 +46,7 @@ from aiokafka.partitioner import DefaultPartitioner
 from aiokafka.producer.message_accumulator import BatchBuilder
 
 from worker.errors import OutputRecordTooLarge
+from worker.kafka.transactions import INPUT_PARTITION
 from worker.wire.codec import DOC_ID_HEADER, Encoding, EventEncoder, Headers
 from worker.wire.events import ChunkEvent, DeadLetterEvent
 
@@ -94,6 +95,7 @@ class Publisher:
         linger_ms: int = 0,
         uncompressed_topics: Collection[str] = (),
         batch_bytes: int | None = None,
+        transactional: bool = False,
     ) -> None:
         if uncompressed_topics and batch_bytes is None:
             # The producer's own batch.size is not readable back from the client; a default
@@ -106,7 +108,11 @@ class Publisher:
         self.dlq_topic = dlq_topic
         self.max_value_bytes = max_record_bytes - _RECORD_OVERHEAD
         self._linger_s = linger_ms / 1000
-        self._lanes: dict[tuple[str, int], _Lane] = {}
+        # Keyed by (input partition, topic, partition): with exactly-once each input partition
+        # writes in its own transaction (worker.kafka.transactions), so its records never share
+        # a batch with another's; otherwise the input partition is always None.
+        self._lanes: dict[tuple[int | None, str, int], _Lane] = {}
+        self._transactional = transactional
         # Topics whose records hardly compress (the state changelog: 16-byte chunk ids, which
         # are hashes) go out uncompressed, in batches of ``batch_bytes``: compression saves
         # little of them for CPU on the worker and the broker (docs/lifecycle.md).
@@ -215,9 +221,10 @@ class Publisher:
         """Append ``records`` in order to the (topic, partition) lane's open batch (sealing
         full ones), without waiting: the acknowledgements of the batches they went into, in
         order, for :meth:`wait`. Records staged in one step (no await between) sit together."""
-        lane = self._lanes.get((topic, partition))
+        lane_key = (INPUT_PARTITION.get() if self._transactional else None, topic, partition)
+        lane = self._lanes.get(lane_key)
         if lane is None:
-            lane = self._lanes[(topic, partition)] = _Lane()
+            lane = self._lanes[lane_key] = _Lane()
         batch = lane.open or self._new_batch(lane, topic)
         acks = [batch.acked]
         for key, value, headers in records:
@@ -237,7 +244,7 @@ class Publisher:
         loop = asyncio.get_running_loop()
         if topic in self._uncompressed:
             # The client's own builder, as create_batch makes it, but without compression.
-            builder: Any = BatchBuilder(self._batch_bytes, 0)
+            builder: Any = BatchBuilder(self._batch_bytes, 0, is_transactional=self._transactional)
         else:
             builder = self._producer.create_batch()
         lane.open = _Batch(builder, loop.create_future(), loop.time())
@@ -250,7 +257,7 @@ class Publisher:
         lanes that ``lanes`` picks is acknowledged or refused."""
         return {
             acked
-            for (topic, partition), lane in self._lanes.items()
+            for (_, topic, partition), lane in self._lanes.items()
             if lanes(topic, partition)
             for acked in lane.pending
         }

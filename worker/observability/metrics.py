@@ -175,6 +175,26 @@ class Metrics:
             "Unix time of the last successful commit",
             registry=r,
         )
+        # Exactly-once (worker/kafka/transactions.py): one transaction per input partition and
+        # commit interval; its duration runs from its first write to its commit, the time
+        # read_committed consumers wait for what it holds.
+        self.transactions_committed = Counter(
+            p + "transactions_committed_total",
+            "Kafka transactions committed (exactly-once: one per input partition with writes "
+            "per commit)",
+            registry=r,
+        )
+        self.transactions_aborted = Counter(
+            p + "transactions_aborted_total",
+            "Kafka transactions aborted or given up with writes in them (exactly-once)",
+            registry=r,
+        )
+        self.transaction_seconds = Histogram(
+            p + "transaction_duration_seconds",
+            "From a transaction's first write to its commit (exactly-once)",
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
         # Every stuck partition, and the work waiting (worker/observability/backlog.py).
         self.partition_commit_age = Gauge(
             p + "partition_commit_age_seconds",

@@ -30,6 +30,7 @@ from aiokafka import TopicPartition
 from aiokafka.errors import KafkaError
 
 from worker.kafka.publisher import Publisher, Record
+from worker.kafka.transactions import writing_for
 from worker.observability.metrics import Metrics
 from worker.runtime.waits import wait_while
 from worker.state.changelog import Changelog, Restored
@@ -220,6 +221,12 @@ class DocumentStates:
         span = None if tracker is None else tracker.lost(log_start)
         if tracker is None or span is None:
             return 0
+        with writing_for(partition):  # exactly-once: in the partition's transaction
+            return await self._resend_lost(partition, log_start, tracker, span)
+
+    async def _resend_lost(
+        self, partition: int, log_start: int, tracker: Unconfirmed, span: tuple[int, int]
+    ) -> int:
         acks: list[asyncio.Future[None]] = []
         sent = 0
         for doc_id, state in self.store.live_between(partition, *span):
@@ -242,27 +249,31 @@ class DocumentStates:
         """Remove the delete markers the committed offsets have passed (changelog tombstone,
         then the local copy). A failure leaves them for the next commit."""
         for partition, offset in committed.items():
-            markers = self._markers.get(partition)
-            if not markers:
-                continue
-            due = [(d, o) for d, o in markers.items() if marker_expired(_marker(o), offset)]
-            if not due:
-                continue
-            records: list[Record] = [(doc_id.encode(), None, []) for doc_id, _ in due]
-            try:
-                await self._finish_unconfirmed(partition, due)
-                await self._publisher.publish(self.topic, partition, records)
-            except KafkaError as exc:
-                log.warning("delete markers not expired yet", extra={"error": repr(exc)})
-                continue
-            tracker = self._unconfirmed.get(partition)
-            for doc_id, marker_offset in due:
-                # Only that marker: the document may have been created again meanwhile.
-                removed = self.store.remove(partition, doc_id, offset=marker_offset)
-                if removed and tracker is not None:
-                    tracker.settled(doc_id)
-                if markers.get(doc_id) == marker_offset:
-                    del markers[doc_id]
+            with writing_for(partition):  # exactly-once: in the partition's next transaction
+                await self._expire_markers(partition, offset)
+
+    async def _expire_markers(self, partition: int, offset: int) -> None:
+        markers = self._markers.get(partition)
+        if not markers:
+            return
+        due = [(d, o) for d, o in markers.items() if marker_expired(_marker(o), offset)]
+        if not due:
+            return
+        records: list[Record] = [(doc_id.encode(), None, []) for doc_id, _ in due]
+        try:
+            await self._finish_unconfirmed(partition, due)
+            await self._publisher.publish(self.topic, partition, records)
+        except KafkaError as exc:
+            log.warning("delete markers not expired yet", extra={"error": repr(exc)})
+            return
+        tracker = self._unconfirmed.get(partition)
+        for doc_id, marker_offset in due:
+            # Only that marker: the document may have been created again meanwhile.
+            removed = self.store.remove(partition, doc_id, offset=marker_offset)
+            if removed and tracker is not None:
+                tracker.settled(doc_id)
+            if markers.get(doc_id) == marker_offset:
+                del markers[doc_id]
 
     async def _finish_unconfirmed(self, partition: int, due: list[tuple[str, int]]) -> None:
         """Send again the tombstones of the due markers that a previous owner may not have

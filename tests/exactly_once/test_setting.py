@@ -1,0 +1,53 @@
+"""CHUNKSTREAM_PROCESSING_GUARANTEE: at-least-once by default, exactly-once on request, and any
+other value refused at start-up with a message naming the setting."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO, free_port
+from worker.config import exactly_once, load_settings
+from worker.errors import ConfigError
+
+
+def test_the_default_is_at_least_once() -> None:
+    settings = load_settings({}, env={})
+    assert settings.processing_guarantee == "at-least-once"
+    assert not exactly_once(settings)
+
+
+def test_exactly_once_from_the_environment_and_from_the_flag() -> None:
+    from_env = load_settings({}, env={"CHUNKSTREAM_PROCESSING_GUARANTEE": "exactly-once"})
+    from_flag = load_settings({"processing_guarantee": "exactly-once"}, env={})
+    assert exactly_once(from_env)
+    assert exactly_once(from_flag)
+
+
+@pytest.mark.parametrize("value", ["exactly_once", "EXACTLY-ONCE", "at-most-once", "eos"])
+def test_another_value_is_refused_naming_the_setting(value: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_settings({}, env={"CHUNKSTREAM_PROCESSING_GUARANTEE": value})
+    assert "CHUNKSTREAM_PROCESSING_GUARANTEE (--processing-guarantee)" in str(info.value)
+
+
+def test_the_worker_refuses_to_start_with_a_bad_value() -> None:
+    """`chunkstream run` itself: it exits before any Kafka client is made (the broker address
+    below has nothing listening, so a worker that got that far would wait for it instead)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CHUNKSTREAM_")}
+    env["CHUNKSTREAM_BOOTSTRAP_SERVERS"] = f"127.0.0.1:{free_port()}"
+    env["CHUNKSTREAM_PROCESSING_GUARANTEE"] = "twice"
+    env["CHUNKSTREAM_METRICS_PORT"] = "0"
+    result = subprocess.run(
+        [sys.executable, "-m", "worker.cli", "run"],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode != 0
+    assert "CHUNKSTREAM_PROCESSING_GUARANTEE" in result.stdout + result.stderr

@@ -1,0 +1,270 @@
+"""Exactly-once writes: one transactional producer per input partition (the fencing Kafka Streams
+used before KIP-447), and the producer surface the publisher writes through.
+
+Invariants:
+
+- Everything written while input partition p is processed (chunk events, tombstones, state
+  records, dead letters, documents-topic records, delete-marker expiries) goes through p's
+  producer, inside its open transaction; p's input offset joins that transaction
+  (``send_offsets_to_transaction``), so the records and the offset commit or abort together.
+  Which partition a write belongs to is the context of the task that writes it
+  (:data:`INPUT_PARTITION`, set by the consume loop for each document).
+- p's producer has the transactional id :func:`transactional_id` — the same whichever member
+  owns p. Starting it (InitProducerId) bumps that id's epoch: the broker first completes or
+  aborts any transaction an earlier holder left open, and from then on refuses that holder's
+  every write, offset and commit (``ProducerFenced``). The consume loop therefore opens p's
+  producer *before* it reads p's committed offset and p's state: it starts from exactly what
+  the last owner committed, and nobody else can commit for p any more. aiokafka sends
+  TxnOffsetCommit without the group generation (no KIP-447), so the epoch is the fence.
+- A fenced or failed transaction is never retried or replaced here: a new producer with the
+  same id would fence the member that owns p now. A failure raises :class:`TransactionFailed`
+  (not a Kafka error: the handler does not retry it), and the worker stops.
+- An idle partition's transaction costs nothing: aiokafka begins a transaction locally, and a
+  commit with nothing written and no offset is skipped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import logging
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Protocol
+
+from aiokafka import TopicPartition
+from aiokafka.structs import OffsetAndMetadata
+
+from worker.observability.metrics import Metrics
+
+log = logging.getLogger(__name__)
+
+INPUT_PARTITION: contextvars.ContextVar[int | None] = contextvars.ContextVar(
+    "chunkstream_input_partition", default=None
+)
+"""The input partition whose transaction the current task's writes belong to."""
+
+# How long stopping one partition's producer may take (it flushes nothing: a commit or an
+# abort came first).
+_STOP_TIMEOUT_S = 10.0
+
+
+class TransactionFailed(RuntimeError):
+    """A partition's transaction cannot commit: fenced by a newer owner, or a write or the
+    commit failed. Not retried: the worker stops, and the partition's next owner starts
+    from its last committed transaction."""
+
+
+class TransactionalProducer(Protocol):
+    """The aiokafka producer methods used here (tests pass a small fake)."""
+
+    async def start(self) -> None: ...
+    async def stop(self) -> None: ...
+    async def begin_transaction(self) -> None: ...
+    async def send_offsets_to_transaction(
+        self, offsets: dict[TopicPartition, OffsetAndMetadata], group_id: str
+    ) -> None: ...
+    async def commit_transaction(self) -> None: ...
+    async def abort_transaction(self) -> None: ...
+    def create_batch(self) -> Any: ...
+    async def send_batch(self, batch: Any, topic: str, *, partition: int) -> Any: ...
+    async def send(
+        self,
+        topic: str,
+        value: bytes | None = None,
+        key: bytes | None = None,
+        headers: list[tuple[str, bytes | None]] | None = None,
+    ) -> Any: ...
+
+
+class MetadataSource(Protocol):
+    async def partitions_for(self, topic: str) -> set[int]: ...
+
+
+def transactional_id(group_id: str, input_topic: str, partition: int) -> str:
+    """The transactional id of input partition ``partition``'s producer: stable across members
+    and restarts, so each new owner fences the previous one."""
+    return f"chunkstream-{group_id}-{input_topic}-{partition}"
+
+
+@contextlib.contextmanager
+def writing_for(partition: int) -> Iterator[None]:
+    """Writes inside the block belong to ``partition``'s transaction (a task of its own)."""
+    token = INPUT_PARTITION.set(partition)
+    try:
+        yield
+    finally:
+        INPUT_PARTITION.reset(token)
+
+
+@dataclass
+class _Transaction:
+    producer: TransactionalProducer
+    began: float | None = None  # monotonic time of its first write or offset; None: nothing yet
+    failed: BaseException | None = None
+
+
+class PartitionTransactions:
+    """The transactional producers of the input partitions this member owns, and the
+    producer methods :class:`worker.kafka.publisher.Publisher` calls, routed by
+    :data:`INPUT_PARTITION`."""
+
+    def __init__(
+        self,
+        make: Callable[[str], TransactionalProducer],
+        metadata: MetadataSource,
+        *,
+        group_id: str,
+        input_topic: str,
+        metrics: Metrics,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._make = make
+        self._metadata = metadata
+        self._group_id = group_id
+        self._input_topic = input_topic
+        self._metrics = metrics
+        self._clock = clock
+        self._open: dict[int, _Transaction] = {}
+
+    @property
+    def partitions(self) -> set[int]:
+        """The input partitions with a started producer."""
+        return set(self._open)
+
+    def written(self, partition: int) -> bool:
+        """Whether ``partition``'s open transaction holds a write or an offset."""
+        txn = self._open.get(partition)
+        return txn is not None and txn.began is not None
+
+    # -- ownership ------------------------------------------------------------------------
+
+    async def open(self, partitions: Iterable[int]) -> None:
+        """Start the producers of ``partitions`` not open yet (each start fences every earlier
+        holder of its id) and begin their first transaction."""
+        for partition in sorted(set(partitions) - self._open.keys()):
+            producer = self._make(transactional_id(self._group_id, self._input_topic, partition))
+            try:
+                await producer.start()
+                await producer.begin_transaction()
+            except BaseException:
+                await _stop(producer)
+                raise
+            self._open[partition] = _Transaction(producer)
+
+    async def close(self, partitions: Iterable[int]) -> None:
+        """Stop the producers of ``partitions`` (after their commit or abort): a transaction
+        still open is left to the broker, which aborts it once the next owner starts."""
+        for partition in sorted(set(partitions) & self._open.keys()):
+            await _stop(self._open.pop(partition).producer)
+
+    async def stop(self) -> None:
+        await self.close(list(self._open))
+
+    # -- commit and abort -----------------------------------------------------------------
+
+    async def commit(self, partition: int, offset: int | None) -> bool:
+        """Commit ``partition``'s transaction with its input ``offset`` (the next to read; None:
+        no new offset) and begin the next. False if there was nothing to commit. Every record
+        written for the partition must be acknowledged first (the caller drained it)."""
+        txn = self._open.get(partition)
+        if txn is None:
+            raise TransactionFailed(f"no transaction open for input partition {partition}")
+        if txn.failed is not None:
+            raise TransactionFailed(f"partition {partition}: {txn.failed!r}")
+        if offset is None and txn.began is None:
+            return False
+        began = txn.began if txn.began is not None else self._clock()
+        try:
+            if offset is not None:
+                tp = TopicPartition(self._input_topic, partition)
+                await txn.producer.send_offsets_to_transaction(
+                    {tp: OffsetAndMetadata(offset, "")}, self._group_id
+                )
+            await txn.producer.commit_transaction()
+        except Exception as exc:
+            txn.failed = exc
+            raise TransactionFailed(f"partition {partition}: commit failed: {exc!r}") from exc
+        self._metrics.transactions_committed.inc()
+        self._metrics.transaction_seconds.observe(self._clock() - began)
+        txn.began = None
+        try:
+            await txn.producer.begin_transaction()
+        except Exception as exc:
+            txn.failed = exc
+            raise TransactionFailed(f"partition {partition}: begin failed: {exc!r}") from exc
+        return True
+
+    async def abort(self, partition: int) -> None:
+        """Abort ``partition``'s transaction (best effort: a fenced producer cannot, and the
+        broker aborts it for the next owner anyway) and stop its producer."""
+        txn = self._open.pop(partition, None)
+        if txn is None:
+            return
+        if txn.began is not None or txn.failed is not None:
+            self._metrics.transactions_aborted.inc()
+        with contextlib.suppress(Exception):
+            async with asyncio.timeout(_STOP_TIMEOUT_S):
+                await txn.producer.abort_transaction()
+        await _stop(txn.producer)
+
+    # -- the producer surface of the publisher -----------------------------------------------
+
+    def create_batch(self) -> Any:
+        return self._current()[1].producer.create_batch()
+
+    async def partitions_for(self, topic: str) -> set[int]:
+        return await self._metadata.partitions_for(topic)
+
+    async def send_batch(self, batch: Any, topic: str, *, partition: int) -> Any:
+        owner, txn = self._current()
+        delivered = await txn.producer.send_batch(batch, topic, partition=partition)
+        delivered.add_done_callback(partial(self._check, owner, txn))
+        return delivered
+
+    async def send(
+        self,
+        topic: str,
+        value: bytes | None = None,
+        key: bytes | None = None,
+        headers: list[tuple[str, bytes | None]] | None = None,
+    ) -> Any:
+        owner, txn = self._current()
+        delivered = await txn.producer.send(topic, value=value, key=key, headers=headers)
+        delivered.add_done_callback(partial(self._check, owner, txn))
+        return delivered
+
+    def _current(self) -> tuple[int, _Transaction]:
+        """The open transaction of the writing task's input partition, marked as written."""
+        partition = INPUT_PARTITION.get()
+        txn = None if partition is None else self._open.get(partition)
+        if partition is None or txn is None:
+            raise TransactionFailed(f"a write outside any open transaction (partition {partition})")
+        if txn.failed is not None:
+            raise TransactionFailed(f"partition {partition}: {txn.failed!r}")
+        if txn.began is None:
+            txn.began = self._clock()
+        return partition, txn
+
+    def _check(self, partition: int, txn: _Transaction, delivered: asyncio.Future[Any]) -> None:
+        """A write that failed leaves its transaction without it: the transaction must not
+        commit (and the partition's later writes fail at once)."""
+        if delivered.cancelled():
+            error: BaseException | None = asyncio.CancelledError()
+        else:
+            error = delivered.exception()
+        if error is not None and txn.failed is None:
+            txn.failed = error
+            log.warning(
+                "transaction failed: a write was refused",
+                extra={"partition": partition, "error": repr(error)},
+            )
+
+
+async def _stop(producer: TransactionalProducer) -> None:
+    with contextlib.suppress(Exception):
+        async with asyncio.timeout(_STOP_TIMEOUT_S):
+            await producer.stop()
