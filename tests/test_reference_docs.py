@@ -13,19 +13,27 @@ from worker.cli import build_parser
 from worker.config import Settings, env_name, flag_name
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "reference"
+SETTINGS_HEADER = ["variable", "flag", "type", "default", "meaning"]
 
 
 def documented_settings() -> dict[str, tuple[str, str]]:
-    """``{variable: (flag, default)}`` of every row | `CHUNKSTREAM_NAME` | `--flag` | type |
-    default | meaning | (a ``\\|`` inside a cell is not a column break)."""
+    """``{variable: (flag, default)}`` of every row of the settings tables, the tables headed
+    | variable | flag | type | default | meaning | (a ``\\|`` inside a cell is not a column
+    break; the page's other tables, of variables that are not settings, are not read)."""
     rows: dict[str, tuple[str, str]] = {}
+    header: list[str] = []
     for line in (DOCS / "settings.md").read_text(encoding="utf-8").splitlines():
         cells = [cell.strip() for cell in re.split(r"(?<!\\)\|", line)[1:-1]]
-        variable = re.fullmatch(r"`(CHUNKSTREAM_[A-Z0-9_]+)`", cells[0]) if cells else None
-        if variable:
-            assert len(cells) == 5, f"{variable[1]}: expected 5 cells, got {cells}"
-            assert variable[1] not in rows, f"{variable[1]} is documented twice"
-            rows[variable[1]] = (cells[1].strip("`"), cells[3])
+        if not cells:
+            header = []
+        elif not header:
+            header = cells
+        elif header == SETTINGS_HEADER:
+            variable = re.fullmatch(r"`(CHUNKSTREAM_[A-Z0-9_]+)`", cells[0])
+            if variable:
+                assert len(cells) == 5, f"{variable[1]}: expected 5 cells, got {cells}"
+                assert variable[1] not in rows, f"{variable[1]} is documented twice"
+                rows[variable[1]] = (cells[1].strip("`"), cells[3])
     return rows
 
 
