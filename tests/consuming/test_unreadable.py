@@ -1,5 +1,5 @@
 """Stuck partitions: retry timing and readiness detail (the real-broker tests are in
-tests/kafka/test_codecs.py)."""
+tests/broker/test_codecs.py)."""
 
 from __future__ import annotations
 

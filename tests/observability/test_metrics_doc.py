@@ -11,7 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from worker.observability.metrics import Metrics
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "reference" / "metrics.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "reference" / "metrics.md"
 
 
 def exposed_names() -> set[str]:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 # Runs the CLI with `onnx` and `safetensors` unimportable, as after a plain `pip install .`.
 WITHOUT_MODEL_EXTRA = """

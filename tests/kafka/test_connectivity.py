@@ -1,7 +1,7 @@
 """Reaching Kafka: the retry policy and the link's state (worker/kafka/connectivity.py, pure), the
 classification of connection errors, and the start-up wait (worker/kafka/reachability.py) driven
 with
-stand-ins for the network. The real broker: tests/kafka/test_kafka_outage.py."""
+stand-ins for the network. The real broker: tests/broker/test_kafka_outage.py."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The consume loop against an in-memory consumer: commits, backpressure, revocation, bugs.
 
-Fast and deterministic; tests/kafka/test_worker_kafka.py and test_full_worker.py check the
+Fast and deterministic; tests/broker/test_worker_kafka.py and test_full_worker.py check the
 same promises against the real broker.
 """
 

@@ -8,7 +8,7 @@ import ast
 import re
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 WORKER = REPO / "worker"
 DOC = REPO / "docs" / "architecture.md"
 

@@ -1,8 +1,8 @@
 """Publisher's record batches with an in-memory producer: order, sharing, failure, linger.
 
 The real-broker twins (order, partition placement against librdkafka, acks, the state
-changelog written uncompressed) are in tests/kafka/test_worker_kafka.py,
-tests/kafka/test_codecs.py, tests/interop/test_partition_placement.py and
+changelog written uncompressed) are in tests/broker/test_worker_kafka.py,
+tests/broker/test_codecs.py, tests/interop/test_partition_placement.py and
 tests/interop/test_confluent_interop.py.
 """
 

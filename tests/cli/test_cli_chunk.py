@@ -13,7 +13,7 @@ import pytest
 
 from worker.cli.inputs import content_type_for
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((REPO / "examples").iterdir())
 KEYS = {
     "doc_id",

@@ -10,9 +10,9 @@ import onnx
 import pytest
 from safetensors.numpy import load_file
 
+from tests.support.numpy_reference import reference_embedding
 from tests.support.tiny_bert import HIDDEN, write_tiny_model
 from worker.model_making.build import build_model, ensure_model
-from worker.model_making.numpy_reference import reference_embedding
 from worker.model_making.source import read_source
 from worker.models import tokenization
 from worker.models.manifest import (

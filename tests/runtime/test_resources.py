@@ -21,7 +21,7 @@ from worker.runtime.resources import (
     runnable_strategies,
 )
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 STATIC_DIR = REPO / ".cache/models/all-MiniLM-L6-v2-static"
 ONNX_DIR = REPO / ".cache/models/all-MiniLM-L6-v2"
 

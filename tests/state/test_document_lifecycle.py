@@ -1,6 +1,6 @@
 """The lifecycle through DocumentHandler with an in-memory producer and a real state store:
 what goes out, in which order, for versions, tombstones and replays. The real-broker twin is
-tests/kafka/test_lifecycle_worker.py."""
+tests/broker/test_lifecycle_worker.py."""
 
 from __future__ import annotations
 

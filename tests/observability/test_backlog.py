@@ -1,6 +1,6 @@
 """The arithmetic of the backlog estimate and of the commit age (worker/observability/backlog.py,
 pure). The estimate against measured drain times on the real broker:
-tests/kafka/test_backlog_estimate.py."""
+tests/broker/test_backlog_estimate.py."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """One record through DocumentHandler, with an in-memory producer: chunks or a dead letter.
 
-The real-broker twins of these checks are in tests/kafka/test_worker_kafka.py.
+The real-broker twins of these checks are in tests/broker/test_worker_kafka.py.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from worker.wire import schema
 
-SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
+SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 
 
 def test_committed_schemas_match_the_code() -> None:

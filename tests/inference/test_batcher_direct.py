@@ -19,7 +19,7 @@ from worker.inference.serving import MeteredBackend
 from worker.models.static import StaticEmbedder
 from worker.observability.metrics import Metrics
 
-STATIC_DIR = Path(__file__).resolve().parents[1] / ".cache/models/all-MiniLM-L6-v2-static"
+STATIC_DIR = Path(__file__).resolve().parents[2] / ".cache/models/all-MiniLM-L6-v2-static"
 
 
 class Recording:

@@ -1,5 +1,5 @@
 """Two builds of the real model in two environments — the venv's onnx/onnxruntime/numpy and
-the floors of pyproject.toml (tests/models/floor-toolchain.txt, installed by
+the floors of pyproject.toml (tests/model_making/floor-toolchain.txt, installed by
 scripts/bootstrap) — are the same model: equal identity, so equal chunk ids, and the same
 vectors from each variant."""
 

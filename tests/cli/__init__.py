@@ -1,0 +1,1 @@
+"""Tests of worker.cli: the commands as a user runs them."""

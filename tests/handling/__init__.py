@@ -1,0 +1,1 @@
+"""Tests of worker.handling: one record through the document handler."""

@@ -1,0 +1,1 @@
+"""Tests of worker.inference: the batch policy, the batcher and serving."""

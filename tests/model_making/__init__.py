@@ -1,0 +1,1 @@
+"""Tests of worker.model_making: building, distilling and identifying models offline."""

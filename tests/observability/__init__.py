@@ -1,0 +1,1 @@
+"""Tests of worker.observability: metrics, health, logs and the backlog estimate."""

@@ -1,0 +1,1 @@
+"""Tests of worker.runtime: budgets, memory, GC and loop lag."""

@@ -1,0 +1,1 @@
+"""Tests of worker.state: per-document state, its store, changelog and unconfirmed states."""
