@@ -14,7 +14,7 @@ from worker.chunking.text.segment import split_paragraphs
 from worker.chunking.types import EmbeddingChunker
 from worker.inference.batcher import embed_batch
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 # Issue 21's goal on the held-out seams, measured in docs/semantic.md ("Seam quality").
 F1_FLOOR = 0.68

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.skipif(
     reason="the sentence core is not built (test_native.py fails CI when it is not)",
 )
 
-STATIC_DIR = Path(__file__).resolve().parents[2] / ".cache" / "models" / "all-MiniLM-L6-v2-static"
+STATIC_DIR = Path(__file__).resolve().parents[3] / ".cache" / "models" / "all-MiniLM-L6-v2-static"
 
 # Words old and new, ASCII and not, punctuation of both kinds, added tokens, and whitespace of
 # every kind str.split knows, the controls BERT drops among them.

@@ -22,7 +22,7 @@ from worker.models.reference import describe
 
 pytestmark = pytest.mark.model
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 Embed = Callable[[list[str]], NDArray[np.float32]]
 WINDOW = 254  # all-MiniLM-L6-v2 reads 256 tokens, [CLS] and [SEP] included
 

@@ -53,7 +53,7 @@ def test_the_unit_follows_the_parameter_then_the_retrieval_model() -> None:
 
 
 def test_a_model_directory_names_its_tokens_and_window(tmp_path: Path) -> None:
-    static = Path(__file__).resolve().parents[2] / ".cache/models/all-MiniLM-L6-v2-static"
+    static = Path(__file__).resolve().parents[3] / ".cache/models/all-MiniLM-L6-v2-static"
     if not (static / "manifest.json").is_file():
         pytest.fail(f"no static model at {static}: run scripts/bootstrap")
     sized = resolve_sizing(str(static), None)

@@ -4,7 +4,7 @@ the document at most at the rate issue 22 allows (under 1 GB for a 21 MB file).
 A 21 MB run takes minutes, so the test runs 2.1 MB and 4.2 MB files and extrapolates the peak
 along the line through them to 21 MB. Each run is
 measured in its own parent process (``RUSAGE_CHILDREN`` is the peak of the children a process
-has waited for), as tests/models/test_cli_memory.py does.
+has waited for), as tests/cli/test_cli_memory.py does.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pytest
 from tests.support.long_document import long_markdown
 
 pytestmark = pytest.mark.model
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 FULL_BYTES = 21_000_000
 FULL_BOUND = 1024**3  # issue 22: under 1 GB on a 21 MB file
 SCALE = 5

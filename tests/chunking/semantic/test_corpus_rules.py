@@ -29,7 +29,7 @@ from worker.pipeline import chunk_document_sync
 
 pytestmark = pytest.mark.model
 
-MODELS = Path(__file__).resolve().parents[2] / ".cache" / "models"
+MODELS = Path(__file__).resolve().parents[3] / ".cache" / "models"
 WINDOW = 254
 
 
