@@ -1,6 +1,6 @@
 """chunkstream: a streaming document-chunking worker for RAG ingestion pipelines.
 
-The public surface for library users (pinned by tests/test_public_api.py):
+The public surface for library users (pinned by tests/architecture/test_public_api.py):
 
 - :data:`__version__`;
 - :class:`Settings` and :func:`load_settings` (env ``CHUNKSTREAM_*`` and flags, validated);

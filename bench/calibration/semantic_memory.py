@@ -11,7 +11,7 @@ the peak of traced memory over the whole document is divided by its UTF-8 bytes.
 *expansion* of docs/worker.md adds 3 for the raw record, the decoded text and the encoded events.
 tracemalloc sees Python objects and numpy arrays, not the tokenizer's Rust allocations (those are
 the model backend's, the same for every strategy); peak RSS is measured by
-tests/semantic/test_memory.py and docs/semantic.md ("Memory").
+tests/chunking/semantic/test_memory.py and docs/semantic.md ("Memory").
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ EXTERNAL_METRICS = {
 # set now); a name added here is exempt from the scrape test's real-sample check until then.
 NOT_YET_SET: set[str] = set()
 # Labelled by partition and set only when the event happens (a record batch the consumer cannot
-# read): tests/kafka/test_codecs.py produces one on the real broker and reads the sample.
+# read): tests/broker/test_codecs.py produces one on the real broker and reads the sample.
 SET_ON_EVENT = {"chunkstream_unreadable_batches_total"}
 
 

@@ -1,4 +1,4 @@
-"""Decoder and input-pipeline fuzzing, beyond tests/test_codec.py (which feeds arbitrary
+"""Decoder and input-pipeline fuzzing, beyond tests/wire/test_codec.py (which feeds arbitrary
 bytes and loose JSON structures to the decoder): valid documents round-trip in both
 encodings; mutated encodings, arbitrary headers and arbitrary document-shaped structures
 either decode or fail with a DocumentError; and whatever decodes goes through the rest of the

@@ -3,7 +3,7 @@ on arbitrary unicode and parameters drawn from each strategy's own documented ra
 from its parameter struct). Only the registry's documented StrategyError may escape (at
 build time); chunking itself must not raise, and the chunk invariants must hold.
 
-Embedding strategies get the small deterministic fake embedder of tests/semantic/fakes.py.
+Embedding strategies get the small deterministic fake embedder of tests/support/fake_embedder.py.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Small fakes: a slow embedding backend, and in-memory Kafka clients for fast loop tests.
 
-The real-broker tests beside them (tests/kafka/test_*kafka*.py, test_full_worker.py) check the
+The real-broker tests beside them (tests/broker/test_*kafka*.py, test_full_worker.py) check the
 same behaviour against a real broker; these make the loop's decisions testable in milliseconds.
 """
 

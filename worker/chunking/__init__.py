@@ -1,6 +1,6 @@
 """Chunking: pure code that turns a document's text into offset-exact chunks.
 
-The public surface for library users (pinned by tests/test_public_api.py)::
+The public surface for library users (pinned by tests/architecture/test_public_api.py)::
 
     from worker.chunking import build
     built = build("semantic", {"chunk_size": 800}, BuildContext(boundary=model_ref))

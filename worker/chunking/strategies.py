@@ -74,8 +74,8 @@ def _build_adaptive(params: AdaptiveParams, context: BuildContext) -> AdaptiveCh
 def _count_compiled(counter: object) -> None:
     """Let a tokenizer unit of the embedding strategies count through the rule cores' piece
     memory where it can: a BERT-family tokenizer (counts add up at whitespace) and a built
-    core. The counts are the same (tests/semantic/test_compiled_sizing.py); the semantic room
-    may not import the cores, so the wiring is here."""
+    core. The counts are the same (tests/chunking/semantic/test_compiled_sizing.py); the semantic
+    room may not import the cores, so the wiring is here."""
     if not isinstance(counter, TokenizerUnit) or not counter.additive:
         return
     try:

@@ -5,7 +5,7 @@ queue. A batch that waited longer than ``request_timeout_ms`` for a partition le
 longer than that) is failed *after* it got its number, so the broker never sees that number and
 answers every later batch of the partition with ``OutOfOrderSequenceNumber``; the client's sender
 then stops for good: after a broker outage longer than the timeout every publish failed that way,
-for as long as the worker ran (tests/kafka/test_kafka_outage.py). The Java client resets its
+for as long as the worker ran (tests/broker/test_kafka_outage.py). The Java client resets its
 producer id in that case (KIP-360); here a new producer — a new producer id, sequence numbers from
 0, the SASL password file read again — takes over, and the documents whose batches failed are
 published again by their retries (at least once, same chunk ids).

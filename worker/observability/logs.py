@@ -45,7 +45,7 @@ class QuietRepeats(logging.Filter):
     """Lets a line of the Kafka client through once per ``window_s`` per message pattern.
 
     During an outage aiokafka logs each failed reconnect, metadata refresh and fetch, many
-    lines for every second the broker is down (tests/kafka/test_kafka_outage.py counts them),
+    lines for every second the broker is down (tests/broker/test_kafka_outage.py counts them),
     and each document in flight logs each publish retry, while the worker says once what is
     wrong (worker.kafka.reachability). A line that comes back after its window carries how many
     were left out (``repeated``)."""

@@ -5,7 +5,7 @@ Invariants:
 
 - :meth:`ChunkEventWriter.values` returns, byte for byte, ``[encoder.encode(e) for e in
   chunk_events(...)]`` for the same arguments, in msgpack and in JSON
-  (``tests/test_event_bytes.py`` compares them over documents with and without metadata, spans,
+  (``tests/wire/test_event_bytes.py`` compares them over documents with and without metadata, spans,
   embeddings and versions, and through the handler). :func:`worker.wire.records.chunk_events` stays
   the definition of an event; this is how the worker writes it.
 - The document's shared values (id, version, count, strategy, metadata, source record,

@@ -91,7 +91,7 @@ def compiled_text_counts(counter: PieceCounter) -> Callable[[list[str]], list[in
     """Token counts of whole texts that add up at whitespace (each the sum over its
     ``str.split()`` pieces), from the cores' memory of ``counter``'s pieces and its compiled
     WordPiece path; the pieces neither knows go to ``counter.count_pieces``. For the embedding
-    strategies' sizing (the same counts as theirs: tests/semantic/test_compiled_sizing.py).
+    strategies' sizing (the same counts as theirs: tests/chunking/semantic/test_compiled_sizing.py).
     None when the core is not built or not allowed."""
     if _CORE is None:
         return None

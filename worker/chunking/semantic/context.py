@@ -226,7 +226,7 @@ class ContextChunker:
                 continue
             # Judged as reported (6 places): a float32 cosine of identical texts can come out
             # at 1.0000001, kept above a threshold of 1.0 and reported as 1.0 (a generated
-            # case of tests/semantic/test_properties.py found it).
+            # case of tests/chunking/semantic/test_properties.py found it).
             similarity = round(cosine(vectors.rows(unit, unit + 1)[0], centroid), 6)
             if similarity <= p.similarity_threshold:
                 dropped += 1

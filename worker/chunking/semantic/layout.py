@@ -209,7 +209,7 @@ NATIVE_SENTENCES: Callable[[str, int, int, bool], list[int]] | None = None
 """``segment.split_sentences(text[start:end], clauses=..., soft_wraps=True)`` in C, as flat
 ``[start, end)`` pairs of offsets in ``text``; None: the Python definition. This room may not
 import the cores: ``worker.chunking.strategies`` sets it (the sentence core's ``sentences``),
-and tests set it to None to compare (tests/semantic/test_layout_sentences.py)."""
+and tests set it to None to compare (tests/chunking/semantic/test_layout_sentences.py)."""
 
 
 def _sentences(text: str, start: int, end: int, clauses: bool = False) -> list[tuple[int, int]]:

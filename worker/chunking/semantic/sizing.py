@@ -151,7 +151,7 @@ class TokenizerUnit:
     def count_many(self, texts: Sequence[str]) -> NDArray[np.int64]:
         """Where counts add up: the sum of the remembered counts of each text's whitespace-
         separated pieces, the unknown pieces counted in one call; elsewhere the tokenizer on
-        the whole text. The same numbers either way (tests/semantic/test_sizing.py)."""
+        the whole text. The same numbers either way (tests/chunking/semantic/test_sizing.py)."""
         text_counts = self._text_counts
         if text_counts is not None and self.additive:
             batch = texts if isinstance(texts, list) else list(texts)
