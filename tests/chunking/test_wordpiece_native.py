@@ -13,10 +13,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tests.support.corpus import gather
+from tests.support.wordpiece_cases import by_case, pieces, spec_of
 from worker.chunking.text.tokens import NOT_SEPARATORS, piece_counter
 from worker.wordpiece import AsciiWordPiece
-
-from .test_wordpiece import by_case, pieces, spec_of
 
 CORES = ["_sentence_core", "_adaptive_core", "_lexical_core"]
 

@@ -19,14 +19,13 @@ from hypothesis import strategies as st
 from tokenizers import Tokenizer
 
 from tests.support.corpus import gather
+from tests.support.piece_texts import texts, tokenizer
 from worker.chunking import _native
 from worker.chunking.text.segment import split_sentences
 from worker.inference.serving import compile_static
 from worker.models.loading import load_backend
 from worker.models.reference import find
 from worker.models.static import StaticEmbedder, StaticModel
-
-from .test_piece_ids import texts, tokenizer
 
 
 @pytest.fixture(scope="module", autouse=True)
