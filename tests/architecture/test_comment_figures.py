@@ -20,7 +20,7 @@ import re
 import tokenize
 from pathlib import Path
 
-WORKER = Path(__file__).resolve().parent.parent / "worker"
+WORKER = Path(__file__).resolve().parents[2] / "worker"
 
 _NUMBER = r"(?<![\w.])(?<![A-Za-z]-)~?\d[\d,]*(?:\.\d+)?"  # not the 8 of UTF-8
 _UNIT = (

@@ -1,7 +1,7 @@
 """The reference pages name what the code has, and nothing that is gone: every setting of the
 worker's Settings struct is a row of docs/reference/settings.md (with its flag and default), and
 every `chunkstream` subcommand has its section in docs/reference/cli.md. (The metrics page has
-its own test, tests/test_metrics_doc.py.)"""
+its own test, tests/observability/test_metrics_doc.py.)"""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 from worker.cli import build_parser
 from worker.config import Settings, env_name, flag_name
 
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "reference"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "reference"
 SETTINGS_HEADER = ["variable", "flag", "type", "default", "meaning"]
 
 
