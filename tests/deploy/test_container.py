@@ -370,7 +370,7 @@ from pathlib import Path
 import worker
 MODEL_BUILDING = {"worker.model_making." + n for n in
                   ("build", "graph", "encoder_passes", "distill", "static_fit", "commands",
-                   "numpy_reference", "onnx_identity", "source", "static_write",
+                   "onnx_identity", "source", "static_write",
                    "training_corpus")}
 for info in pkgutil.walk_packages(worker.__path__, "worker."):
     # (__main__ modules run the CLI when imported: `python -m worker.cli` is the same code.)
