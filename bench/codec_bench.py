@@ -34,6 +34,7 @@ from aiokafka import AIOKafkaConsumer
 
 from bench.support.kafka_runs import kind, start_broker
 from tests.support.corpus import describe, gather
+from tests.support.reference_events import chunk_events
 from worker.chunking import registry
 from worker.chunking.types import RuleChunker
 from worker.config import Settings, load_settings
@@ -41,7 +42,7 @@ from worker.kafka.clients import create_topics, make_producer
 from worker.kafka.publisher import Publisher
 from worker.wire.codec import EventEncoder
 from worker.wire.events import ChunkEvent, DocumentEvent
-from worker.wire.records import InputRecord, chunk_events
+from worker.wire.records import InputRecord
 
 REPO = Path(__file__).resolve().parent.parent
 

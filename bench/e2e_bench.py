@@ -170,7 +170,7 @@ async def through_kafka(
                 raise RuntimeError(f"worker stopped early: {task.result()}")
             await asyncio.sleep(0.01)
     started = marks[0][2]
-    while len(recorder.samples) + worker.stats["dead_letters"] < len(docs):
+    while len(recorder.samples) + worker.metrics.totals().dead_letters < len(docs):
         if task.done():
             raise RuntimeError(f"worker stopped early: {task.result()}")
         await asyncio.sleep(0.001)

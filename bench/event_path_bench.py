@@ -8,9 +8,10 @@ producer that acknowledges every batch at once.
 What it isolates: the CPU the worker's event loop spends per MB of input outside the Kafka
 client's network path (no fetch, no socket, no compression by the client: the in-memory
 producer takes the builder's records and acknowledges them). Each variant — events by
-worker.wire.event_bytes (``writer``, what the worker runs) or by encoding
-``records.chunk_events`` one by one (``reference``: the worker before it), with or without the
-document lifecycle's state — processes the same JSON records, all documents in flight at once
+worker.wire.event_bytes (``writer``, what the worker runs) or by encoding ``chunk_events``
+(tests/support/reference_events.py) one by one (``reference``: the worker before it), with or
+without the document lifecycle's state — processes the same JSON records, all documents in
+flight at once
 as the consume loop would start them; the variants alternate ``--repeat`` times (each going
 first in turn) and the lowest CPU per MB of each is kept (on a shared machine the lowest is
 the least disturbed).
@@ -33,6 +34,7 @@ import msgspec
 
 from bench.support.kafka_runs import kind, repeated
 from tests.support.corpus import describe, gather
+from tests.support.reference_events import ReferenceEventWriter
 from worker.chunking import registry
 from worker.config import load_settings, state_topic
 from worker.handling import handler as handler_module
@@ -47,7 +49,7 @@ from worker.state.sqlite_store import SqliteStateStore
 from worker.wire.codec import EventEncoder
 from worker.wire.event_bytes import ChunkEventWriter
 from worker.wire.events import DocumentEvent
-from worker.wire.records import InputRecord, ReferenceEventWriter
+from worker.wire.records import InputRecord
 
 
 class _Builder:
@@ -112,17 +114,16 @@ async def one_pass(
         store = SqliteStateStore(tmp / f"state-{time.monotonic_ns()}.sqlite")
         changelog = Changelog(None, state_topic(settings), store)  # type: ignore[arg-type]
         states = DocumentStates(store, publisher, changelog, metrics)
-    stats = {"documents": 0, "chunks": 0, "dead_letters": 0, "rebalances": 0}
     cls = ReferenceEventWriter if writer == "reference" else ChunkEventWriter
     with mock.patch.object(handler_module, "ChunkEventWriter", cls):
         handler = DocumentHandler(
             settings, StrategyResolver(default, frozenset(), context), publisher, metrics, None,
-            stats, states,
+            states,
         )  # fmt: skip
     records = [InputRecord("docs", i % 3, i, None, value, [], 0) for i, value in enumerate(values)]
     started = time.thread_time()
     await asyncio.gather(*(handler.process(r) for r in records))
-    return time.thread_time() - started, stats["chunks"]
+    return time.thread_time() - started, metrics.totals().chunks
 
 
 async def main(args: argparse.Namespace) -> None:

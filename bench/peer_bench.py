@@ -106,15 +106,15 @@ async def child_worker(config: dict[str, str], documents: int) -> dict[str, floa
             await asyncio.sleep(0.005)
     cpu, _, wall = marks[0]
     started = time.monotonic() - (time.perf_counter() - wall)  # the same moment, system-wide
-    while worker.stats["documents"] + worker.stats["dead_letters"] < documents:
+    while worker.metrics.totals().documents < documents:
         if task.done():
             raise RuntimeError(f"worker stopped early: {task.result()}")
         await asyncio.sleep(0.01)
     result = {
         "seconds": time.perf_counter() - wall,
         "cpu_s": time.process_time() - cpu,
-        "chunks": worker.stats["chunks"],
-        "dead_letters": worker.stats["dead_letters"],
+        "chunks": worker.metrics.totals().chunks,
+        "dead_letters": worker.metrics.totals().dead_letters,
         "started": started,
         "ended": time.monotonic(),
     }

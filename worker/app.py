@@ -114,7 +114,6 @@ class Worker:
         self.settings = settings
         self.state = State.CREATED
         self.metrics = metrics or Metrics()
-        self.stats = {"documents": 0, "chunks": 0, "dead_letters": 0, "rebalances": 0}
         self._backend = backend
         self._needs_model = False
         self._health: HealthServer | None = None
@@ -229,7 +228,7 @@ class Worker:
             session = await self.kafka.connect(self._open_session)
             if session is None:  # stopped while waiting for Kafka: nothing was consumed
                 self.state = State.STOPPED
-                log.info("stopped", extra=self.stats)
+                log.info("stopped", extra=self.metrics.totals()._asdict())
                 return 0
             producer, consumer = session.producer, session.consumer
             stack.push_async_callback(producer.stop)  # flushes what is still buffered
@@ -263,7 +262,6 @@ class Worker:
                 publisher,
                 self.metrics,
                 models,
-                self.stats,
                 states,
                 s.documents_topic,
             )
@@ -272,7 +270,6 @@ class Worker:
                 s,
                 handler.process,
                 metrics=self.metrics,
-                stats=self.stats,
                 stopping=self._stopping,
                 queue_full=lambda: models is not None and models.over_high_watermark,
                 states=states,
@@ -296,7 +293,7 @@ class Worker:
             self.state = State.DRAINING
             await loop.finish()
         self.state = State.STOPPED
-        log.info("stopped", extra=self.stats)
+        log.info("stopped", extra=self.metrics.totals()._asdict())
         return 1 if loop.fatal is not None else 0
 
     def _open_transactions(

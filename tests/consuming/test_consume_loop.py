@@ -23,7 +23,7 @@ from worker.wire.records import InputRecord
 
 def make_loop(
     consumer: FakeConsumer, process: Gated, **settings: Any
-) -> tuple[ConsumeLoop, asyncio.Event, dict[str, int]]:
+) -> tuple[ConsumeLoop, asyncio.Event]:
     # The worker plans its in-flight byte window from the container's memory at start-up
     # (worker.runtime.resources.plan; 0 = derive); these tests set one, as the plan would.
     flags = {
@@ -32,23 +32,17 @@ def make_loop(
         **{k: str(v) for k, v in settings.items()},
     }
     stopping = asyncio.Event()
-    stats = {"documents": 0, "chunks": 0, "dead_letters": 0, "rebalances": 0}
     loop = ConsumeLoop(
-        consumer,
-        load_settings(flags, env={}),
-        process,
-        metrics=Metrics(),
-        stats=stats,
-        stopping=stopping,
+        consumer, load_settings(flags, env={}), process, metrics=Metrics(), stopping=stopping
     )
-    return loop, stopping, stats
+    return loop, stopping
 
 
 async def test_commits_only_the_contiguous_prefix_of_finished_offsets() -> None:
     consumer = FakeConsumer()
     consumer.assign(P0)
     process = Gated()
-    loop, stopping, stats = make_loop(consumer, process)
+    loop, stopping = make_loop(consumer, process)
     loop.on_assigned({P0})
     consumer.feed(P0, [b"a", b"b", b"c", b"d", b"e"])
     task = asyncio.create_task(loop.run())
@@ -56,7 +50,7 @@ async def test_commits_only_the_contiguous_prefix_of_finished_offsets() -> None:
 
     process.release(0, 2)
     process.release(0, 3)
-    await until(lambda: stats["documents"] == 2, consumer)
+    await until(lambda: loop.in_flight.documents == 3, consumer)  # two of five finished
     assert consumer.committed_offset(P0) is None  # offset 0 is unfinished: nothing passes it
 
     process.release(0, 0)
@@ -68,7 +62,7 @@ async def test_commits_only_the_contiguous_prefix_of_finished_offsets() -> None:
     await task
     await loop.finish()
     assert consumer.committed_offset(P0) == 5
-    assert stats["documents"] == 5
+    assert loop.in_flight.documents == 0
     offsets = [c[P0] for c in consumer.commits]
     assert offsets == sorted(offsets)  # never backwards
 
@@ -77,7 +71,7 @@ async def test_pauses_at_the_in_flight_limit_and_resumes_when_half_drained() -> 
     consumer = FakeConsumer()
     consumer.assign(P0, P1)
     process = Gated()
-    loop, stopping, stats = make_loop(consumer, process, max_in_flight_documents=4)
+    loop, stopping = make_loop(consumer, process, max_in_flight_documents=4)
     loop.on_assigned({P0, P1})
     consumer.feed(P0, [b"x"] * 6)
     consumer.feed(P1, [b"y"] * 6)
@@ -104,7 +98,7 @@ async def test_pauses_at_the_in_flight_limit_and_resumes_when_half_drained() -> 
         for key in list(process.started):
             process.release(*key)
         await asyncio.sleep(0)
-    await until(lambda: stats["documents"] == 12, consumer)
+    await until(lambda: len(process.started) == 12 and not loop.in_flight.documents, consumer)
     assert consumer.resume_calls == 1  # once nothing was held any more
     for partition in (0, 1):  # each partition's records started in offset order
         offsets = [offset for p, offset in process.started if p == partition]
@@ -120,7 +114,7 @@ async def test_records_of_a_partition_not_owned_are_not_started() -> None:
     consumer = FakeConsumer()
     consumer.assign(P0, P1)  # the fetch still returns P1's records…
     process = Gated()
-    loop, stopping, _ = make_loop(consumer, process)
+    loop, stopping = make_loop(consumer, process)
     loop.on_assigned({P0})  # …but the group took P1 away meanwhile
     consumer.feed(P0, [b"a"])
     consumer.feed(P1, [b"b"])
@@ -138,7 +132,7 @@ async def test_revocation_drains_commits_and_forgets_the_partition() -> None:
     consumer = FakeConsumer()
     consumer.assign(P0, P1)
     process = Gated()
-    loop, stopping, _ = make_loop(consumer, process, drain_timeout_s=30)
+    loop, stopping = make_loop(consumer, process, drain_timeout_s=30)
     loop.on_assigned({P0, P1})
     consumer.feed(P0, [b"a", b"b"])
     consumer.feed(P1, [b"c"])
@@ -164,7 +158,7 @@ async def test_a_bug_stops_the_loop_and_its_offset_is_never_committed() -> None:
     consumer.assign(P0)
     process = Gated()
     process.fail.add((0, 1))
-    loop, stopping, _ = make_loop(consumer, process)
+    loop, stopping = make_loop(consumer, process)
     loop.on_assigned({P0})
     consumer.feed(P0, [b"a", b"b", b"c"])
     task = asyncio.create_task(loop.run())
@@ -209,7 +203,6 @@ async def test_a_paused_loop_resumes_when_documents_finish_not_after_a_fetch_tim
             all_done.set()
 
     stopping = asyncio.Event()
-    stats = {"documents": 0, "chunks": 0, "dead_letters": 0, "rebalances": 0}
     loop = ConsumeLoop(
         consumer,
         load_settings(
@@ -217,7 +210,6 @@ async def test_a_paused_loop_resumes_when_documents_finish_not_after_a_fetch_tim
         ),
         process,
         metrics=Metrics(),
-        stats=stats,
         stopping=stopping,
     )
     loop.on_assigned({P0})

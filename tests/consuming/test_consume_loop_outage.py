@@ -30,7 +30,6 @@ def loop_with(consumer: FakeConsumer, process: Gated, up: list[bool], states: An
         settings,
         process,
         metrics=Metrics(),
-        stats={"documents": 0, "chunks": 0, "dead_letters": 0, "rebalances": 0},
         stopping=stopping,
         states=states,
         kafka_up=lambda: up[0],

@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.support.fuzz_profile import FUZZ
+from tests.support.reference_events import chunk_events
 from worker.chunking import registry
 from worker.chunking.types import RuleChunker
 from worker.errors import DocumentError
@@ -26,7 +27,7 @@ from worker.wire.events import (
     DocumentEvent,
     StrategyOverride,
 )
-from worker.wire.records import InputRecord, chunk_events
+from worker.wire.records import InputRecord
 
 LIMIT = 64 * 1024
 INT64 = st.integers(-(2**63), 2**63 - 1)

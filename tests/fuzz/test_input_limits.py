@@ -9,10 +9,11 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from tests.support.reference_events import chunk_events
 from worker.chunking import registry
 from worker.errors import DocumentError, SchemaViolation
 from worker.wire.codec import EventEncoder, decode_document
-from worker.wire.records import InputRecord, chunk_events
+from worker.wire.records import InputRecord
 
 JSON = [("content-type", b"application/json")]
 HUGE = 10**30

@@ -21,7 +21,7 @@ def encoded(doc: DocumentEvent) -> bytes:
 
 async def test_a_document_becomes_its_chunk_events_in_order_on_one_partition() -> None:
     producer = FakeProducer()
-    handler, stats = handler_for(producer, strategy_params="chunk_size=30")
+    handler, metrics = handler_for(producer, strategy_params="chunk_size=30")
     await handler.process(record(encoded(DocumentEvent(id="d1", text=TEXT))))
     events = [decode_as(v, [], ChunkEvent) for _, _, v, _ in producer.sent]
     assert {topic for topic, *_ in producer.sent} == {"chunks"}
@@ -31,13 +31,13 @@ async def test_a_document_becomes_its_chunk_events_in_order_on_one_partition() -
     for event in events:
         assert event.text == TEXT[event.start_index : event.end_index]
         assert event.source.offset == 7
-    assert stats["chunks"] == len(events)
-    assert stats["dead_letters"] == 0
+    # The worker's totals (its "stopped" log line) are the counters', nothing kept beside them.
+    assert metrics.totals() == (1, len(events), 0, 0)  # documents, chunks, dead letters, ...
 
 
 async def test_a_malformed_record_is_a_dead_letter_with_its_reason_and_bytes() -> None:
     producer = FakeProducer()
-    handler, stats = handler_for(producer)
+    handler, metrics = handler_for(producer)
     await handler.process(record(b"\xc1 not msgpack"))
     [(topic, key, value, _)] = producer.sent
     dead = decode_as(value, [], DeadLetterEvent)
@@ -46,7 +46,7 @@ async def test_a_malformed_record_is_a_dead_letter_with_its_reason_and_bytes() -
     assert dead.error_kind == "undecodable"
     assert dead.value == b"\xc1 not msgpack"
     assert (dead.source.partition, dead.source.offset) == (1, 7)
-    assert stats["dead_letters"] == 1
+    assert metrics.totals() == (1, 0, 1, 0)  # a dead letter is a finished document too
 
 
 async def test_an_embedding_strategy_without_a_model_costs_one_document() -> None:
@@ -65,10 +65,10 @@ async def test_an_embedding_strategy_without_a_model_costs_one_document() -> Non
 async def test_a_transient_kafka_error_is_retried_until_published() -> None:
     producer = FakeProducer()
     producer.fail_next = [KafkaTimeoutError()]
-    handler, stats = handler_for(producer)
+    handler, metrics = handler_for(producer)
     await handler.process(record(encoded(DocumentEvent(id="d", text=TEXT))))
     assert producer.sent  # published after the retry
-    assert stats["dead_letters"] == 0
+    assert metrics.totals().dead_letters == 0
 
 
 def test_dead_letter_room_keeps_key_and_headers_unless_they_crowd_out_the_value() -> None:

@@ -22,7 +22,7 @@ from worker.wire.records import InputRecord
 TEXT = "First sentence here. Second sentence there! A third one? And the fourth."
 
 
-def handler_for(producer: FakeProducer, **flags: Any) -> tuple[DocumentHandler, dict[str, int]]:
+def handler_for(producer: FakeProducer, **flags: Any) -> tuple[DocumentHandler, Metrics]:
     settings = load_settings({k: str(v) for k, v in flags.items()}, env={})
     context = registry.BuildContext()
     default = registry.build(settings.strategy, settings.strategy_params, context)
@@ -34,8 +34,8 @@ def handler_for(producer: FakeProducer, **flags: Any) -> tuple[DocumentHandler, 
         dlq_topic=settings.dlq_topic,
         max_record_bytes=settings.max_record_bytes,
     )
-    stats = {"documents": 0, "chunks": 0, "dead_letters": 0, "rebalances": 0}
-    return DocumentHandler(settings, resolver, publisher, Metrics(), None, stats), stats
+    metrics = Metrics()
+    return DocumentHandler(settings, resolver, publisher, metrics, None), metrics
 
 
 def record(value: bytes | None, offset: int = 7, key: bytes | None = b"k") -> InputRecord:
@@ -72,5 +72,4 @@ def lifecycle_handler(producer: FakeProducer, tmp: Path, **flags: Any) -> Docume
     states = DocumentStates(
         store, publisher, changelog, Metrics(), documents_topic=settings.documents_topic
     )
-    stats = {"documents": 0, "chunks": 0, "dead_letters": 0, "rebalances": 0}
-    return DocumentHandler(settings, resolver, publisher, Metrics(), None, stats, states)
+    return DocumentHandler(settings, resolver, publisher, Metrics(), None, states)

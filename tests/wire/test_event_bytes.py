@@ -1,6 +1,6 @@
 """The worker's chunk-event bytes (worker.wire.event_bytes) against the definition: every event of
-worker.wire.records.chunk_events encoded by the EventEncoder
-(worker.wire.records.ReferenceEventWriter).
+tests/support/reference_events.chunk_events encoded by the EventEncoder
+(tests/support/reference_events.ReferenceEventWriter).
 
 Byte for byte, in msgpack and JSON, with and without embeddings, spans, strategy and document
 metadata, versions, sources and languages; and through DocumentHandler: the same records
@@ -24,12 +24,13 @@ from hypothesis import strategies as st
 
 from tests.support.fake_kafka import FakeProducer
 from tests.support.handlers import handler_for, lifecycle_handler, record
+from tests.support.reference_events import ReferenceEventWriter
 from worker.chunking.types import Chunk, Span
 from worker.handling import handler as document
 from worker.wire.codec import Encoding, decode_as
 from worker.wire.event_bytes import ChunkEventWriter
 from worker.wire.events import ChunkEvent, DocumentEvent, SourceRecord
-from worker.wire.records import ReferenceEventWriter, chunk_ids
+from worker.wire.records import chunk_ids
 from worker.wire.tracecontext import HeaderPropagation
 
 NOW = dt.datetime(2026, 12, 1, 1, 2, 3, 456789, tzinfo=dt.UTC)

@@ -9,10 +9,11 @@ import msgpack
 import pytest
 
 from tests.support.fake_embedder import model_ref
+from tests.support.reference_events import chunk_events
 from worker.chunking import registry
 from worker.errors import SchemaViolation
 from worker.wire.events import DocumentEvent
-from worker.wire.records import InputRecord, chunk_events, chunk_id, chunk_ids, dead_letter
+from worker.wire.records import InputRecord, chunk_id, chunk_ids, dead_letter
 
 NOW = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 REC = InputRecord("documents", 2, 41, b"k", b"value-bytes", [("h", b"1")], 0)

@@ -92,7 +92,6 @@ class ConsumeLoop:
         process: ProcessFn,
         *,
         metrics: Metrics,
-        stats: dict[str, int],
         stopping: asyncio.Event,
         queue_full: Callable[[], bool] = lambda: False,
         states: DocumentStates | None = None,
@@ -106,7 +105,6 @@ class ConsumeLoop:
         self.settings = settings
         self._process_record = process
         self._metrics = metrics
-        self._stats = stats
         self._stopping = stopping
         self._queue_full = queue_full
         self._tracker: OffsetTracker[TopicPartition] = OffsetTracker()
@@ -348,8 +346,7 @@ class ConsumeLoop:
         try:
             await self._process_record(rec)
             done = True
-            if self._tracker.mark_done(tp, record.offset):
-                self._stats["documents"] += 1
+            self._tracker.mark_done(tp, record.offset)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -520,7 +517,6 @@ class ConsumeLoop:
                     family.remove(str(tp.partition))
 
     def on_assigned(self, assigned: set[TopicPartition]) -> None:
-        self._stats["rebalances"] += 1
         self._metrics.rebalances.inc()
         self.joined = True
         self._owned |= assigned

@@ -107,7 +107,6 @@ class DocumentHandler:
         publisher: Publisher,
         metrics: Metrics,
         models: Models | None,
-        stats: dict[str, int],
         states: DocumentStates | None = None,
         documents_topic: str | None = None,
     ) -> None:
@@ -120,7 +119,6 @@ class DocumentHandler:
         self._embed: EmbedFn | None = None if models is None else models.boundary.submit
         self._retrieval: EmbedFn | None = None if models is None else models.retrieval.submit
         self._retrieval_label = None if models is None else models.retrieval_label
-        self._stats = stats
         self._propagation = HeaderPropagation(settings.forward_headers)
         self._by_strategy: dict[str, tuple[Any, Any, Any]] = {}
         self._states = states  # None: append-only (CHUNKSTREAM_DOCUMENT_LIFECYCLE=false)
@@ -129,7 +127,8 @@ class DocumentHandler:
         self._emit_unchanged = settings.unchanged_chunks == "emit"
         self._chunk_cap = chunk_cap(settings)
         # Events go out as bytes built from the document's shared parts (worker.wire.event_bytes):
-        # the same bytes as encoding worker.wire.records.chunk_events, for less CPU.
+        # the same bytes as the definition of an event (tests/support/reference_events.py), for
+        # less CPU.
         self._writer = ChunkEventWriter(publisher.encoding)
 
     async def process(self, rec: InputRecord) -> None:
@@ -194,7 +193,6 @@ class DocumentHandler:
                 ),
                 headers,
             )
-            self._stats["dead_letters"] += 1
             m.documents_dead_lettered.labels(error.kind).inc()
 
     async def _update(
@@ -252,7 +250,6 @@ class DocumentHandler:
         if self._documents_topic is not None:
             acks += await self._stage_document_chunks(rec, doc, built.name, ids)
         await self._settle(rec.partition, doc.id, acks, decision.state, state, headers)
-        self._stats["chunks"] += len(values)
         chunks_produced, completed, seconds = self._strategy_metrics(built.name)
         chunks_produced.inc(len(values))
         if decision.unchanged:

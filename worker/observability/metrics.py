@@ -8,7 +8,7 @@ of our own input topic. Histogram buckets are defined once, below.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from prometheus_client import (
     CollectorRegistry,
@@ -30,6 +30,27 @@ BATCH_TEXT_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 BATCH_TOKEN_BUCKETS = (16, 64, 256, 512, 1024, 2048, 4096, 8192, 16384)
 # Restoring a partition's document state from its changelog: seconds to minutes.
 RESTORE_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
+
+
+class Totals(NamedTuple):
+    """What a worker did since it started, read from its counters (the ``stopped`` log line)."""
+
+    documents: int  # input records finished: completed, deleted, skipped or dead-lettered
+    chunks: int  # chunk events acknowledged
+    dead_letters: int
+    rebalances: int  # partition assignments received
+
+
+def _total(counter: Counter) -> int:
+    """A counter's value summed over all its label values."""
+    return int(
+        sum(
+            sample.value
+            for family in counter.collect()
+            for sample in family.samples
+            if sample.name.endswith("_total")
+        )
+    )
 
 
 class Metrics:
@@ -294,6 +315,22 @@ class Metrics:
             p + "start_time_seconds", "Unix time the worker started", registry=r
         )
         self.started_at.set(time.time())
+
+    def totals(self) -> Totals:
+        """The counters' totals: the one count of documents, chunks, dead letters and
+        rebalances (no second tally beside the metrics)."""
+        finished = (
+            self.documents_completed,
+            self.documents_deleted,
+            self.documents_skipped,
+            self.documents_dead_lettered,
+        )
+        return Totals(
+            documents=sum(_total(c) for c in finished),
+            chunks=_total(self.chunks_produced),
+            dead_letters=_total(self.documents_dead_lettered),
+            rebalances=_total(self.rebalances),
+        )
 
     def record_budgets(self, budgets: Budgets) -> None:
         self.cpu_budget.set(budgets.cpu_cores)

@@ -1,13 +1,14 @@
-"""Chunk events to bytes on the worker's hot path: what encoding
-:func:`worker.wire.records.chunk_events` gives, for less CPU.
+"""Chunk events to bytes on the worker's hot path: what encoding the definition of an event
+gives (``tests/support/reference_events.py``), for less CPU.
 
 Invariants:
 
 - :meth:`ChunkEventWriter.values` returns, byte for byte, ``[encoder.encode(e) for e in
   chunk_events(...)]`` for the same arguments, in msgpack and in JSON
-  (``tests/wire/test_event_bytes.py`` compares them over documents with and without metadata, spans,
-  embeddings and versions, and through the handler). :func:`worker.wire.records.chunk_events` stays
-  the definition of an event; this is how the worker writes it.
+  (``tests/wire/test_event_bytes.py`` compares them over documents with and without metadata,
+  spans, embeddings and versions, and through the handler). ``chunk_events`` in
+  ``tests/support/reference_events.py`` stays the definition of an event, field by field; this
+  is how the worker writes it.
 - The document's shared values (id, version, count, strategy, metadata, source record,
   timestamp, source, language, model) are computed once per document, not per event.
 
@@ -89,7 +90,8 @@ class ChunkEventWriter:
         embedding_model: str | None = None,
     ) -> list[bytes]:
         """The encoded events of the chunks at ``indexes`` (default: all), in that order; the
-        arguments mean what they mean for :func:`worker.wire.records.chunk_events`."""
+        arguments mean what they mean for the definition's ``chunk_events``
+        (tests/support/reference_events.py)."""
         encode = self._encode
         event = ChunkEvent
         doc_id, doc_source, language, doc_metadata = doc.id, doc.source, doc.language, doc.metadata

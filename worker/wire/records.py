@@ -1,4 +1,5 @@
-"""Pure conversions between Kafka records and our events: chunk ids, chunk events, dead letters."""
+"""Pure conversions between Kafka records and our events: chunk ids, dead letters (chunk events
+are written by worker.wire.event_bytes)."""
 
 from __future__ import annotations
 
@@ -8,16 +9,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import msgspec
-import numpy as np
-from numpy.typing import NDArray
 
 from worker._version import __version__
-from worker.chunking.types import Chunk
 from worker.errors import DocumentError
-from worker.wire.codec import Encoding, EventEncoder, Headers
+from worker.wire.codec import Headers
 from worker.wire.events import (
-    ChunkEvent,
-    ChunkSpan,
     DeadLetterEvent,
     DocumentEvent,
     RecordHeader,
@@ -84,104 +80,6 @@ def chunk_ids(
         digest.update(encode(occurrence))
         ids.append(digest.hexdigest()[:32])
     return ids
-
-
-def chunk_events(
-    doc: DocumentEvent,
-    record: InputRecord,
-    strategy_name: str,
-    strategy_fingerprint: str,
-    chunks: Sequence[Chunk],
-    now: dt.datetime,
-    *,
-    ids: Sequence[str] | None = None,
-    indexes: Sequence[int] | None = None,
-    embeddings: NDArray[np.float32] | None = None,
-    embedding_model: str | None = None,
-) -> list[ChunkEvent]:
-    """The events of the chunks at ``indexes`` (default: every chunk), in index order; ``ids``
-    when the caller computed them already (the same :func:`chunk_ids`); ``embeddings`` has one
-    row per event. ``index`` and ``count`` are always the chunk's place in the whole
-    document."""
-    version = doc_version(doc)
-    source = SourceRecord(record.topic, record.partition, record.offset)
-    count = len(chunks)
-    if ids is None:
-        model = None if embeddings is None else embedding_model
-        ids = chunk_ids(doc.id, strategy_fingerprint, [c.text for c in chunks], model)
-    events = []
-    chosen = range(count) if indexes is None else indexes
-    for row, index in enumerate(chosen):
-        chunk = chunks[index]
-        # Strategy metadata first, then the document's own: a document cannot be shadowed
-        # by a strategy key, and its keys are what downstream filters are written against.
-        # Without strategy metadata every event shares the document's dict (never mutated).
-        metadata = {**chunk.metadata, **doc.metadata} if chunk.metadata else doc.metadata
-        events.append(
-            ChunkEvent(
-                chunk_id=ids[index],
-                doc_id=doc.id,
-                doc_version=version,
-                index=index,
-                count=count,
-                text=chunk.text,
-                start_index=chunk.start_index,
-                end_index=chunk.end_index,
-                token_count=chunk.token_count,
-                strategy=strategy_name,
-                metadata=metadata,
-                source=source,
-                produced_at=now,
-                spans=None
-                if chunk.spans is None
-                else [ChunkSpan(s.start, s.end) for s in chunk.spans],
-                doc_source=doc.source,
-                language=doc.language,
-                embedding=None
-                if embeddings is None
-                else embeddings[row].astype("<f4", copy=False).tobytes(),
-                embedding_model=None if embeddings is None else embedding_model,
-            )
-        )
-    return events
-
-
-class ReferenceEventWriter:
-    """:func:`chunk_events`, each event encoded: the definition that
-    :class:`worker.wire.event_bytes.ChunkEventWriter` (what the worker runs) equals byte for byte.
-    ``bench/worker_cost_bench.py --events reference`` runs the worker with it."""
-
-    def __init__(self, encoding: Encoding) -> None:
-        self.encoding: Encoding = encoding
-        self._encoder = EventEncoder(encoding)
-
-    def values(
-        self,
-        doc: DocumentEvent,
-        source: SourceRecord,
-        strategy_name: str,
-        chunks: Sequence[Chunk],
-        now: dt.datetime,
-        *,
-        ids: Sequence[str],
-        indexes: Sequence[int] | None = None,
-        embeddings: NDArray[np.float32] | None = None,
-        embedding_model: str | None = None,
-    ) -> list[bytes]:
-        record = InputRecord(source.topic, source.partition, source.offset, None, None, [], 0)
-        events = chunk_events(
-            doc,
-            record,
-            strategy_name,
-            "",  # only used to compute ids, which are given
-            chunks,
-            now,
-            ids=ids,
-            indexes=indexes,
-            embeddings=embeddings,
-            embedding_model=embedding_model,
-        )
-        return [self._encoder.encode(event) for event in events]
 
 
 def dead_letter(
