@@ -154,12 +154,11 @@ def run_arrival_order(embedder: OnnxEmbedder, sentences: list[str]) -> Run:
 
 
 async def _through_batcher(
-    batcher: Batcher, documents: list[list[str]]
+    batcher: Batcher, documents: list[list[str]], has_room: asyncio.Event
 ) -> list[NDArray[np.float32]]:
     tasks = []
     for document in documents:
-        if batcher.over_high_watermark:  # what the consumer does: pause until drained
-            await batcher.wait_for_capacity()
+        await has_room.wait()  # what the consumer does: pause until drained
         tasks.append(asyncio.create_task(batcher.submit(document)))
         await asyncio.sleep(0)  # let the batcher's loop see the new request
     return list(await asyncio.gather(*tasks))
@@ -175,6 +174,8 @@ def run_batcher(
     documents = as_documents(sentences)
 
     async def main() -> tuple[float, list[NDArray[np.float32]], Batcher]:
+        has_room = asyncio.Event()
+        has_room.set()
         batcher = Batcher(
             embedder,
             max_batch_tokens=args.max_batch_tokens,
@@ -183,10 +184,11 @@ def run_batcher(
             queue_high_tokens=args.queue_high_tokens,
             queue_low_tokens=args.queue_low_tokens,
             concurrent_batches=concurrent_batches,
+            on_watermark=lambda over: has_room.clear() if over else has_room.set(),
         )
         started = time.perf_counter()
         async with batcher:
-            results = await _through_batcher(batcher, documents)
+            results = await _through_batcher(batcher, documents, has_room)
         return time.perf_counter() - started, results, batcher
 
     seconds, results, batcher = asyncio.run(main())

@@ -35,10 +35,10 @@ from pathlib import Path
 from bench.support.seam_blocks import DEFAULT_CACHE
 from bench.support.seam_scores import Summary, paired_difference, summarise
 from bench.support.seam_sets import GENRES, SPLITS, seam_set
+from tests.support.embedding import embed_batch
 from tests.support.seams import Scores, SeamDocument, score
 from worker.chunking import registry
 from worker.chunking.text.segment import split_paragraphs
-from worker.inference.batcher import embed_batch
 from worker.models.backend import EmbeddingBackend
 from worker.models.loading import load_backend
 from worker.models.reference import ModelRef, describe, find

@@ -21,9 +21,9 @@ import time
 import tracemalloc
 
 from tests.support.corpus import gather
+from tests.support.embedding import embed_batch
 from tests.support.long_document import long_markdown
 from worker.chunking import registry
-from worker.inference.batcher import embed_batch
 from worker.models.loading import load_backend
 from worker.models.reference import describe, find
 

@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from tests.support.embedding import embed_batch
 from tests.support.seams import Scores, SeamDocument, score
 from worker.chunking import registry
-from worker.inference.batcher import embed_batch
 from worker.models.onnx_embedder import OnnxEmbedder
 from worker.models.reference import describe, find
 from worker.pipeline import chunk_document_sync

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from tests.support import kafka_io
+from tests.support.embedding import embed_batch
 from tests.support.generated_docs import check_complete, make_docs
 from worker.chunking import registry
 from worker.chunking.types import EmbeddingChunker
-from worker.inference.batcher import embed_batch
 
 pytestmark = pytest.mark.kafka
 

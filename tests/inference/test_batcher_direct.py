@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from worker.inference.batcher import DIRECT_INLINE_CHARS, Batcher, embed_batch
+from tests.support.embedding import embed_batch
+from worker.inference.batcher import DIRECT_INLINE_CHARS, Batcher
 from worker.inference.serving import MeteredBackend
 from worker.models.static import StaticEmbedder
 from worker.observability.metrics import Metrics

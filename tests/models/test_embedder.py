@@ -14,8 +14,9 @@ import pytest
 from numpy.typing import NDArray
 from safetensors.numpy import load_file
 
+from tests.support.embedding import embed_batch
 from tests.support.numpy_reference import reference_embedding
-from worker.inference.batcher import Batcher, embed_batch
+from worker.inference.batcher import Batcher
 from worker.inference.serving import intra_op_threads_for
 from worker.model_making.source import read_source
 from worker.models import tokenization

@@ -12,7 +12,7 @@ import pytest
 from safetensors.numpy import load_file, save_file
 from tokenizers import Tokenizer
 
-from worker.inference.batcher import embed_batch
+from tests.support.embedding import embed_batch
 from worker.model_making.static_write import write_static_model
 from worker.models.backend import EmbeddingBackend
 from worker.models.loading import load_backend

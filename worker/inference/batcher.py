@@ -17,8 +17,6 @@ calls of at most ``max_batch_size`` texts.
 
 Backpressure: the queued token count drives a high/low watermark; the consumer reads
 ``over_high_watermark`` (or registers ``on_watermark``) to pause and resume its partitions.
-
-:func:`embed_batch` serves synchronous library callers with the same packing, no event loop.
 """
 
 from __future__ import annotations
@@ -128,8 +126,6 @@ class Batcher:
         # re-raises it, so it fails every open request instead of vanishing with the task.
         self._crashed: BaseException | None = None
         self._wakeup = asyncio.Event()
-        self._has_capacity = asyncio.Event()
-        self._has_capacity.set()
         self._closing = False
         # Submissions being measured on a thread, not yet queued: a drain waits for them.
         self._measuring = 0
@@ -181,10 +177,6 @@ class Batcher:
     @property
     def over_high_watermark(self) -> bool:
         return self._watermark.over
-
-    async def wait_for_capacity(self) -> None:
-        """Return once the queue is back under its low watermark (at once if it never left)."""
-        await self._has_capacity.wait()
 
     async def submit(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Embeddings of ``texts``, ``[len(texts), dimension]`` float32, in the given order."""
@@ -360,9 +352,6 @@ class Batcher:
         over = self._watermark.over
         if over:
             self._stats.high_watermark_hits += 1
-            self._has_capacity.clear()
-        else:
-            self._has_capacity.set()
         if self._on_watermark is not None:
             self._on_watermark(over)
 
@@ -388,28 +377,3 @@ def embed_unpacked(
             for i in range(0, len(texts), max_batch_size)
         ]
     return (parts[0] if len(parts) == 1 else np.concatenate(parts)), lengths
-
-
-def embed_batch(
-    backend: EmbeddingBackend,
-    texts: Sequence[str],
-    *,
-    max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
-    max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
-) -> NDArray[np.float32]:
-    """Synchronous embedding of ``texts`` with the batcher's packing (for library callers);
-    a backend where packing does not pay is embedded as the batcher's direct path does it."""
-    out = np.empty((len(texts), backend.dimension), dtype=np.float32)
-    if not texts:
-        return out
-    if not getattr(backend, "packing_pays", True):
-        out[:] = embed_unpacked(backend, texts, max_batch_size)[0]
-        return out
-    policy: BatchPolicy[int] = BatchPolicy(
-        max_batch_tokens=max_batch_tokens, max_batch_size=max_batch_size, max_wait=0.0
-    )
-    for index, length in enumerate(backend.token_lengths(texts)):
-        policy.add(index, length, 0.0)
-    while (batch := policy.next_batch(0.0, flush=True)) is not None:
-        out[batch.keys] = backend.embed([texts[i] for i in batch.keys])
-    return out

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from tokenizers import Tokenizer
 
 from tests.support.corpus import gather
+from tests.support.embedding import embed_batch
 from worker.chunking import registry
 from worker.chunking import strategies as chunking_strategies
 from worker.chunking.rules import sentence
@@ -19,7 +20,6 @@ from worker.chunking.semantic.sizing import TokenizerUnit, load_unit
 from worker.chunking.text.segment import split_sentences
 from worker.chunking.text.tokens import piece_counter
 from worker.chunking.types import EmbeddingChunker
-from worker.inference.batcher import embed_batch
 
 pytestmark = pytest.mark.skipif(
     sentence.NATIVE_CHUNK is None,

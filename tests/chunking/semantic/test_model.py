@@ -33,7 +33,7 @@ F1_FLOOR = {"semantic": 0.68, "sdpm": 0.68}
 
 @pytest.fixture(scope="module")
 def embed(model_dir: Path) -> Embed:
-    from worker.inference.batcher import embed_batch
+    from tests.support.embedding import embed_batch
     from worker.models.onnx_embedder import OnnxEmbedder
 
     embedder = OnnxEmbedder.load(model_dir)

@@ -248,9 +248,9 @@ def test_the_merge_is_its_definition_on_real_documents(
 ) -> None:
     """On package descriptions with the shipped static model, and one page with a sentence too
     long for the model's window (a unit of several pieces), blocks of 7 units at a time."""
+    from tests.support.embedding import embed_batch
     from tests.support.model_fixtures import STATIC_DIR
     from tests.support.seams import seam_split
-    from worker.inference.batcher import embed_batch
     from worker.models.loading import load_backend
     from worker.models.reference import describe
 

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.embedding import embed_batch
 from tests.support.model_fixtures import STATIC_DIR
 from tests.support.seams import Scores, score, seam_split
 from worker.chunking import registry
 from worker.chunking.text.segment import split_paragraphs
 from worker.chunking.types import EmbeddingChunker
-from worker.inference.batcher import embed_batch
 
 REPO = Path(__file__).resolve().parents[3]
 
