@@ -1,5 +1,6 @@
 """worker/'s own import graph, read from the source (AST, every import, including those inside
-functions): what tests/test_import_rules.py and tests/test_module_reachability.py check."""
+functions): what tests/architecture/test_import_rules.py and
+tests/architecture/test_module_reachability.py check."""
 
 from __future__ import annotations
 
