@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from tests.conftest import REPO, free_port
+from tests.support.network import free_port
+from tests.support.paths import REPO
 from worker.config import exactly_once, load_settings
 from worker.errors import ConfigError
 
