@@ -37,11 +37,11 @@ from dataclasses import dataclass, field
 from tests.support.corpus import Document, gather
 from worker.chunking import registry
 from worker.chunking.text.segment import (
-    cap_spans,
     fence_lines,
     pack_spans,
     split_paragraphs,
     split_sentences,
+    split_to_cap,
 )
 from worker.chunking.text.tokens import make_counter
 from worker.chunking.types import Chunk
@@ -66,7 +66,8 @@ def chunkers(tokenizer: str | None) -> dict[str, Chunker]:
     counter = make_counter()
 
     def greedy(text: str) -> Spans:
-        pieces = cap_spans(text, split_sentences(text, soft_wraps=True), counter, 1000)
+        sentences = split_sentences(text, soft_wraps=True)
+        pieces = [p for s in sentences for p in split_to_cap(text, s, counter, 1000)]
         return [
             (s.start, s.end, text[s.start : s.end]) for s in pack_spans(text, pieces, counter, 1000)
         ]

@@ -142,10 +142,6 @@ class Worker:
         log.info("signal received: draining", extra={"signal": signum})
         self._stopping.set()
 
-    @property
-    def health_port(self) -> int | None:
-        return None if self._health is None else self._health.port
-
     def readiness(self) -> tuple[bool, dict[str, object]]:
         """Ready = consuming for real: model loaded (if needed), Kafka reachable, group joined,
         producer up, no partition paused on a record batch it cannot read."""

@@ -15,7 +15,7 @@ import pytest
 from tests.support import kafka_io
 from tests.support.fake_kafka import SlowHashBackend
 from tests.support.generated_docs import check_complete, make_docs
-from tests.support.network import free_port, http_get, scrape, total
+from tests.support.network import free_port, http_get, listening, scrape, total
 from worker.app import State, Worker
 from worker.chunking.rules import adaptive
 from worker.chunking.types import Chunk, ContentType
@@ -44,7 +44,7 @@ async def test_metrics_health_and_readiness(
     try:
         # Ready only once running with the group joined.
         for _ in range(300):
-            if worker.health_port and (await http_get(port, "/readyz"))[0] == 200:
+            if await listening(port) and (await http_get(port, "/readyz"))[0] == 200:
                 break
             await asyncio.sleep(0.1)
         status, body = await http_get(port, "/readyz")
@@ -159,7 +159,7 @@ async def test_flood_with_slow_inference_pauses_stays_bounded_and_completes(
     try:
         while not done.done():
             peak = max(peak, rss_bytes())
-            if worker.health_port:
+            if await listening(port):
                 m = await scrape(port)
                 paused_seen = max(paused_seen, total(m, "chunkstream_paused_partitions"))
                 in_flight_seen = max(in_flight_seen, total(m, "chunkstream_in_flight_bytes"))

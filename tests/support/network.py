@@ -17,6 +17,17 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+async def listening(port: int) -> bool:
+    """Whether something accepts connections on the loopback's ``port`` (a health server up)."""
+    try:
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+    except OSError:
+        return False
+    writer.close()
+    await writer.wait_closed()
+    return True
+
+
 async def http_get(port: int, path: str) -> tuple[int, str]:
     # A real HTTP client, in a thread: the server runs on this test's own event loop.
     return await asyncio.to_thread(_get, port, path)

@@ -298,14 +298,3 @@ def _table_end(lines: _Lines, i: int) -> int:
     while j < lines.count and not lines.blank[j] and "|" in lines.body[j]:
         j += 1
     return j
-
-
-_ATX_MARKS = re.compile(r"^[ \t]*#{1,6}[ \t]*|[ \t]+#+[ \t]*$")
-_SETEXT_UNDERLINE = re.compile(r"\s*\n[ \t]*(?:=+|-+)[ \t]*$")
-
-
-def heading_text(text: str, block: Block) -> str:
-    """A heading's words without its ``#`` marks or setext underline, whitespace folded."""
-    raw = text[block.start : block.end]
-    raw = _SETEXT_UNDERLINE.sub("", raw) if not raw.lstrip().startswith("#") else raw
-    return " ".join(_ATX_MARKS.sub("", raw).split())

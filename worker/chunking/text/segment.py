@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Final
 
 from worker.chunking.text import terminators
@@ -354,14 +354,6 @@ def split_to_cap(text: str, span: Span, counter: TokenCounter, cap: int) -> list
         else:
             pieces.extend(_split_characters(text, word, counter, cap))
     return pack_spans(text, pieces, counter, cap)
-
-
-def cap_spans(text: str, spans: Iterable[Span], counter: TokenCounter, cap: int) -> list[Span]:
-    """Every span of ``spans`` split to the cap, in order."""
-    capped: list[Span] = []
-    for span in spans:
-        capped.extend(split_to_cap(text, span, counter, cap))
-    return capped
 
 
 # A blank line: a line break, then only spaces/tabs/CR, then another line break.
