@@ -53,7 +53,7 @@ def main() -> int:
             break
         docs.append(doc)
         size += len(doc.text.encode())
-    seams = seam_split("heldout")
+    seams = seam_split("report")
     print(
         f"throughput corpus: {len(docs)} package descriptions, {size / 1e6:.3f} MB; "
         f"seam corpus: {len(seams)} documents, {sum(len(d.seams) for d in seams)} seams"

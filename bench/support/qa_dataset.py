@@ -46,12 +46,11 @@ import zipfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 import msgspec
 
-Split = Literal["tune", "report"]
-SPLITS: tuple[Split, ...] = ("tune", "report")
+from tests.support.splits import Split
+
 NO_ANSWER = "CANNOTANSWER"
 SECTION_JOINER = "\n\n"
 

@@ -15,10 +15,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
-Split = Literal["tune", "report"]
-SPLITS: tuple[Split, ...] = ("tune", "report")
 DEFAULT_CACHE = Path(".cache/seams")
 
 

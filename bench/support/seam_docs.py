@@ -25,11 +25,11 @@ from bench.support.seam_blocks import (
     DEFAULT_CACHE,
     Block,
     PinnedFile,
-    Split,
     digest,
     fetch,
     paragraph_runs,
 )
+from tests.support.splits import Split
 
 MAX_BLOCK_CHARS = 1800
 BLOCKS_PER_FILE = 3

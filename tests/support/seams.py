@@ -8,12 +8,13 @@ environment yields the same documents.
 Scores count a predicted boundary as correct when it lands within ``tolerance`` sentences of a
 true seam (each seam matched at most once), sentences as :func:`split_sentences` finds them.
 
-Two disjoint sets for work on the boundary rules (:func:`seam_split`): ``tune`` and ``heldout``.
+Two disjoint sets for work on the boundary rules (:func:`seam_split`): ``tune`` and ``report``
+(tests/support/splits.py).
 Their sources are the docstrings of the Python standard library (read with ``ast`` from the
 interpreter's own ``Lib``, nothing imported), one source per top-level module or package:
 unlike the installed packages, the same on every machine with the same Python, and large enough
 for hundreds of seams. The split is by a hash of the source's name, so no source's text is in
-both. Parameters are chosen on ``tune`` only; ``heldout`` is what gets reported. The standard
+both. Parameters are chosen on ``tune`` only; ``report`` is what gets reported. The standard
 library is in no model's training corpus here (docs/semantic.md, "Training corpus").
 """
 
@@ -30,6 +31,7 @@ from pathlib import Path
 import msgspec
 
 from tests.support.corpus import gather
+from tests.support.splits import SPLITS, Split
 from worker.chunking.text.segment import split_paragraphs, split_sentences
 
 _LETTERS = re.compile(r"[^\W\d_]")
@@ -107,12 +109,9 @@ def seam_documents(
     return documents
 
 
-SPLITS = ("tune", "heldout")
-
-
-def split_of(source: str) -> str:
-    """The set a source package belongs to: two fifths ``tune``, three fifths ``heldout``."""
-    return "tune" if hashlib.sha256(source.encode()).digest()[0] % 5 < 2 else "heldout"
+def split_of(source: str) -> Split:
+    """The set a source package belongs to: two fifths ``tune``, three fifths ``report``."""
+    return "tune" if hashlib.sha256(source.encode()).digest()[0] % 5 < 2 else "report"
 
 
 def _blocks(paragraphs: list[str], max_chars: int) -> list[str]:
@@ -161,12 +160,12 @@ def stdlib_sources() -> dict[str, list[str]]:
 
 
 def seam_split(
-    split: str,
+    split: Split,
     blocks_per_document: int = 6,
     max_blocks_per_source: int = 12,
     max_block_chars: int = 1000,
 ) -> list[SeamDocument]:
-    """The documents of one set (``tune`` or ``heldout``, :func:`split_of`).
+    """The documents of one set (``tune`` or ``report``, :func:`split_of`).
 
     Every source of the set (:func:`stdlib_sources`) gives blocks of one or two consecutive
     prose paragraphs (at most ``max_block_chars`` each, so that a block fits a 254-token chunk

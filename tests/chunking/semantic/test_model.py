@@ -92,7 +92,7 @@ def test_over_long_sentence_is_windowed_for_the_model(model_dir: Path, embed: Em
 
 @pytest.mark.parametrize("name", ["semantic", "sdpm"])
 def test_seam_quality(name: str, model_dir: Path, embed: Embed) -> None:
-    docs = seam_split("heldout")
+    docs = seam_split("report")
     assert sum(len(d.seams) for d in docs) >= 100, "too few installed package descriptions"
     counter = make_counter(str(model_dir / "tokenizer.json"))
     total = Scores(0, 0, 0)

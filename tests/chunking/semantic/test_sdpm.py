@@ -262,7 +262,7 @@ def test_the_merge_is_its_definition_on_real_documents(
     )
     chunker = registry.build("sdpm", params, context).chunker
     assert isinstance(chunker, SDPMChunker)
-    pages = [doc.text for doc in seam_split("heldout")]
+    pages = [doc.text for doc in seam_split("report")]
     texts = ["\n\n".join(pages[at : at + 6]) for at in range(0, len(pages), 6)]
     long_sentence = " ".join(f"word{n} and more" for n in range(900))
     texts.append(f"{texts[0]}\n\n{long_sentence}.\n\n{texts[1]}")

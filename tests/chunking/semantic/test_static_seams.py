@@ -39,7 +39,7 @@ def test_static_model_seam_quality(name: str, static_dir: Path) -> None:
     built = registry.build(name, {}, context)
     chunker = built.chunker
     assert isinstance(chunker, EmbeddingChunker)
-    docs = seam_split("heldout")
+    docs = seam_split("report")
     assert sum(len(d.seams) for d in docs) >= 100, "too few installed package descriptions"
     ours, paragraphs = Scores(0, 0, 0), Scores(0, 0, 0)
     for doc in docs:
