@@ -45,10 +45,10 @@ DEFAULT_CONCURRENT_BATCHES = 2
 # Peak bytes held per input byte while a document is in flight: the raw record, the decoded
 # text and the encoded chunk events plus the strategy's own peak while it chunks (the embedding
 # strategies hold per-sentence vectors and their float64 copies). Calibrated with tracemalloc
-# (bench/calibration/semantic_memory.py) and against the kernel's RSS under a flood of large documents
-# (tests/broker/test_memory_budget.py), with headroom for what RSS holds beyond traced objects:
-# the allocator and several documents in flight at once. The calibration runs are in
-# docs/deploy.md ("Sizing").
+# (bench/calibration/semantic_memory.py) and against the kernel's RSS under a flood of large
+# documents (tests/broker/test_memory_budget.py), with headroom for what RSS holds beyond
+# traced objects: the allocator and several documents in flight at once. The calibration runs
+# are in docs/deploy.md ("Sizing").
 EXPANSION = {
     "sentence": 20,
     "adaptive": 12,
