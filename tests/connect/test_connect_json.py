@@ -99,7 +99,7 @@ def conforms(schema_: dict[str, Any], value: Any, where: str) -> None:
         assert value in _INT64, where
         if name == "org.apache.kafka.connect.data.Timestamp":
             assert abs(value - NOW.timestamp() * 1000) < 1, where
-    elif kind == "float64":
+    elif kind == "double":  # JsonConverter's name of FLOAT64
         assert isinstance(value, (int, float)), where
         assert not isinstance(value, bool), where
     elif kind == "boolean":

@@ -6,13 +6,13 @@ Apache Kafka's ``JsonConverter`` with ``schemas.enable=true`` reads a record val
 Connect schema is derived here from the event Structs of :mod:`worker.wire.events`, the same
 source ``schemas/`` is generated from, by these rules:
 
-- ``str``/``int``/``float``/``bool`` → ``string``/``int64``/``float64``/``boolean``; a type that
+- ``str``/``int``/``float``/``bool`` → ``string``/``int64``/``double``/``boolean``; a type that
   admits ``None`` → an optional field;
 - a nested Struct (``source``) → a Connect ``struct``, which the stock ``Flatten`` transform
   turns into columns (``source_topic``, ...);
 - a date-time → ``int64`` named ``org.apache.kafka.connect.data.Timestamp`` (milliseconds since
   the epoch: Connect's timestamps carry no finer unit);
-- the embedding → an ``array`` of ``float64`` named ``io.debezium.data.DoubleVector``, which
+- the embedding → an ``array`` of ``double`` (FLOAT64) named ``io.debezium.data.DoubleVector``, which
   Debezium's JDBC sink binds as pgvector's ``vector``. Its ``FloatVector`` name binds as
   ``halfvec`` (16-bit floats) instead, which would round the model's 32-bit values; every
   float32 is exact as a float64, so nothing is lost;
@@ -50,7 +50,7 @@ _json_text = msgspec.json.Encoder()
 _PRIMITIVES: dict[type[mi.Type], str] = {
     mi.StrType: "string",
     mi.IntType: "int64",
-    mi.FloatType: "float64",
+    mi.FloatType: "double",
     mi.BoolType: "boolean",
 }
 
@@ -104,7 +104,7 @@ def _field(t: mi.Type) -> _Field:
         if extra.get(CONNECT_VECTOR) and isinstance(t.type, mi.BytesType):
             schema = {
                 "type": "array",
-                "items": {"type": "float64", "optional": False},
+                "items": {"type": "double", "optional": False},
                 "name": VECTOR_NAME,
                 "version": 1,
             }
