@@ -12,7 +12,7 @@ source ``schemas/`` is generated from, by these rules:
   turns into columns (``source_topic``, ...);
 - a date-time → ``int64`` named ``org.apache.kafka.connect.data.Timestamp`` (milliseconds since
   the epoch: Connect's timestamps carry no finer unit);
-- the embedding → an ``array`` of ``double`` (FLOAT64) named ``io.debezium.data.DoubleVector``, which
+- the embedding → an ``array`` of ``double`` named ``io.debezium.data.DoubleVector``, which
   Debezium's JDBC sink binds as pgvector's ``vector``. Its ``FloatVector`` name binds as
   ``halfvec`` (16-bit floats) instead, which would round the model's 32-bit values; every
   float32 is exact as a float64, so nothing is lost;
