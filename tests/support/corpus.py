@@ -30,7 +30,8 @@ class Document(msgspec.Struct, frozen=True):
     content_type: str  # "text/markdown" or "text/plain"
 
 
-# What a checkout installs (scripts/bootstrap: ``.[dev,model,deploy]``): the corpus is the
+# What a checkout installs but the docs tooling (scripts/bootstrap: ``.[dev,model,deploy,docs]``
+# less ``docs``): the corpus is the
 # descriptions of those distributions and their dependencies, whatever else is installed, so
 # that tests over it judge the same documents on every machine that ran the bootstrap.
 PROJECT = "chunkstream"
