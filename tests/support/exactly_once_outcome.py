@@ -19,7 +19,7 @@ from pathlib import Path
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from tests.support import kafka_io
-from worker.cli.sink import SinkStore, run_sink
+from tests.support.lifecycle_changelog import sink_contents
 from worker.config import Settings
 from worker.pipeline import chunk_document_sync
 from worker.wire.codec import decode_as
@@ -121,25 +121,7 @@ async def expected_output(settings: Settings) -> Expected:
 
 async def committed_sink(bootstrap: str, topic: str, db: Path) -> dict[str, str]:
     """The reference sink (upsert by key, delete on null) over the committed chunk topic."""
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=bootstrap,
-        enable_auto_commit=False,
-        auto_offset_reset="earliest",
-        isolation_level="read_committed",
-    )
-    await consumer.start()
-    store = SinkStore(db)
-    try:
-        partitions = [
-            TopicPartition(topic, p) for p in await kafka_io.partitions_of(consumer, topic)
-        ]
-        consumer.assign(partitions)
-        await consumer.seek_to_beginning(*partitions)
-        await run_sink(consumer, store, idle_timeout_s=3.0, commit=False)
-        return {row.key: row.text or "" for row in store.rows()}
-    finally:
-        await consumer.stop()
-        store.close()
+    return await sink_contents(bootstrap, topic, db, isolation_level="read_committed")
 
 
 def duplicates(output: Output) -> dict[EventKey, int]:

@@ -168,10 +168,16 @@ async def produce(bootstrap: str, topic: str, records: list[Record]) -> None:
         await producer.stop()
 
 
-async def sink_contents(bootstrap: str, topic: str, db: Path) -> dict[str, str]:
-    """Apply the whole chunk topic with the reference sink; chunk id → text it holds."""
+async def sink_contents(
+    bootstrap: str, topic: str, db: Path, *, isolation_level: str = "read_uncommitted"
+) -> dict[str, str]:
+    """Apply the whole chunk topic with the reference sink; chunk id → text it holds
+    (``read_committed``: only what committed transactions wrote)."""
     consumer = AIOKafkaConsumer(
-        bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest"
+        bootstrap_servers=bootstrap,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        isolation_level=isolation_level,
     )
     await consumer.start()
     store = SinkStore(db)
