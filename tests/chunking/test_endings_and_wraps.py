@@ -258,6 +258,7 @@ def test_sentence_final_period(text: str, size: int, content_type: ContentType) 
     # With the last chunk at the cap, the period cannot join it: not the case tested here.
     assume(plain[-1][1] - plain[-1][0] < size)
     assume(not at_the_minimum(text, Sizes(size)))
+    assume(not last_unit_at_the_limit(text, Sizes(size)))
     assert_cut_alike(plain, run(text + ".", content_type))
 
 
@@ -422,10 +423,17 @@ def _corpus_pairs() -> list[tuple[str, str, str, ContentType]]:
         plain, wrapped = list(text), list(text)
         changed = False
         fences = fence_lines(text)
+        # The rule strategies' own reading of the blocks (text/structure.py) besides
+        # markdown's: an HTML block there runs to a blank line, where CommonMark ends an
+        # HTML comment at its "-->" line; lines after such a comment (mkdocs's description:
+        # its link definitions) are an HTML block's lines to them, which they keep.
+        prose = [(start, end) for kind, start, end in read_blocks(text) if kind == PARAGRAPH]
         for block in split_blocks(text):
             # Paragraphs after a line of ``` or ~~~ (an RST underline of tildes reads as a
             # fence: docs/chunking.md) are code to the rule strategies, which keeps lines.
             if block.kind != "paragraph" or bisect_right(fences, block.start) % 2:
+                continue
+            if not any(start <= block.start and block.end <= end for start, end in prose):
                 continue
             body = text[block.start : block.end]
             lines = body.split("\n")
@@ -483,8 +491,11 @@ def test_corpus_endings_cut_alike_with_a_final_period() -> None:
             assert_cut_alike(cuts(chunks), cuts(chunker.chunk(text + ".")))
         sentence = sentence_cuts(1000)
         plain = sentence(text, content_type)
-        # A last chunk exactly at the cap cannot take the period: a margin, not a rule.
-        if plain[-1][1] - plain[-1][0] < 1000:
+        # A last chunk exactly at the cap cannot take the period: a margin, not a rule. Nor
+        # can a stretch one short of the minimum after a gap: the period lifts it to the
+        # minimum, which is a threshold like the cap (at_the_minimum; found on
+        # python-dateutil's description, whose last block is that long).
+        if plain[-1][1] - plain[-1][0] < 1000 and not at_the_minimum(text, Sizes(1000)):
             assert_cut_alike(plain, sentence(text + ".", content_type))
         if not at_a_lexical_threshold(text, content_type):
             lexical_cuts = [
