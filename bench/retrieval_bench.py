@@ -68,6 +68,7 @@ from bench.support.retrieval_chunkers import (
 )
 from bench.support.retrieval_metrics import Located, Scores, budget_recall, score, top_k
 from bench.support.retrieval_runtime import batchers, resolve_models
+from tests.support.splits import SPLITS
 
 SEED = 20261201
 BUDGET_DEPTH = 400  # chunks ranked per question for the budget (2,000 chars need ≥ 5 chars each)
@@ -244,7 +245,7 @@ def table(rows: Sequence[Row], k: int, budget: int) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--split", choices=qa_dataset.SPLITS, required=True)
+    parser.add_argument("--split", choices=SPLITS, required=True)
     parser.add_argument("--chunker", action="append", help="replaces the default list")
     parser.add_argument("--param", action="append", default=[], help="NAME:KEY=VALUE,...")
     parser.add_argument("--top-k", type=int, default=5)
