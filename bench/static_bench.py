@@ -8,7 +8,8 @@ installed package descriptions up to ``--max-kb`` for speed, tests/support/seams
 seam precision/recall/F1). Rows:
 
 * ``semantic`` and ``sdpm`` at their defaults on each boundary model: fp32 and int8
-  ``model.onnx``, then every static variant of docs/semantic.md. The variants are made here from
+  ``model.onnx``, then every static variant tried (docs/benchmarks.md, "Boundary models").
+  The variants are made here from
   one pair of encoder passes over the pinned training corpus (single tokens; per-token hidden
   states), cached in ``.cache/distill/`` — the passes are what ``chunkstream model distill``
   runs, the variants differ only in the numpy fitting after them. ``shipped`` is exactly
@@ -79,7 +80,7 @@ def encoder_passes(model_dir: Path, threads: int | None) -> dict[str, NDArray[np
 
 
 def variants(passes: dict[str, NDArray[np.generic]]) -> dict[str, F64]:
-    """Every recipe tried, by name (docs/semantic.md describes each)."""
+    """Every recipe tried, by name (what each does is the code below)."""
     single = passes["single"].astype(np.float64)
     counts = passes["counts"].astype(np.int64)
     contextual = static_fit.contextual_means(passes["sums"].astype(np.float64), counts)

@@ -389,7 +389,7 @@ class Worker:
                 raise ConfigError(
                     f"invalid setting CHUNKSTREAM_RETRIEVAL_MODEL_DIR: {exc}"
                 ) from None
-            retrieval = None  # rule sizes in characters: docs/chunking.md
+            retrieval = None  # rule sizes in characters: docs/concepts/strategies.md
         return ModelRefs(boundary, retrieval)
 
     def _build_default_strategy(self, context: registry.BuildContext) -> registry.BuiltStrategy:

@@ -34,8 +34,8 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     input_topic: str = "documents"
     output_topic: str = "chunks"
     dlq_topic: str = "documents.dlq"
-    # Document lifecycle (docs/lifecycle.md): updates retract, tombstones delete, state in a
-    # compacted changelog topic co-partitioned with the input.
+    # Document lifecycle (docs/concepts/lifecycle.md): updates retract, tombstones delete, state
+    # in a compacted changelog topic co-partitioned with the input.
     document_lifecycle: bool = True
     state_topic: str = ""  # "" = "<group_id>-document-state-changelog" (Kafka Streams' naming)
     state_dir: str | None = None
@@ -105,7 +105,8 @@ SETTING_HELP: dict[str, str] = {
     "value deletes the chunk)",
     "dlq_topic": "topic of DeadLetterEvents",
     "document_lifecycle": "updates retract the chunks a document no longer has and input "
-    "tombstones delete every chunk of the document (docs/lifecycle.md); false: append-only",
+    "tombstones delete every chunk of the document (docs/concepts/lifecycle.md); "
+    "false: append-only",
     "state_topic": "compacted changelog of what the worker remembers per document, "
     "co-partitioned with the input (empty = `<group_id>-document-state-changelog`)",
     "state_dir": "directory of the local state store (a cache of the state topic, rebuilt from "
@@ -163,7 +164,7 @@ SETTING_HELP: dict[str, str] = {
     "ssl_keyfile": "client private key (mutual TLS)",
     "model_dir": "boundary model of the embedding strategies: an ONNX directory (`chunkstream "
     "model build`) or a static one (`model distill`, model2vec); default the distilled "
-    f"`{DEFAULT_STATIC_NAME}` found on the model search path (docs/embedding.md)",
+    f"`{DEFAULT_STATIC_NAME}` found on the model search path (docs/concepts/models.md)",
     "model_int8": "use the per-channel int8 model (`model.int8.onnx`) of ONNX models",
     "inference_threads": "onnxruntime intra-op threads of each running batch "
     "(0 = derived from the CPU budget)",

@@ -8,10 +8,11 @@ For each strategy and document (tests/support/long_document.py's generated markd
 and the largest installed package description) one document goes through plan → embed (the batcher's
 ``embed_batch``, the rows the worker's batcher would hold) → assemble under ``tracemalloc``, and
 the peak of traced memory over the whole document is divided by its UTF-8 bytes. The
-*expansion* of docs/worker.md adds 3 for the raw record, the decoded text and the encoded events.
+*expansion* of docs/operating/sizing.md adds 3 for the raw record, the decoded text and the
+encoded events.
 tracemalloc sees Python objects and numpy arrays, not the tokenizer's Rust allocations (those are
 the model backend's, the same for every strategy); peak RSS is measured by
-tests/chunking/semantic/test_memory.py and docs/semantic.md ("Memory").
+tests/chunking/semantic/test_memory.py and docs/benchmarks.md.
 """
 
 from __future__ import annotations

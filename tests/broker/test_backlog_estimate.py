@@ -11,7 +11,7 @@ tens of seconds (1 KB documents: 400 documents/s in its first 10 s, 1,100 by 20 
 private broker, 2026-12-01), and on a fast machine a 30 % warm-up ends inside that transient
 (CI: estimate 2.5× the drain); KEDA reads workers that have been running. More
 configurations (semantic on the static model, embeddings on, lexical, 64 KB):
-bench/calibration/backlog.py, figures in docs/deploy.md.
+bench/calibration/backlog.py, figures in docs/benchmarks.md.
 """
 
 from __future__ import annotations

@@ -164,7 +164,7 @@ async def test_worker_waits_for_kafka_and_outlives_an_outage(
         assert connecting, "no connection attempt logged after the port opened"
         # What the design guarantees whatever the machine's speed: the next probe after the
         # port opens is at most PROBE_CAP_S (+ jitter) away. Asserted with a wide margin; the
-        # issue's 10 s to ready is measured and printed (docs/deploy.md records it).
+        # issue's 10 s to ready is measured and printed (docs/benchmarks.md records it).
         noticed_s = log_time(connecting[0]) - accepted
         assert noticed_s <= 2 * PROBE_CAP_S * (1 + JITTER) + 5, noticed_s
         print(

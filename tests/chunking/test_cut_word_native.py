@@ -3,7 +3,7 @@
 
 Before, a core that met such a piece (a base64 blob, a long URL, a run of one character)
 returned None and the whole document went to the Python twin: 1 % of the bytes of Debian's
-documentation and a fifth of `adaptive`'s and `lexical`'s chunking CPU (docs/worker.md). Now
+documentation and a fifth of `adaptive`'s and `lexical`'s chunking CPU (docs/benchmarks.md). Now
 each core calls ``cut_word`` for the piece, refines its measure with the exact counts, and
 goes on. Every test here checks both that the core handled the document itself (the twin was
 not called) and that its chunks equal the twin's.

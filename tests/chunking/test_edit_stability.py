@@ -35,7 +35,7 @@ WORDS = ["alpha", "beta", "gamma", "delta", "kafka", "offset", "token", "chunk",
 
 # Every sentence and heading carries a name of its own: content-defined boundaries read the
 # text around a gap, and a document of one sentence repeated has nothing to tell its gaps
-# apart (a known limit of content-defined chunking, docs/chunking.md; without the names,
+# apart (a known limit of content-defined chunking, docs/design-decisions.md; without the names,
 # hypothesis shrinks every failure towards "Alpha alpha." repeated). The names are numbered
 # as the document is written, once: an edit moves text, it does not rename it.
 @st.composite

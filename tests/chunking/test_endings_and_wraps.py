@@ -430,7 +430,8 @@ def _corpus_pairs() -> list[tuple[str, str, str, ContentType]]:
         prose = [(start, end) for kind, start, end in read_blocks(text) if kind == PARAGRAPH]
         for block in split_blocks(text):
             # Paragraphs after a line of ``` or ~~~ (an RST underline of tildes reads as a
-            # fence: docs/chunking.md) are code to the rule strategies, which keeps lines.
+            # fence: docs/concepts/strategies.md) are code to the rule strategies, which keeps
+            # lines.
             if block.kind != "paragraph" or bisect_right(fences, block.start) % 2:
                 continue
             if not any(start <= block.start and block.end <= end for start, end in prose):

@@ -284,7 +284,7 @@ def test_rules_hold_on_the_corpus(unit: str, name: str) -> None:
     """The acceptance of issue 21 at the default sizes: no fenced block within the cap split,
     no heading-only chunk, no chunk under the minimum but a document's only one; except where
     the rules collide (joined with either neighbour, the chunk would pass the cap), counted
-    and bounded here (docs/chunking.md lists them)."""
+    and bounded here (docs/concepts/strategies.md states the precedence)."""
     if unit == "tokens" and not MODEL.is_dir():
         pytest.skip("no built model directory (scripts/bootstrap builds it)")
     params = {} if unit == "character" else {"tokenizer": str(MODEL)}

@@ -51,7 +51,7 @@ def test_the_piece_memory_starting_afresh_keeps_every_piece_of_the_call(
 ) -> None:
     """The memory is bounded: a call that takes it past the bound starts it afresh. The pieces
     of that call it already knew must be counted again, not lost (a KeyError on new text
-    once the memory filled, found on 25 MB of Sphinx sources: docs/worker.md)."""
+    once the memory filled, found on 25 MB of Sphinx sources: docs/benchmarks.md)."""
     monkeypatch.setattr(tokens, "PIECE_CACHE_LIMIT", 4)
     counter = tokens.PieceCounter(tokenizer_path)
     whole = make_counter(tokenizer_path)

@@ -76,8 +76,8 @@ def test_dockerfile_contract() -> None:
         assert f"--from=models {directory} {directory}" in copies
     assert "--from=package /opt/venv /opt/venv" in copies
     assert all(c.startswith(("--from=models ", "--from=package ")) for c in copies), copies
-    # The product's defaults (docs/semantic.md): boundaries from the static model, the vectors
-    # of include_embeddings from the transformer — as the worker resolves the image's ENV.
+    # The product's defaults (docs/concepts/models.md): boundaries from the static model, the
+    # vectors of include_embeddings from the transformer — as the worker resolves the image's ENV.
     # The image's directories do not exist here: the same models scripts/bootstrap made stand
     # in for them, by the same commands (m.local_models).
     local = m.local_models(env)

@@ -126,7 +126,7 @@ async def test_rendered_deployment_runs_probes_and_stops_like_under_the_kubelet(
     await kafka_io.create(settings, partitions=3)
     docs = make_docs(24, seed=3, prefix="kubelet")
     # The last one large (800 KB, under the base's 1 MiB document limit): seconds of work for
-    # either boundary model (the static default chunks ~460 KB/s on one core, docs/deploy.md),
+    # either boundary model (the static default chunks ~460 KB/s on one core, docs/benchmarks.md),
     # so the SIGTERM sent once every document is taken in lands while it is in flight and the
     # drain has to finish it. (Small documents alone are done by the static model in
     # milliseconds, before the signal.)

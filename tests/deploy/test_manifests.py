@@ -146,8 +146,8 @@ def test_pod_contract(name: str) -> None:
     assert not unknown
 
 
-# Measured throughput of one inference core (docs/deploy.md "Sizing": 0.29 CPU-s per 4.4 KB
-# document for semantic, int8; sdpm and context from the relative costs in docs/worker.md's
+# Measured throughput of one inference core (docs/benchmarks.md: 0.29 CPU-s per 4.4 KB
+# document for semantic, int8; sdpm and context from the relative costs in docs/benchmarks.md's
 # end-to-end table, 1.7x and 2.75x): input bytes per second. The transformer's figures, the
 # slowest boundary model a pod may be pointed at; the image's static default is ~30x faster.
 EMBEDDING_BYTES_PER_S = {"semantic": 15_000, "sdpm": 8_800, "context": 5_400}

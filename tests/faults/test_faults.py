@@ -1,7 +1,7 @@
 """The fault suite's short profile in CI: every scenario of tests/support/faults.py, on a private
 broker (the broker-restart and freeze scenarios must not disturb the session broker).
 
-The full table: `.venv/bin/python -m tests.support.faults` (see docs/reliability.md)."""
+The full table: `.venv/bin/python -m tests.support.faults` (see docs/operating/outages.md)."""
 
 from __future__ import annotations
 

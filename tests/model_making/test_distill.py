@@ -1,6 +1,6 @@
 """``chunkstream model distill`` on a tiny random BERT: the recipe's pieces, determinism, and
 that the output is a static model both we and model2vec load. The real distillation's quality
-is measured in bench/ (docs/semantic.md), not asserted here."""
+is measured in bench/ (docs/benchmarks.md), not asserted here."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ thread, let it work until a stated share of the backlog is committed (the warm-u
 byte is measured on this stream), then read ``sum(chunkstream_backlog_seconds)`` from its
 ``/metrics`` (the estimate) and measure the wall time from that moment until the group has
 committed everything (the drain). A ratio estimate ÷ drain within [0.5, 2] is what KEDA's
-threshold in seconds relies on (docs/deploy.md, "Scaling calibration").
+threshold in seconds relies on (docs/operating/sizing.md, "Scaling with KEDA").
 
 Documents are slices of the benchmark corpus (tests/support/corpus.py: the installed packages'
 descriptions, prose and markdown) cut at whitespace to the target size, each with its own id.

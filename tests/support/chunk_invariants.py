@@ -48,7 +48,7 @@ def assert_covers(text: str, chunks: Sequence[Chunk]) -> None:
 def assert_capped(chunks: Sequence[Chunk], counter: TokenCounter, cap: int) -> None:
     """Every chunk within the cap, but for the documented exception: a single character whose
     own count passes it (with a tokenizer, "한" is 3 tokens) is a chunk alone, as no smaller
-    piece exists (docs/chunking.md, "Segmentation")."""
+    piece exists (docs/concepts/strategies.md, "Segmentation")."""
     for chunk in chunks:
         size = counter.count(chunk.text)
         assert size == chunk.token_count, (size, chunk.token_count)

@@ -125,7 +125,7 @@ DEBIAN_DOCS = (
     "cython-doc",
     "python-flask-doc",
 )
-# More, for a corpus past issue 23's 40 MB without a page read twice (docs/worker.md).
+# More, for a corpus past issue 23's 40 MB without a page read twice (docs/benchmarks.md).
 DEBIAN_DOCS_MORE = (
     "cmake-doc",
     "python-brian-doc",

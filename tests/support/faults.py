@@ -18,7 +18,7 @@ checked against the chunk ids computed offline for every document:
   topic grows again (the worst over the scenario's faults).
 
 The same scenarios, shorter, run in CI (tests/faults/test_faults.py). The latest full table
-is kept in docs/reliability.md.
+is kept in docs/benchmarks.md; the scenarios are described in docs/operating/outages.md.
 """
 
 from __future__ import annotations
@@ -242,7 +242,7 @@ def poison_records(copies: int, max_document_bytes: int, seed: int) -> list[Reco
         for kind, (value, headers) in kinds.items():
             key = f"poison-{kind}-{n}"
             if kind != "key-mismatch" and value is not None:
-                # The document's own id is its key (docs/lifecycle.md), so each record is
+                # The document's own id is its key (docs/concepts/lifecycle.md), so each record is
                 # refused for the fault it carries, not for a key that differs from its id.
                 value = _OWN_ID.sub(b'"id": "' + key.encode() + b'"', value)
             records.append((key.encode(), value, headers))

@@ -1,5 +1,5 @@
-"""The document-lifecycle commands (docs/lifecycle.md): ``delete`` sends tombstones, ``sink``
-is the reference sink — what a stock Kafka sink does with the chunk topic, into SQLite."""
+"""The document-lifecycle commands (docs/concepts/lifecycle.md): ``delete`` sends tombstones,
+``sink`` is the reference sink — what a stock Kafka sink does with the chunk topic, into SQLite."""
 
 from __future__ import annotations
 

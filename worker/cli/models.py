@@ -72,7 +72,7 @@ def add_model(sub: SubParsers[argparse.ArgumentParser]) -> None:
         "distill",
         help="built ONNX encoder → static model (one vector per token; no torch)",
         description="Distil a static model (model2vec layout) from a built ONNX encoder, fitted "
-        "on the pinned training corpus (docs/semantic.md).",
+        "on the pinned training corpus (docs/concepts/models.md).",
     )
     distill.add_argument(
         "--source",

@@ -37,7 +37,7 @@ from worker.models.backend import EmbeddingBackend
 from worker.runtime.resources import DEFAULT_CONCURRENT_BATCHES
 
 # Defaults sized for MiniLM on a small CPU (bench/embedding_bench.py measures them; the figures
-# are in docs/embedding.md, "Batcher defaults"). The queue limit is also the sorting window: a
+# are in docs/benchmarks.md). The queue limit is also the sorting window: a
 # wider one pads less, but it is also how long a paused partition may wait, so it stays a few
 # seconds of work. Larger batches pad more than they save.
 DEFAULT_MAX_BATCH_TOKENS = 4096
@@ -55,7 +55,7 @@ MEASURE_IN_THREAD_OVER = 64
 # on the event loop when they hold at most this many characters (a few milliseconds of the
 # compiled rows, less than the document's own plan and assembly, which run on the loop
 # anyway), on the batcher's threads otherwise. At one core a thread hop buys nothing and costs
-# a switch; the end-to-end comparison is in docs/worker.md.
+# a switch; the end-to-end comparison is in docs/benchmarks.md.
 DIRECT_INLINE_CHARS = 64 * 1024
 
 

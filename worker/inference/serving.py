@@ -75,8 +75,8 @@ def resolve(
 ) -> ModelRefs:
     """Each role resolved once: required where asked for (``ModelNotBuilt`` otherwise); the
     retrieval model is also looked up, optionally, when it is not required, because the
-    strategies size chunks in its tokens when it is there (docs/chunking.md). ``model_dir``
-    (a command's flag) takes the place of ``CHUNKSTREAM_MODEL_DIR``."""
+    strategies size chunks in its tokens when it is there (docs/concepts/strategies.md,
+    "Sizes"). ``model_dir`` (a command's flag) takes the place of ``CHUNKSTREAM_MODEL_DIR``."""
     boundary_model = boundary_ref(settings, model_dir) if boundary else None
     if retrieval:
         retrieval_model: ModelRef | None = retrieval_ref(settings, model_dir)
@@ -189,7 +189,7 @@ async def _serve(
 
 @dataclass(frozen=True)
 class Models:
-    """The worker's two model roles (docs/semantic.md, "Two roles, two models"): ``boundary``
+    """The worker's two model roles (docs/concepts/models.md): ``boundary``
     places cuts; ``retrieval`` makes the vectors that go out with ``include_embeddings`` and
     is the same batcher when both roles name one directory (or a backend was injected)."""
 

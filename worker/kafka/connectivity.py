@@ -4,7 +4,7 @@ I/O is :mod:`worker.kafka.reachability` (and the classification of a connection 
 :func:`worker.kafka.clients.classify_connection`); time and randomness are passed in, like
 :mod:`worker.inference.batch_policy`.
 
-The split (docs/deploy.md, "Kafka outages"):
+The split (docs/operating/outages.md, "Broker outages"):
 
 - *Fatal at start-up* (exit status 2, one line naming the setting): the broker answers and
   refuses the worker's own configuration — SASL authentication failed, the SASL mechanism is not

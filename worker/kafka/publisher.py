@@ -20,7 +20,7 @@ Invariants:
 
 Why record batches of our own: sending each chunk event with ``producer.send`` costs a
 coroutine, a future and a callback per event, which was most of the worker's CPU outside
-chunking (docs/worker.md, "The worker's own CPU by stage"). Here every document of a partition
+chunking (docs/benchmarks.md). Here every document of a partition
 appends its records to that partition's open batch (the client's own ``create_batch``
 builder: the same record format, compression, idempotence sequence numbers and retries as a
 ``send``), and a batch costs one ``send_batch`` and one future, whatever it holds. Documents
@@ -115,7 +115,7 @@ class Publisher:
         self._transactional = transactional
         # Topics whose records hardly compress (the state changelog: 16-byte chunk ids, which
         # are hashes) go out uncompressed, in batches of ``batch_bytes``: compression saves
-        # little of them for CPU on the worker and the broker (docs/lifecycle.md).
+        # little of them for CPU on the worker and the broker (docs/benchmarks.md).
         self._uncompressed = frozenset(uncompressed_topics)
         self._batch_bytes = batch_bytes or 0
 
@@ -190,7 +190,7 @@ class Publisher:
 
         Every lane lingers (``linger.ms``), the state changelog's too: its records share
         produce requests with other records instead of costing the broker and the client one
-        each (docs/lifecycle.md, "Throughput with the lifecycle on")."""
+        each (docs/benchmarks.md)."""
         await self.wait(self.stage(topic, partition, records))
 
     async def wait(self, acks: Sequence[asyncio.Future[None]]) -> None:

@@ -7,7 +7,8 @@ the same bytes on one machine (length-sorted batches in a fixed order, float64 s
 eigenvector signs). The output is staged in a sibling temporary directory and renamed into
 place, so a reader never sees half a model; ``manifest.json`` is written last.
 
-The recipe (:class:`Recipe`; docs/semantic.md has every variant tried and its seam F1):
+The recipe (:class:`Recipe`; bench/static_bench.py tries the variants, docs/benchmarks.md
+has their seam F1):
 
 1. every vocabulary token alone through the encoder (``[CLS] token [SEP]``): its sentence vector;
 2. the corpus through the encoder: each token's hidden state averaged over its occurrences;
@@ -181,7 +182,7 @@ def distilled_identity(
 
     Not the matrix bytes: the encoder passes are float arithmetic whose last bits may differ
     between CPUs (onnxruntime picks kernels by instruction set), and a model rebuilt from the
-    same inputs must keep every chunk id (docs/deploy.md, "Upgrading the model")."""
+    same inputs must keep every chunk id (docs/operating/upgrades.md, "Model changes")."""
     material = {
         "scheme": IDENTITY_SCHEME,
         "kind": "static",

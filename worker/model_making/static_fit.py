@@ -2,7 +2,7 @@
 
 Invariants: every function is deterministic (no random state; eigenvector signs fixed; ties in
 sorting broken by index) and works in float64, so the same inputs give the same bytes. The
-pieces, each measured on its own in docs/semantic.md:
+pieces, each measured on its own (bench/static_bench.py; docs/benchmarks.md):
 
 * :func:`contextual_means` — each token's average hidden state over the corpus, i.e. the row
   that makes a static mean closest to the encoder's own mean pooling for the contexts seen;

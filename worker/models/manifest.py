@@ -82,7 +82,7 @@ class StaticManifest(
     max_seq_length: int
     source: str  # the encoder it was distilled from (its manifest's source and model digest)
     corpus: list[str]  # the pinned training files, "name sha256"
-    recipe: str  # how the vectors were made (docs/semantic.md has the variants)
+    recipe: str  # how the vectors were made (bench/static_bench.py has the variants)
     distiller_version: int
     files: dict[str, str]  # file name → sha256
 

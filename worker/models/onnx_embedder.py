@@ -74,7 +74,8 @@ class OnnxEmbedder:
             hint = " (rebuild with --int8)" if int8 else ""
             raise ManifestError(f"{model_dir} has no {model_name}{hint}")
         if not (model_dir / model_name).is_file():
-            # Listed but not shipped: the image keeps only the int8 variant (docs/deploy.md).
+            # Listed but not shipped: the image keeps only the int8 variant
+            # (docs/operating/deploy.md, "The image").
             raise ManifestError(
                 f"{model_dir} does not ship {model_name} (its manifest lists it); "
                 f"set CHUNKSTREAM_MODEL_INT8={'false' if int8 else 'true'} for the variant it has"

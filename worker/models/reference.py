@@ -8,7 +8,7 @@ Invariants:
   ``BuildContext``, the loader behind the batcher, chunk ids, the metrics, the CLI — receives
   the :class:`ModelRef` and reads nothing of the directory again to learn who the model is or
   how much text it reads.
-- Two roles (docs/semantic.md, "Two roles, two models"): the *boundary* model places the
+- Two roles (docs/concepts/models.md): the *boundary* model places the
   embedding strategies' cuts; the *retrieval* model makes the vectors that go out with
   ``include_embeddings`` and is the model whose tokens size chunks.
 - Defaults never depend on the current directory: a role without an explicit directory is
@@ -111,7 +111,8 @@ def describe(directory: Path, role: Role, *, int8: bool = False) -> ModelRef:
                 raise ManifestError(f"{directory} has no {INT8_MODEL_NAME} (rebuild with --int8)")
             variant_file = INT8_MODEL_NAME if int8 else MODEL_NAME
             if not (directory / variant_file).is_file():
-                # Listed but not shipped: the image keeps only the int8 variant (docs/deploy.md).
+                # Listed but not shipped: the image keeps only the int8 variant
+                # (docs/operating/deploy.md, "The image").
                 raise ManifestError(
                     f"{directory} does not ship {variant_file}; set CHUNKSTREAM_MODEL_INT8="
                     f"{'false' if int8 else 'true'} for the variant it has"
@@ -272,7 +273,7 @@ def find_retrieval(
     when that names an ONNX build (one transformer serving both roles); else the default
     transformer on the search path. A static boundary model is never taken for retrieval
     vectors unless named as such: its vectors place cuts well and retrieve poorly
-    (docs/semantic.md)."""
+    (docs/concepts/models.md)."""
     if retrieval_dir is not None:
         return find("retrieval", retrieval_dir, int8=int8)
     if boundary_dir is not None and isinstance(read_any_manifest(Path(boundary_dir)), Manifest):

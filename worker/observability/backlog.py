@@ -1,7 +1,7 @@
 """Seconds of work waiting, and how long each partition's commit point has been stuck: pure
 bookkeeping from measurements, time passed in (the consume loop reports, the sampler reads).
 
-The estimate (docs/deploy.md, "Scaling calibration"):
+The estimate (docs/operating/sizing.md, "Scaling with KEDA"; its calibration: docs/benchmarks.md):
 
     backlog seconds of a partition = lag in records × mean input bytes per record
                                      × this worker's seconds of wall time per input byte

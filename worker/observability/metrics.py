@@ -266,7 +266,7 @@ class Metrics:
         self.unreadable_partitions = Gauge(
             p + "unreadable_partitions", "Partitions stuck on an unreadable batch", registry=r
         )
-        # Document lifecycle (docs/lifecycle.md).
+        # Document lifecycle (docs/concepts/lifecycle.md).
         self.documents_deleted = Counter(
             p + "documents_deleted_total",
             "Input tombstones that deleted a known document's chunks",

@@ -14,7 +14,7 @@ Invariants:
 - The memory reserve and the CPU split follow the models the worker loads (:func:`loaded_models`:
   none for rule strategies, the boundary model's kind — static, int8 or fp32 — and the retrieval
   model when ``include_embeddings`` names another one), with per-kind figures measured by
-  ``deploy/k8s/measure-sizing`` (docs/deploy.md, "Sizing").
+  ``deploy/k8s/measure-sizing`` (docs/operating/sizing.md).
 - Pure: :func:`plan` takes the settings, the limits seen and the model kinds;
   ``worker.runtime.cgroups`` reads the limits and :func:`loaded_models` the model directories.
 """
@@ -38,7 +38,7 @@ MiB = 1024 * 1024
 DEFAULT_IN_FLIGHT_BYTES = 256 * MiB
 # Embedding batches in flight at once, each on its own inference thread: side-by-side
 # single-threaded runs beat one multi-threaded run, because the small per-batch kernels and the
-# Python work between batches do not parallelise (docs/embedding.md, "Batcher defaults"). A
+# Python work between batches do not parallelise (docs/benchmarks.md). A
 # backend must then use cores ÷ concurrent batches intra-op threads, or the runs oversubscribe.
 DEFAULT_CONCURRENT_BATCHES = 2
 
@@ -48,7 +48,7 @@ DEFAULT_CONCURRENT_BATCHES = 2
 # (bench/calibration/semantic_memory.py) and against the kernel's RSS under a flood of large
 # documents (tests/broker/test_memory_budget.py), with headroom for what RSS holds beyond
 # traced objects: the allocator and several documents in flight at once. The calibration runs
-# are in docs/deploy.md ("Sizing").
+# are in docs/benchmarks.md.
 EXPANSION = {
     "sentence": 20,
     "adaptive": 12,
@@ -73,8 +73,9 @@ MODEL_RESERVE: dict[ModelKind, int] = {"static": 124 * MiB, "int8": 128 * MiB, "
 # expansion): small for a static model (a gather and a mean); large for the transformer, whose
 # onnxruntime arena keeps the largest activations a full batch needed and does not give them back.
 BATCH_RESERVE: dict[ModelKind, int] = {"static": 16 * MiB, "int8": 240 * MiB, "fp32": 272 * MiB}
-# Sizing chunks in the retrieval model's tokens (docs/chunking.md): its tokenizer loaded and the
-# bounded memories of token counts per piece (the Python one and the compiled core's).
+# Sizing chunks in the retrieval model's tokens (docs/concepts/strategies.md, "Sizes"): its
+# tokenizer loaded and the bounded memories of token counts per piece (the Python one and the
+# compiled core's).
 SIZING_RESERVE = 48 * MiB
 # The same for the embedding strategies, which size in the retrieval model's tokens without a
 # compiled core: the tokenizer and one Python memory of token counts per piece, shared by the
@@ -198,7 +199,8 @@ def sizes_in_tokens(strategies: list[str]) -> bool:
 
 
 def memory_bound(s: Settings, strategies: list[str], models: Sequence[ModelKind]) -> int:
-    """The most resident memory the worker should reach with settings ``s`` (docs/worker.md):
+    """The most resident memory the worker should reach with settings ``s``
+    (docs/operating/sizing.md, "Memory"):
 
     reserve + headroom + sizing (the tokenizer chunks are counted in)
       + for each model loaded: its reserve + its running batches

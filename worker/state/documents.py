@@ -10,7 +10,7 @@ Invariants:
   between replays the record: a replay sees either the old state (and publishes the same ids
   again: idempotent) or the new one, which names this very record, and then does it again in
   full (worker.state.decisions). Waiting for the chunks before sending the state, as the first
-  version did, cost every document a second linger and round trip (docs/lifecycle.md).
+  version did, cost every document a second linger and round trip (docs/benchmarks.md).
 - The state of input partition p is written to changelog partition p, keyed by document id.
 - A delete leaves a marker (worker.state.decisions.DocumentState ``deleted``) that blocks replays of
   older records; once the group's committed offset of its partition has passed it, no replay

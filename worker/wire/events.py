@@ -86,8 +86,9 @@ class DocumentEvent(msgspec.Struct, frozen=True):
     id: Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_ID_CHARS)]
     text: str
     content_type: ContentType = "text/plain"
-    # Integer versions compare: an older one never replaces a newer one (docs/lifecycle.md);
-    # strings are opaque (the last record by offset wins). Not part of chunk ids.
+    # Integer versions compare: an older one never replaces a newer one
+    # (docs/concepts/lifecycle.md); strings are opaque (the last record by offset wins). Not part
+    # of chunk ids.
     version: Annotated[str, msgspec.Meta(max_length=256)] | Int64 | None = None
     source: Annotated[str, msgspec.Meta(max_length=4096)] | None = None
     language: Annotated[str, msgspec.Meta(max_length=35)] | None = None

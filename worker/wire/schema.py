@@ -60,7 +60,8 @@ _CHANNELS = {
         "one partition",
         "Documents to chunk (CHUNKSTREAM_INPUT_TOPIC): a changelog. A record carries a "
         "document's newest version; a null value deletes it. Versions apply in partition "
-        "order; an integer `version` below the one applied is ignored (docs/lifecycle.md).",
+        "order; an integer `version` below the one applied is ignored "
+        "(docs/concepts/lifecycle.md).",
         {},
     ),
     "chunks": (

@@ -84,7 +84,8 @@ def test_the_corpus_keeps_the_structure_rules(name: str) -> None:
                 cut = block.start < start or block.end > end
                 fenced = text.startswith(("```", "~~~"), block.start)
                 # With the headings that open it: a heading never stands alone, so a fence
-                # whose headings and body together pass the cap may be cut (docs/semantic.md).
+                # whose headings and body together pass the cap may be cut
+                # (docs/concepts/strategies.md).
                 fits = counter.count(text[opened_at(blocks, block) : block.end]) <= WINDOW
                 if block.kind == "code" and fenced and cut and fits:
                     found.append("fence cut below the cap")

@@ -52,7 +52,7 @@ def _peak(strategy: str, document: Path) -> tuple[int, int]:
 @pytest.mark.parametrize("strategy", ["semantic", "sdpm", "context"])
 def test_peak_memory_grows_within_the_bound(strategy: str, tmp_path: Path) -> None:
     """Peaks at a tenth and at a fifth of 21 MB, extrapolated along the line through them to
-    21 MB, stay under 1 GB. (Measured directly once, sdpm on 21 MB: 950 MiB, docs/semantic.md;
+    21 MB, stay under 1 GB. (Measured directly once, sdpm on 21 MB: 950 MiB, docs/benchmarks.md;
     a line from the tiny file's peak overstates the rate: what every large document costs
     beyond a tiny one — arrays sized by the batch, the allocator's arenas — is not per byte.)"""
     peaks = []

@@ -27,7 +27,7 @@ Embed = Callable[[list[str]], NDArray[np.float32]]
 WINDOW = 254  # all-MiniLM-L6-v2 reads 256 tokens, [CLS] and [SEP] included
 
 # Boundary F1 within ±1 sentence on the held-out seam documents (tests/support/seams.py), defaults
-# of each strategy: issue 21's goal. Measured in docs/semantic.md ("Seam quality").
+# of each strategy: issue 21's goal. Measured in docs/benchmarks.md ("Boundary models").
 F1_FLOOR = {"semantic": 0.68, "sdpm": 0.68}
 
 

@@ -16,7 +16,7 @@ from worker.chunking.types import EmbeddingChunker
 
 REPO = Path(__file__).resolve().parents[3]
 
-# Issue 21's goal on the held-out seams, measured in docs/semantic.md ("Seam quality").
+# Issue 21's goal on the held-out seams, measured in docs/benchmarks.md ("Boundary models").
 F1_FLOOR = 0.68
 
 

@@ -2,8 +2,7 @@
  * embedding strategies' layout reads them (worker/chunking/semantic/layout.py, `_paragraph`).
  *
  * Why: with the static model's rows in C, the layout's Python segmentation was the largest
- * part of `semantic`'s and `sdpm`'s time left (docs/worker.md, "The static model's rows in
- * C"). The sentence core's own paragraph sentences (units.h) cannot serve it: they read every
+ * part of `semantic`'s and `sdpm`'s time left (docs/benchmarks.md). The sentence core's own paragraph sentences (units.h) cannot serve it: they read every
  * line break inside a paragraph as a space, while the layout keeps the hard ones.
  *
  * The definition is segment.split_sentences; this restates its candidate scan (CANDIDATE's

@@ -3,7 +3,7 @@
  * Why: `semantic` and `sdpm` on the static boundary model spent about a third of their time in
  * the model's tokenization (worker/models/piece_ids.py: pieces split, looked up, new ASCII
  * words through worker/wordpiece.py in Python, ids joined) and in its numpy sums, text by
- * text (docs/worker.md, "The static model's rows in C"). Here one call does both for a batch.
+ * text (docs/benchmarks.md). Here one call does both for a batch.
  *
  * The definition is Python's: worker/models/static.py's StaticEmbedder (its `_tokenize` and
  * `embed_ids`) over worker/models/piece_ids.py's PieceIds; tests/models/test_static_rows.py

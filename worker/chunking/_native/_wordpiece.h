@@ -2,8 +2,7 @@
  *
  * Why: on text read once one piece in ten is new to the piece memory (_piece_cache.h), and each
  * went back to Python to be counted: worker/wordpiece.py's path, 6-8 µs a piece, was most of
- * `adaptive`'s and `lexical`'s remaining time on such text (docs/worker.md, "On text read only
- * once"). Here the same count costs a fraction of a microsecond and no Python object. The
+ * `adaptive`'s and `lexical`'s remaining time on such text (docs/benchmarks.md). Here the same count costs a fraction of a microsecond and no Python object. The
  * static model's rows (_static_rows.h) collect the ids the same way.
  *
  * The definition is worker/wordpiece.py's AsciiWordPiece (its docstring states BERT's rules for

@@ -138,7 +138,7 @@ class _Segmenter:
         content = np.flatnonzero(~grains.heading)
         self.content = content  # grains that are not headings, for the heading-only rule
         # The same, as lists for `bisect`: eligible() runs for every split tried, and numpy's
-        # searchsorted costs a microsecond or more a call on a scalar (docs/worker.md).
+        # searchsorted costs a microsecond or more a call on a scalar (docs/benchmarks.md).
         self._left_at: list[int] = grains.left_at.tolist()
         self._right_at: list[int] = grains.right_at.tolist()
         self._content: list[int] = content.tolist()

@@ -102,8 +102,8 @@ def plan_document(
 DEPTH_UNIT = 0.15
 """The depth, in cosine similarity, that one unit of evidence stands for: a fixed level, the
 same for every document. The shipped boundary models agree on it — the median depth of a
-document is 0.10–0.19 for the distilled static model and 0.11–0.20 for the transformer (run of
-docs/semantic.md, "Stable boundaries") — and a level read from each document itself (its median
+document is 0.10–0.19 for the distilled static model and 0.11–0.20 for the transformer (measured:
+docs/benchmarks.md) — and a level read from each document itself (its median
 depth) moved with every edit, cut or joined chunks far from it, and chose no better boundaries.
 Another model may want its own ``threshold``."""
 

@@ -2,7 +2,7 @@
 
 Everything here is data: the `lexical` ladder's phrase lists and limits, the stop words both
 strategies ignore, and the technical vocabulary the `adaptive` density counts. The tables in
-``docs/chunking.md`` are written from this module; change both together.
+``docs/concepts/strategies.md`` (``lexical``) are written from this module; change both together.
 """
 
 from __future__ import annotations
