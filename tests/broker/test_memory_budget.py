@@ -28,7 +28,7 @@ MiB = 1 << 20
 def prose(size: int, seed: int) -> str:
     paragraphs = [
         block.strip()
-        for path in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+        for path in [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
         for block in path.read_text(encoding="utf-8").split("\n\n")
         if len(block.strip()) > 80 and not block.strip().startswith("|")
     ]
