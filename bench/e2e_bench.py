@@ -18,6 +18,14 @@ twice more in the same run, alternating: on their compiled cores and on their pu
 and a second table gives core ÷ twin throughput per mode. ``--min-mb`` repeats the corpus (each
 copy under new document ids) until it holds that many megabytes.
 
+With ``--guarantee at-least-once exactly-once``, every worker pass runs under each processing
+guarantee (CHUNKSTREAM_PROCESSING_GUARANTEE), taking turns going first, and a table gives
+exactly-once ÷ at-least-once throughput. An exactly-once pass's clock stops only when the
+transactions holding the last documents have committed (what a ``read_committed`` consumer
+waits for), an at-least-once pass's at the last acknowledgement as before; the table shows the
+exactly-once passes' time to the last acknowledgement too. Only the default document lifecycle
+runs under exactly-once (``--lifecycle both``'s append-only passes stay at-least-once).
+
 With ``--peer``, the Quix Streams + LangChain app of bench/support/quix_peer.py (a child process)
 runs once after each rule strategy on the same documents, as JSON in a topic of its own: the peer
 rows (each pass, best first).
@@ -85,6 +93,9 @@ class Result:
     megabytes: float
     seconds: float
     latencies: list[float]
+    # Kafka passes: from the assignment to the last document acknowledged (for exactly-once,
+    # ``seconds`` runs on to the last transaction committed).
+    acknowledged_s: float = 0.0
 
     @property
     def docs_per_s(self) -> float:
@@ -140,6 +151,7 @@ async def through_kafka(
     bootstrap: str,
     cores: str = "-",
     lifecycle: bool = True,
+    guarantee: str = "at-least-once",
 ) -> Result:
     suffix = uuid.uuid4().hex[:8]
     settings = load_settings(
@@ -153,6 +165,7 @@ async def through_kafka(
             "metrics_port": "0",
             "model_dir": str(MODEL_DIR),
             "document_lifecycle": str(lifecycle).lower(),
+            "processing_guarantee": guarantee,
             **EXTRA,
         },
         env={},
@@ -175,16 +188,39 @@ async def through_kafka(
             raise RuntimeError(f"worker stopped early: {task.result()}")
         await asyncio.sleep(0.001)
     seconds = time.perf_counter() - started
+    acknowledged = seconds
+    if guarantee == "exactly-once":
+        # The output is visible to read_committed consumers only once the transactions that
+        # hold it commit (at the next commit interval): the clock runs until then.
+        await until_committed(worker, task)
+        seconds = time.perf_counter() - started
     worker.request_stop()
     await task
     size = sum(len(d.text.encode()) for d in docs) / 1e6
     mode = "kafka" if lifecycle else KAFKA_APPEND_ONLY
-    return Result(name, mode, cores, len(docs), size, seconds, recorder.samples)
+    if guarantee == "exactly-once":
+        mode = KAFKA_EXACTLY_ONCE
+    result = Result(name, mode, cores, len(docs), size, seconds, recorder.samples)
+    result.acknowledged_s = acknowledged
+    return result
+
+
+async def until_committed(worker: Worker, task: asyncio.Task[int]) -> None:
+    """Wait until no owned partition has records taken and not committed."""
+    running = worker._running  # the bench reads the loop's commit progress
+    assert running is not None
+    loop = running.loop
+    while any(loop.uncommitted(tp) for tp in loop.owned):
+        if task.done():
+            raise RuntimeError(f"worker stopped early: {task.result()}")
+        await asyncio.sleep(0.001)
 
 
 # The worker with CHUNKSTREAM_DOCUMENT_LIFECYCLE=false (no state topic, no retractions): the
 # throughput before the document lifecycle existed, for ``--lifecycle both``.
 KAFKA_APPEND_ONLY = "kafka (append-only)"
+# The worker with CHUNKSTREAM_PROCESSING_GUARANTEE=exactly-once, for ``--guarantee``.
+KAFKA_EXACTLY_ONCE = "kafka (exactly-once)"
 
 
 # The strategies with a compiled core, and the module attribute that holds its entry point.
@@ -301,6 +337,32 @@ def lifecycle_table(results: list[Result], paired: dict[tuple[str, str], list[fl
     return "\n".join(rows)
 
 
+def guarantee_table(results: list[Result], paired: dict[tuple[str, str], list[float]]) -> str:
+    """Exactly-once ÷ at-least-once, best ÷ best and the median of each round's own ratio
+    (the two passes of a round run back to back, taking turns going first)."""
+    rows = [
+        "| strategy | at-least-once MB/s | exactly-once MB/s | exactly-once MB/s to the last "
+        "ack | best ÷ best | median of the rounds' ratios | rounds' ratios, low-high |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    by = {(r.strategy, r.mode, r.cores): r for r in results}
+    for r in results:
+        if r.mode != "kafka":
+            continue
+        eos = by.get((r.strategy, KAFKA_EXACTLY_ONCE, r.cores))
+        if eos is None:
+            continue
+        ratios = sorted(paired.get((r.strategy, r.cores), []))
+        median = f"{statistics.median(ratios):.2f} ({len(ratios)})" if ratios else "-"
+        spread = f"{ratios[0]:.2f}-{ratios[-1]:.2f}" if ratios else "-"
+        rows.append(
+            f"| {r.strategy} | {r.mb_per_s:.2f} | {eos.mb_per_s:.2f} "
+            f"| {eos.megabytes / eos.acknowledged_s:.2f} | {eos.mb_per_s / r.mb_per_s:.2f} "
+            f"| {median} | {spread} |"
+        )
+    return "\n".join(rows)
+
+
 def plot(results: list[Result], path: Path) -> None:
     import matplotlib
 
@@ -351,6 +413,7 @@ async def main(args: argparse.Namespace) -> None:
         bootstrap = args.bootstrap or start_broker(Path(tmp))
         results: list[Result] = []
         paired: dict[tuple[str, str], list[float]] = {}
+        paired_guarantee: dict[tuple[str, str], list[float]] = {}
         peers: list[tuple[PeerRun, float]] = []
         try:
             peer_input = await peer_documents(bootstrap, docs) if args.peer else None
@@ -372,6 +435,9 @@ async def main(args: argparse.Namespace) -> None:
                 # tens of MB (its CPU per MB fell 3x from the first pass to the third), which
                 # otherwise falls on whichever worker mode runs first.
                 await through_kafka(name, subset, bootstrap)
+                if "exactly-once" in args.guarantee:
+                    # The first transactions also create the broker's transaction log topic.
+                    await through_kafka(name, subset, bootstrap, guarantee="exactly-once")
                 best: dict[tuple[str, str], Result] = {}
                 for round_number in range(args.repeat):
                     for cores in variants:
@@ -381,22 +447,36 @@ async def main(args: argparse.Namespace) -> None:
                             if round_number % 2:  # the two worker modes take turns going first
                                 lifecycles.reverse()
                             passes: dict[bool, float] = {}
+                            guarantees = list(args.guarantee)
+                            if round_number % 2:  # and so do the guarantees
+                                guarantees.reverse()
+                            by_guarantee: dict[str, float] = {}
                             for lifecycle in lifecycles:
-                                run = await through_kafka(name, subset, bootstrap, cores, lifecycle)
-                                passes[lifecycle] = run.seconds
-                                runs.append(run)
+                                for guarantee in guarantees if lifecycle else ["at-least-once"]:
+                                    run = await through_kafka(
+                                        name, subset, bootstrap, cores, lifecycle, guarantee
+                                    )
+                                    if lifecycle:
+                                        by_guarantee[guarantee] = run.seconds
+                                    if guarantee == "at-least-once":
+                                        passes[lifecycle] = run.seconds
+                                    runs.append(run)
                             if len(passes) == 2:  # MB/s with ÷ without = seconds without ÷ with
                                 ratio = passes[False] / passes[True]
                                 paired.setdefault((name, cores), []).append(ratio)
+                            if len(by_guarantee) == 2:  # exactly-once ÷ at-least-once MB/s
+                                ratio = by_guarantee["at-least-once"] / by_guarantee["exactly-once"]
+                                paired_guarantee.setdefault((name, cores), []).append(ratio)
                             for result in runs:
                                 key = (result.mode, cores)
                                 kept = best.get(key)
                                 if kept is None or result.seconds < kept.seconds:
                                     best[key] = result
                 for cores in variants:
-                    results.extend([best[("in-process", cores)], best[("kafka", cores)]])
-                    if ("kafka (append-only)", cores) in best:
-                        results.append(best[(KAFKA_APPEND_ONLY, cores)])
+                    results.append(best[("in-process", cores)])
+                    for mode in ("kafka", KAFKA_EXACTLY_ONCE, KAFKA_APPEND_ONLY):
+                        if (mode, cores) in best:
+                            results.append(best[(mode, cores)])
                 print(f"{name}: done", flush=True)
                 if peer_input is not None and not registry.get(name).needs_model:
                     # One peer pass after each rule strategy: it alternates with the worker.
@@ -416,6 +496,9 @@ async def main(args: argparse.Namespace) -> None:
     if any(r.mode == KAFKA_APPEND_ONLY for r in results):
         print("\nkafka with the document lifecycle ÷ append-only (no state), same run:\n")
         print(lifecycle_table(results, paired))
+    if any(r.mode == KAFKA_EXACTLY_ONCE for r in results):
+        print("\nkafka exactly-once ÷ at-least-once, same run:\n")
+        print(guarantee_table(results, paired_guarantee))
     if any(r.cores == "twin" for r in results):
         print("\ncompiled core ÷ pure-Python twin, same run:\n")
         print(cores_table(results))
@@ -456,6 +539,14 @@ if __name__ == "__main__":
         choices=["on", "both"],
         default="on",
         help="both: each worker pass also without the document lifecycle (same run)",
+    )
+    parser.add_argument(
+        "--guarantee",
+        nargs="+",
+        choices=["at-least-once", "exactly-once"],
+        default=["at-least-once"],
+        help="the processing guarantees each worker pass runs under (same run; both: a table "
+        "of exactly-once ÷ at-least-once)",
     )
     parser.add_argument(
         "--peer",
