@@ -1,0 +1,60 @@
+"""`scripts/demo`, README's first command, run as a user runs it: its own broker, the worker,
+the sample documents, an edit and a delete, a summary.
+
+scripts/test has bootstrapped this checkout, so the demo's install step must find everything
+in place and say nothing (a second run starts in seconds); what it prints about the sink is
+checked against the examples directory itself.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+from tests.support.network import free_port
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = sorted(p.name for p in (REPO / "examples").iterdir() if p.is_file())
+
+
+def sink_after(output: str, step: str) -> dict[str, int]:
+    """The chunks per document the demo printed for the sink after ``step``."""
+    block = output.split(f"== the sink after: {step}\n", 1)[1].split("\n==", 1)[0]
+    return {doc: int(n) for doc, n in re.findall(r"^ {3}(\S+): (\d+) chunks$", block, re.MULTILINE)}
+
+
+def test_the_demo_runs_end_to_end(tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "DEMO_KAFKA_PORT": str(free_port()),
+        "DEMO_RUN_DIR": str(tmp_path / "demo"),
+    }
+    env.pop("CHUNKSTREAM_STRATEGY", None)
+    result = subprocess.run(
+        ["scripts/demo"], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-4000:]
+    # Nothing to install on a bootstrapped checkout: no step announced itself.
+    assert "bootstrap:" not in output, output[:2000]
+
+    first = sink_after(output, "the first versions")
+    assert sorted(first) == [f"examples/{name}" for name in EXAMPLES if not name.startswith(".")]
+    assert all(n > 0 for n in first.values())
+    edited = sink_after(output, "the edit")
+    assert set(edited) == set(first)
+    # The delete removed one document's chunks and nothing else.
+    deleted = sink_after(output, "the delete")
+    assert "examples/api-reference.md" not in deleted
+    assert deleted == {d: n for d, n in edited.items() if d != "examples/api-reference.md"}
+    # The edit retracted chunks: tombstones on the chunk topic.
+    assert "TOMBSTONE" in output.split("== editing", 1)[1].split("== the sink after", 1)[0]
+
+    summary = re.search(r"== summary: (\d+) documents, (\d+) chunks, (\d+) dead letters", output)
+    assert summary is not None, output[-2000:]
+    documents, _, dead_letters = (int(g) for g in summary.groups())
+    # Every example, then the edited one again and the delete's tombstone.
+    assert documents >= len(first) + 1
+    assert dead_letters == 0
