@@ -18,10 +18,10 @@ DEFAULT_TOKENS = 254
 """The default cap in tokens of ``adaptive`` and ``lexical`` when no window says otherwise:
 all-MiniLM-L6-v2's window (256 less [CLS] and [SEP])."""
 SENTENCE_TOKENS = 96
-"""``sentence``'s default size in tokens (the worker's default strategy): chosen on the
-retrieval benchmark's tune split, where 96 retrieved the most at a 2,000-character budget of
-64, 96, 128, 192 and 254 (0.379 against 0.315 for the window), and the best IoU of the five
-but 64's; held on the report split (docs/chunking.md, "Sizes")."""
+"""``sentence``'s default size in tokens (the worker's default strategy): of the sizes 64,
+96, 128, 192 and 254 (the window), the one that retrieved the most at a fixed context budget
+on the retrieval benchmark's tune split, and still ahead of the window on the report split,
+which it was not chosen on (``python -m bench.retrieval_bench``; docs/benchmarks.md)."""
 DEFAULT_CHARACTERS = 1000
 """The default cap in characters (``tokenizer="character"`` and no retrieval model)."""
 LEXICAL_CHARACTERS = 1500
