@@ -25,23 +25,29 @@ def sink_after(output: str, step: str) -> dict[str, int]:
     return {doc: int(n) for doc, n in re.findall(r"^ {3}(\S+): (\d+) chunks$", block, re.MULTILINE)}
 
 
-def test_the_demo_runs_end_to_end(tmp_path: Path) -> None:
+def run_demo(tmp_path: Path, *args: str) -> str:
     env = {
         **os.environ,
         "DEMO_KAFKA_PORT": str(free_port()),
+        "DEMO_POSTGRES_PORT": str(free_port()),
+        "DEMO_CONNECT_PORT": str(free_port()),
         "DEMO_RUN_DIR": str(tmp_path / "demo"),
     }
     env.pop("CHUNKSTREAM_STRATEGY", None)
     result = subprocess.run(
-        ["scripts/demo"], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
+        ["scripts/demo", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
     )
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-4000:]
     # Nothing to install on a bootstrapped checkout: no step announced itself.
     assert "bootstrap:" not in output, output[:2000]
+    return output
 
+
+def check_the_sink(output: str) -> dict[str, int]:
+    """The sink the demo showed after each step; what it holds at the end."""
     first = sink_after(output, "the first versions")
-    assert sorted(first) == [f"examples/{name}" for name in EXAMPLES if not name.startswith(".")]
+    assert sorted(first) == [f"examples/{name}" for name in EXAMPLES]
     assert all(n > 0 for n in first.values())
     edited = sink_after(output, "the edit")
     assert set(edited) == set(first)
@@ -58,3 +64,29 @@ def test_the_demo_runs_end_to_end(tmp_path: Path) -> None:
     # Every example, then the edited one again and the delete's tombstone.
     assert documents >= len(first) + 1
     assert dead_letters == 0
+    return deleted
+
+
+def test_the_demo_runs_end_to_end(tmp_path: Path) -> None:
+    output = run_demo(tmp_path)
+    check_the_sink(output)
+    assert "== the index" not in output
+
+
+def test_the_demo_into_postgres_keeps_the_index_equal_to_the_sink(tmp_path: Path) -> None:
+    output = run_demo(tmp_path, "--index")
+    check_the_sink(output)
+    for step in ("the first versions", "the edit", "the delete"):
+        index = output.split(
+            f"== the index (PostgreSQL table chunks, via Kafka Connect) after: {step}", 1
+        )[1]
+        block = index.split("\n", 1)[1].split("\n==", 1)[0]
+        counts = dict(re.findall(r"^ {3}(\S+): (\d+) chunks$", block, re.MULTILINE))
+        assert {d: int(n) for d, n in counts.items()} == sink_after(output, step), step
+    # The similarity query: the answer's chunk, by its offsets into the example file itself,
+    # is among the three nearest.
+    nearest = output.split("== the nearest chunks to: ", 1)[1].split("\n==", 1)[0]
+    hits = re.findall(r"^ {3}[\d.]+ {2}(\S+) \[(\d+):(\d+)\]", nearest, re.MULTILINE)
+    assert len(hits) == 3, nearest
+    texts = [(REPO / doc).read_bytes().decode()[int(start) : int(end)] for doc, start, end in hits]
+    assert any("Static membership avoids a rebalance" in text for text in texts), nearest
