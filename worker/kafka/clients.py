@@ -109,7 +109,7 @@ def make_producer(settings: Settings, *, transactional_id: str | None = None) ->
             "transactional_id": transactional_id,
             # An open transaction holds back every read_committed reader of the partitions it
             # wrote; one left by a member that died is aborted by the broker after this long.
-            "transaction_timeout_ms": TRANSACTION_TIMEOUT_MS,
+            "transaction_timeout_ms": transaction_timeout_ms(settings),
         }
     return AIOKafkaProducer(
         acks="all",
@@ -124,10 +124,26 @@ def make_producer(settings: Settings, *, transactional_id: str | None = None) ->
     )
 
 
-# How long the broker lets a transaction stay open before it aborts it: above the longest
-# commit interval a deployment should pick and a drain, below what read_committed consumers
-# would notice as a stall when a member dies with a transaction open.
+# How long the broker lets a transaction stay open before it aborts it, at the least: short
+# enough that read_committed consumers barely notice the stall when a member dies with a
+# transaction open and nobody takes its partitions over.
 TRANSACTION_TIMEOUT_MS = 60_000
+# Kafka's default transaction.max.timeout.ms: a broker refuses a producer asking for longer.
+TRANSACTION_MAX_TIMEOUT_MS = 900_000
+# Beyond the commit interval and the cut's wait: the loop's turn to the commit (a fetch wait)
+# and the commit's own round trips.
+_TRANSACTION_SLACK_MS = 10_000
+
+
+def transaction_timeout_ms(settings: Settings) -> int:
+    """The transaction timeout of a partition's producer: longer than a transaction of this
+    configuration stays open when all is well (from its first write, at most a commit interval
+    to the commit, whose cut waits up to the drain timeout for the documents in flight), so
+    the broker never aborts a healthy one; at least :data:`TRANSACTION_TIMEOUT_MS`, and at
+    most what a broker with default settings accepts."""
+    longest = settings.commit_interval_ms + int(settings.drain_timeout_s * 1000)
+    wanted = max(TRANSACTION_TIMEOUT_MS, longest + _TRANSACTION_SLACK_MS)
+    return min(TRANSACTION_MAX_TIMEOUT_MS, wanted)
 
 
 # The state changelog is compacted: the latest state per document is all a restore needs,
