@@ -171,6 +171,24 @@ def test_issue_20_panels_and_alerts() -> None:
     )
 
 
+def test_issue_38_transactions_panel() -> None:
+    """Exactly-once: transactions committed and aborted per second, and the duration's
+    quantiles from its histogram."""
+    queries = promql.dashboard_queries()
+    for name in (
+        "chunkstream_transactions_committed_total",
+        "chunkstream_transactions_aborted_total",
+    ):
+        assert any(name in promql.metric_names(q) and "rate(" in q for q in queries), name
+    durations = [
+        q
+        for q in queries
+        if "chunkstream_transaction_duration_seconds_bucket" in promql.metric_names(q)
+    ]
+    assert durations
+    assert all(q.startswith("histogram_quantile(") for q in durations)
+
+
 @pytest.mark.kafka
 async def test_every_queried_metric_exists_in_a_real_scrape(
     kafka_bootstrap: str, topic_names: dict[str, str]
