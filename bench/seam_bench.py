@@ -4,9 +4,9 @@
         [--transformer DIR] [--strategies semantic sdpm] [--rounds 3] [--min-seconds 2]
         [--cache DIR]
 
-Seams: bench/support/seam_sets.py (``tune`` by default; ``report`` is the held-out set, measured for
-a final choice only). Each strategy runs at its defaults, built as the worker builds it
-(``BuildContext(boundary=…, retrieval=the transformer)``), through
+Seams: the pinned seam sets of tests/support/seams.py (``tune`` by default; ``report`` is the
+held-out set, measured for a final choice only). Each strategy runs at its defaults, built as
+the worker builds it (``BuildContext(boundary=…, retrieval=the transformer)``), through
 ``worker.pipeline.chunk_document_sync`` and the batcher's ``embed_batch``: plan → embed →
 assemble, the whole boundary pipeline. Models: the fp32 transformer, the default static
 boundary model, and every ``--static`` directory.
@@ -32,11 +32,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bench.support.seam_blocks import DEFAULT_CACHE
 from bench.support.seam_scores import Summary, paired_difference, summarise
-from bench.support.seam_sets import GENRES, SPLITS, seam_set
 from tests.support.embedding import embed_batch
-from tests.support.seams import Scores, SeamDocument, score
+from tests.support.seam_blocks import DEFAULT_CACHE
+from tests.support.seams import GENRES, Scores, SeamDocument, score, seam_set
+from tests.support.splits import SPLITS
 from worker.chunking import registry
 from worker.chunking.text.segment import split_paragraphs
 from worker.models.backend import EmbeddingBackend

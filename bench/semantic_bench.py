@@ -5,8 +5,9 @@
 Two corpora, both gathered at run time (nothing committed):
   * throughput: the long descriptions of installed packages (tests/support/corpus.py),
     smallest first up to ``--max-kb`` of UTF-8;
-  * seam quality: tests/support/seams.py's held-out set (paragraph blocks of different
-    packages, known seams), boundary precision/recall/F1 within ±1 sentence.
+  * seam quality: the standard library's seam set, its held-out ``report`` half
+    (tests/support/seams.py's ``seam_split``: blocks of different modules' docstrings, known
+    seams), boundary precision/recall/F1 within ±1 sentence.
 
 Every row embeds with the same OnnxEmbedder (fp32). Ours: ``plan`` → ``embed_batch`` (the
 batcher's packing) → ``assemble``; the inference share is the embed step's part of the wall

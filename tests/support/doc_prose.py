@@ -1,9 +1,11 @@
-"""Prose paragraphs from documentation sources (reStructuredText and Markdown), as plain text.
+"""Prose paragraphs from documentation sources (reStructuredText and Markdown), as plain text,
+and the filter every seam set's paragraphs pass (:func:`prose_paragraphs`, the standard library's
+docstrings and the installed packages' descriptions too: tests/support/seams.py).
 
 What is kept is what a reader would read as running text: headings, directives and their
 bodies, literal blocks (after ``::``), fenced code, HTML and Markdown headings go; inline markup
 (roles, literals, links, emphasis, substitutions) is reduced to its text. The paragraphs left
-then pass :func:`tests.support.seams.prose_paragraphs` (long enough, mostly letters, no code,
+then pass :func:`prose_paragraphs` (long enough, mostly letters, no code,
 lists or tables), which also joins hard-wrapped lines. Rough on purpose: a paragraph the
 cleanup gets wrong is usually dropped by that filter, and the text is a benchmark's, not a
 product's.
@@ -13,7 +15,11 @@ from __future__ import annotations
 
 import re
 
-from tests.support.seams import prose_paragraphs
+from worker.chunking.text.segment import split_paragraphs, split_sentences
+
+_LETTERS = re.compile(r"[^\W\d_]")
+# Code, shell prompts, tables, indented blocks, headings, list items, directives.
+_CODEY = re.compile(r"```|>>>|\$ |\|\s*-|^\s{4}|[{}<>=]{2}|^\s*(?:[-*+#:]|\.\.)", re.M)
 
 # A line of one repeated punctuation character: a reST section over- or underline.
 _RULE = re.compile(r"^\s*([=\-~^\"'`#*+_.:])\1{2,}\s*$")
@@ -38,6 +44,24 @@ _MD_INLINE = (
     (re.compile(r"`([^`]*)`"), r"\1"),
     (re.compile(r"\*\*([^*]+)\*\*"), r"\1"),
 )
+
+
+def prose_paragraphs(text: str) -> list[str]:
+    """Paragraphs that read as prose: long enough, mostly letters, no code, links or lists."""
+    kept = []
+    for span in split_paragraphs(text):
+        piece = text[span.start : span.end]
+        if not 150 <= len(piece) <= 1500 or _CODEY.search(piece):
+            continue
+        if len(_LETTERS.findall(piece)) < 0.7 * len(piece):
+            continue
+        # Hard-wrapped lines are joined: every line break ends a sentence for the segmenter,
+        # and a paragraph should read as the sentences its author wrote.
+        piece = " ".join(piece.split())
+        if len(split_sentences(piece)) < 2:
+            continue
+        kept.append(piece)
+    return kept
 
 
 def rst_text(source: str) -> str:

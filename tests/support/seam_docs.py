@@ -3,14 +3,14 @@
 Each sdist is pinned by version and sha256 (:data:`PINNED_SDISTS`) and read as a tar file. Its
 ``doc``/``docs`` folders' reStructuredText and Markdown files are read, changelogs, licences,
 contributor guides and release notes left out, through
-:func:`bench.support.doc_prose.doc_paragraphs`. None of these projects is in the static model's
+:func:`tests.support.doc_prose.doc_paragraphs`. None of these projects is in the static model's
 training corpus (worker/model_making/ training_corpus.py) or read by tests/support/corpus.py
 (installed packages' descriptions).
 
 Split by project: nine projects are ``tune`` and nine ``report``, both halves mixing large and
 small documentations of web frameworks, tooling and libraries. A project is one *source*: two
 blocks of one project never meet in a document. Blocks:
-:func:`bench.support.seam_blocks.paragraph_runs` over each file, at most
+:func:`tests.support.seam_blocks.paragraph_runs` over each file, at most
 :data:`BLOCKS_PER_FILE` per file, each project's blocks in a fixed pseudo-random order (so its
 files interleave).
 """
@@ -20,8 +20,8 @@ from __future__ import annotations
 import tarfile
 from pathlib import Path
 
-from bench.support.doc_prose import doc_paragraphs
-from bench.support.seam_blocks import (
+from tests.support.doc_prose import doc_paragraphs
+from tests.support.seam_blocks import (
     DEFAULT_CACHE,
     Block,
     PinnedFile,
