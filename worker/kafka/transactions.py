@@ -265,6 +265,20 @@ class PartitionTransactions:
 
 
 async def _stop(producer: TransactionalProducer) -> None:
+    _retrieve_failure(producer)
     with contextlib.suppress(Exception):
         async with asyncio.timeout(_STOP_TIMEOUT_S):
             await producer.stop()
+    _retrieve_failure(producer)  # the client's sender may have failed the transaction on stop
+
+
+def _retrieve_failure(producer: TransactionalProducer) -> None:
+    """aiokafka keeps a transaction's failure (a fence, a sender that died) on a future that
+    only its commit or abort awaits. Neither does once the producer is in its fatal state (the
+    partition's transaction already counts as failed here: :meth:`PartitionTransactions._check`
+    saw the refused write), and asyncio then logs "Future exception was never retrieved" when
+    the future is collected: it is retrieved here, on purpose, before the producer goes."""
+    manager = getattr(producer, "_txn_manager", None)
+    waiter = getattr(manager, "_transaction_waiter", None)
+    if isinstance(waiter, asyncio.Future) and waiter.done() and not waiter.cancelled():
+        waiter.exception()
