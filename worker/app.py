@@ -246,6 +246,7 @@ class Worker:
                 uncompressed_topics=[state_topic(s)] if s.document_lifecycle else [],
                 batch_bytes=batch_bytes(s),
                 transactional=transactions is not None,
+                admit=None if transactions is None else transactions.admit,
             )
             states = (
                 self._open_states(stack, publisher, session.reader)

@@ -1,19 +1,18 @@
 """The per-partition transactions' bookkeeping (worker.kafka.transactions), on fake producers
-that record what they were asked and fence like a broker: one epoch per transactional id,
-and a producer whose epoch is not the newest can neither write nor commit."""
+that fence like a broker (tests/support/fake_transactions.py)."""
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
-from typing import Any
+import contextvars
 
 import pytest
 from aiokafka import TopicPartition
 from aiokafka.errors import ProducerFenced
-from aiokafka.structs import OffsetAndMetadata
 
+from tests.support.fake_transactions import Broker, member, producer, write
 from worker.kafka.transactions import (
+    INPUT_OFFSET,
     INPUT_PARTITION,
     PartitionTransactions,
     TransactionFailed,
@@ -21,120 +20,6 @@ from worker.kafka.transactions import (
     writing_for,
 )
 from worker.observability.metrics import Metrics
-
-
-@dataclass
-class Broker:
-    """Transactional ids' newest epochs, and what each id committed."""
-
-    epochs: dict[str, int] = field(default_factory=dict)
-    committed: dict[str, list[tuple[list[str], dict[TopicPartition, int]]]] = field(
-        default_factory=dict
-    )
-
-
-class FakeProducer:
-    def __init__(self, broker: Broker, tid: str) -> None:
-        self.broker = broker
-        self.tid = tid
-        self.epoch = -1
-        self.log: list[str] = []
-        self.pending: list[str] = []  # records of the open transaction
-        self.offsets: dict[TopicPartition, int] = {}
-        self.fail_next_send: BaseException | None = None
-
-    def _fenced(self) -> bool:
-        return self.broker.epochs[self.tid] != self.epoch
-
-    async def start(self) -> None:  # InitProducerId: a new epoch fences the older ones
-        self.epoch = self.broker.epochs.get(self.tid, -1) + 1
-        self.broker.epochs[self.tid] = self.epoch
-        self.log.append("start")
-
-    async def stop(self) -> None:
-        self.log.append("stop")
-
-    async def begin_transaction(self) -> None:
-        self.log.append("begin")
-        self.pending, self.offsets = [], {}
-
-    async def send_offsets_to_transaction(
-        self, offsets: dict[TopicPartition, OffsetAndMetadata], group_id: str
-    ) -> None:
-        if self._fenced():
-            raise ProducerFenced()
-        self.log.append(f"offsets {group_id}")
-        self.offsets.update({tp: meta.offset for tp, meta in offsets.items()})
-
-    async def commit_transaction(self) -> None:
-        if self._fenced():
-            raise ProducerFenced()
-        self.log.append("commit")
-        self.broker.committed.setdefault(self.tid, []).append((self.pending, self.offsets))
-
-    async def abort_transaction(self) -> None:
-        self.log.append("abort")
-        self.pending = []
-
-    def create_batch(self) -> list[str]:
-        return []
-
-    async def send_batch(self, batch: list[str], topic: str, *, partition: int) -> Any:
-        return await self.send(topic, value=",".join(batch).encode())
-
-    async def send(
-        self,
-        topic: str,
-        value: bytes | None = None,
-        key: bytes | None = None,
-        headers: list[tuple[str, bytes | None]] | None = None,
-    ) -> Any:
-        # Settled later, as a broker's answer is: after the caller added its callbacks.
-        loop = asyncio.get_running_loop()
-        delivered: asyncio.Future[None] = loop.create_future()
-        if self.fail_next_send is not None:
-            loop.call_soon(delivered.set_exception, self.fail_next_send)
-        elif self._fenced():
-            loop.call_soon(delivered.set_exception, ProducerFenced())
-        else:
-            self.pending.append(f"{topic}:{(value or b'').decode()}")
-            delivered.set_result(None)
-        return delivered
-
-
-class Metadata:
-    async def partitions_for(self, topic: str) -> set[int]:
-        return {0, 1, 2}
-
-
-def member(broker: Broker, clock: list[float] | None = None) -> PartitionTransactions:
-    made: dict[str, FakeProducer] = {}
-
-    def make(tid: str) -> FakeProducer:
-        made[tid] = FakeProducer(broker, tid)
-        return made[tid]
-
-    txns = PartitionTransactions(
-        make,
-        Metadata(),
-        group_id="g",
-        input_topic="docs",
-        metrics=Metrics(),
-        clock=(lambda: clock[0]) if clock is not None else (lambda: 0.0),
-    )
-    txns.made = made  # type: ignore[attr-defined]
-    return txns
-
-
-def producer(txns: PartitionTransactions, partition: int) -> FakeProducer:
-    made: dict[str, FakeProducer] = txns.made  # type: ignore[attr-defined]
-    return made[transactional_id("g", "docs", partition)]
-
-
-async def write(txns: PartitionTransactions, partition: int, value: str) -> None:
-    with writing_for(partition):
-        delivered = await txns.send("chunks", value=value.encode())
-    await delivered
 
 
 def test_transactional_ids_are_one_per_input_partition_and_the_same_for_every_member() -> None:
@@ -253,3 +138,105 @@ async def test_close_stops_the_producers_of_partitions_let_go_and_open_starts_on
     assert first.log[-1] == "stop"
     await txns.stop()
     assert txns.partitions == set()
+
+
+# -- the cut: a commit closes a partition's transaction to the documents after it ----------
+
+
+def document(
+    txns: PartitionTransactions, partition: int, offset: int, value: str
+) -> asyncio.Task[None]:
+    """A document's task, as the consume loop starts it: it is let in, then writes."""
+
+    async def run() -> None:
+        await txns.admit()
+        delivered = await txns.send("chunks", value=value.encode())
+        await delivered
+
+    context = contextvars.copy_context()
+    context.run(INPUT_PARTITION.set, partition)
+    context.run(INPUT_OFFSET.set, offset)
+    return asyncio.create_task(run(), context=context)
+
+
+async def settle() -> None:
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+
+async def test_a_commit_lets_in_documents_up_to_the_cut_and_holds_later_ones_for_the_next() -> None:
+    broker = Broker()
+    txns = member(broker)
+    await txns.open([0])
+    await document(txns, 0, 3, "three")
+    assert txns.close_after(0) == 3  # the highest offset let in so far
+    earlier, later = document(txns, 0, 2, "two"), document(txns, 0, 4, "four")
+    await settle()
+    assert earlier.done()  # offset 2 is below the cut
+    assert not later.done()  # 4 waits for the next transaction
+    assert await txns.commit(0, 4)
+    txns.reopen(0)
+    await later
+    tid = transactional_id("g", "docs", 0)
+    assert broker.committed[tid] == [
+        (["chunks:three", "chunks:two"], {TopicPartition("docs", 0): 4})
+    ]
+    assert await txns.commit(0, 5)
+    assert broker.committed[tid][1] == (["chunks:four"], {TopicPartition("docs", 0): 5})
+
+
+async def test_a_commit_with_nothing_let_in_holds_every_document() -> None:
+    txns = member(Broker())
+    await txns.open([0])
+    assert txns.close_after(0) == -1
+    waiting = document(txns, 0, 0, "zero")
+    await settle()
+    assert not waiting.done()
+    txns.reopen(0)  # put off, or done: either way the document comes in now
+    await waiting
+    assert producer(txns, 0).pending == ["chunks:zero"]
+
+
+async def test_a_document_let_in_stays_in_while_a_commit_closes_behind_it() -> None:
+    txns = member(Broker())
+    await txns.open([0])
+
+    async def two_writes() -> None:
+        await txns.admit()
+        await (await txns.send("chunks", value=b"first"))
+        assert txns.close_after(0) == 5  # a commit starts between its writes
+        await txns.admit()  # already in: no wait
+        await (await txns.send("chunks", value=b"second"))
+
+    context = contextvars.copy_context()
+    context.run(INPUT_PARTITION.set, 0)
+    context.run(INPUT_OFFSET.set, 5)
+    await asyncio.wait_for(asyncio.create_task(two_writes(), context=context), 5)
+    assert producer(txns, 0).pending == ["chunks:first", "chunks:second"]
+
+
+async def test_a_waiting_document_fails_once_its_partitions_transaction_is_aborted() -> None:
+    txns = member(Broker())
+    await txns.open([0])
+    await document(txns, 0, 1, "one")
+    txns.close_after(0)
+    waiting = document(txns, 0, 2, "two")
+    await settle()
+    await txns.abort(0)
+    with pytest.raises(TransactionFailed):
+        await waiting
+
+
+async def test_a_write_of_a_document_not_let_in_is_refused() -> None:
+    txns = member(Broker())
+    await txns.open([0])
+
+    async def write_without_admit() -> None:
+        await txns.send("chunks", value=b"x")
+
+    context = contextvars.copy_context()
+    context.run(INPUT_PARTITION.set, 0)
+    context.run(INPUT_OFFSET.set, 0)
+    with pytest.raises(TransactionFailed, match="before admit"):
+        await asyncio.create_task(write_without_admit(), context=context)
+    assert producer(txns, 0).pending == []

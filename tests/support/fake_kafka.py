@@ -125,6 +125,13 @@ class FakeConsumer:
     ) -> dict[TopicPartition, int]:
         return {tp: 0 for tp in partitions}  # nothing taken by retention
 
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        """Hand out from ``offset`` on (records before it that are still queued are dropped)."""
+        self._queued[tp] = [r for r in self._queued.get(tp, []) if r.offset >= offset]
+
+    async def seek_to_beginning(self, *partitions: TopicPartition) -> None:
+        return None  # every record fed is still queued: the log starts at the first of them
+
     def committed_offset(self, tp: TopicPartition) -> int | None:
         for commit in reversed(self.commits):
             if tp in commit:

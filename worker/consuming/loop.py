@@ -19,12 +19,16 @@ Invariants:
   stops the worker); a partition let go cleanly (nothing abandoned at the drain deadline) is
   checkpointed; delete markers expire after the commits that pass them, only for partitions
   still owned.
-- With exactly-once (``transactions``: worker.kafka.transactions) a commit is a cut: the loop
-  takes no record while every document taken so far finishes, then each partition's transaction
-  commits with its offset. A partition with a document abandoned at a drain deadline, or whose
-  transaction fails, is aborted instead, never committed, and not checkpointed; a failed
-  transaction stops the worker (``fatal``). A newly assigned partition stays paused until its
-  producer has fenced the previous owner's; then its committed offset is read and sought.
+- With exactly-once (``transactions``: worker.kafka.transactions) a commit is a cut through
+  offsets, run beside the loop (one at a time): each partition's transaction is closed to the
+  documents after the highest offset that has written into it, those up to it finish, and the
+  transaction commits with its offset. Meanwhile the loop keeps taking records and the later
+  documents keep chunking; only their writes wait for the next transaction. A partition with a
+  document abandoned at a drain deadline, or whose transaction fails, is aborted instead, never
+  committed, and not checkpointed; a failed transaction stops the worker (``fatal``). A newly
+  assigned partition stays paused until its producer has fenced the previous owner's; then its
+  committed offset is read and sought. A revocation and the shutdown wait for a commit under
+  way before they drain.
 - While Kafka is unreachable (``kafka_up`` false: worker.kafka.reachability) nothing is committed (a
   commit would wait for the group coordinator, holding up the loop and a shutdown); the
   offsets stay committable and go out with the first commit after. Every commit is bounded.
@@ -54,7 +58,7 @@ from worker.consuming.offsets import OffsetTracker
 from worker.consuming.prefetch import HeldRecords
 from worker.consuming.unreadable import StuckPartitions, locate
 from worker.kafka.reachability import retrying
-from worker.kafka.transactions import INPUT_PARTITION, PartitionTransactions
+from worker.kafka.transactions import INPUT_OFFSET, INPUT_PARTITION, PartitionTransactions
 from worker.observability.backlog import CommitAges, WorkRate
 from worker.observability.metrics import Metrics
 from worker.runtime.resources import fetch_max_bytes
@@ -77,7 +81,9 @@ _COMMIT_TIMEOUT_S = 10.0
 
 @dataclass
 class InFlight:
-    tasks: dict[TopicPartition, set[asyncio.Task[None]]] = field(default_factory=dict)
+    # Each partition's documents in flight, with their offsets (an exactly-once commit waits
+    # for those up to its cut).
+    tasks: dict[TopicPartition, dict[asyncio.Task[None], int]] = field(default_factory=dict)
     documents: int = 0
     bytes: int = 0
 
@@ -128,6 +134,8 @@ class ConsumeLoop:
         self._expiring: asyncio.Task[None] | None = None
         self._kafka_up = kafka_up
         self._transactions = transactions
+        # The exactly-once commit under way beside the loop (None: none yet).
+        self._committing: asyncio.Task[None] | None = None
         # Measurements for the backlog estimate and the per-partition commit age.
         self.work_rate = WorkRate()
         self.commit_ages: CommitAges[TopicPartition] = CommitAges()
@@ -196,18 +204,42 @@ class ConsumeLoop:
                 await self._until_a_document_finishes()
             due = time.monotonic() - self._last_commit >= s.commit_interval_ms / 1000
             if due and self._kafka_up():
+                if self._transactions is not None:  # beside the loop, never cut short
+                    self._commit_beside()
+                    continue
                 # A stop request ends the wait: against a broker that just went away the
-                # commit waits out its whole timeout, which the grace period cannot spare. A
-                # transaction's commit is never cut short: its outcome must be known.
-                if self._transactions is not None:
-                    committed = await self.commit()
-                else:
-                    committed = await unless_set(self.commit(), self._stopping) or {}
+                # commit waits out its whole timeout, which the grace period cannot spare.
+                committed = await unless_set(self.commit(), self._stopping) or {}
                 if committed and self._states is not None:
                     self._expiring = asyncio.create_task(self._expire(committed))
                     # Not cancelled by a stop (the shutdown waits for it while Kafka is up),
                     # only no longer waited for here.
                     await unless_set(asyncio.shield(self._expiring), self._stopping)
+
+    def _commit_beside(self) -> None:
+        """Start the exactly-once commit as a task of its own, unless one is under way: the
+        loop goes on taking records while it runs."""
+        if self._committing is not None and not self._committing.done():
+            return
+        self._last_commit = time.monotonic()
+        self._committing = asyncio.create_task(self._commit_and_expire())
+
+    async def _commit_and_expire(self) -> None:
+        try:
+            committed = await self.commit()
+        except Exception as exc:  # a bug: the commit's own failures are handled inside
+            log.exception("commit failed unexpectedly; stopping the worker")
+            self.fatal = exc
+            self._stopping.set()
+            return
+        if committed and self._states is not None:  # the markers' tombstones: next transaction
+            self._expiring = asyncio.create_task(self._expire(committed))
+
+    async def _commit_finished(self) -> None:
+        """Wait for the exactly-once commit under way, if any (before a drain lets go)."""
+        if self._committing is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._committing)
 
     async def _hold_buffered(self) -> None:
         """What the client has buffered, taken before a pause makes it drop the records
@@ -282,6 +314,7 @@ class ConsumeLoop:
         """Shutdown: let in-flight documents finish within the drain timeout, commit, and
         checkpoint the state of the partitions let go cleanly."""
         self._restores.cancel_all()
+        await self._commit_finished()
         # Kafka gone: nothing in flight can be acknowledged, and a commit or a checkpoint
         # cannot happen; keep the wait short, leave the offsets to be replayed.
         up = self._kafka_up()
@@ -308,10 +341,11 @@ class ConsumeLoop:
         else:  # its writes go into its partition's transaction (worker.kafka.transactions)
             context = contextvars.copy_context()
             context.run(INPUT_PARTITION.set, tp.partition)
+            context.run(INPUT_OFFSET.set, record.offset)
             task = asyncio.create_task(self._process(tp, record, size), context=context)
-        tasks = self.in_flight.tasks.setdefault(tp, set())
-        tasks.add(task)
-        task.add_done_callback(tasks.discard)
+        tasks = self.in_flight.tasks.setdefault(tp, {})
+        tasks[task] = record.offset
+        task.add_done_callback(lambda done: tasks.pop(done, None))
 
     def _apply_backpressure(self) -> Verdict:
         """The verdict, logged and counted; the loop pauses the client (after taking what it
@@ -400,28 +434,49 @@ class ConsumeLoop:
     async def _commit_transactions(
         self, partitions: set[TopicPartition] | None = None
     ) -> dict[int, int]:
-        """The exactly-once commit: wait until every document taken from ``partitions`` (all
-        owned) finished — the cut — then commit each one's transaction with its offset. Not
-        all finished within the drain timeout: no commit this time. A failure is fatal."""
-        assert self._transactions is not None
-        opened = self._transactions.partitions
+        """The exactly-once commit of ``partitions`` (all owned): close each one's transaction
+        to the documents after the highest offset that wrote into it (the cut), wait until the
+        documents up to it finished, then commit each transaction with its offset; the later
+        documents then write into the next. Not all finished within the drain timeout: no
+        commit this time. A failure is fatal."""
+        txns = self._transactions
+        assert txns is not None
+        if self._expiring is not None:  # its marker tombstones belong to these transactions
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._expiring)
+        opened = txns.partitions
         tps = {
             tp
             for tp in (self._owned if partitions is None else partitions)
             if tp.partition in opened and tp not in self.restoring
         }
-        tasks = {task for tp in tps for task in self.in_flight.tasks.get(tp, ())}
-        if tasks:
-            _, pending = await asyncio.wait(tasks, timeout=self.settings.drain_timeout_s)
-            if pending:
-                log.warning("commit put off: documents still in flight", extra={"n": len(pending)})
+        cuts = {tp: txns.close_after(tp.partition) for tp in tps}
+        try:
+            tasks = {
+                task
+                for tp in tps
+                for task, offset in self.in_flight.tasks.get(tp, {}).items()
+                if offset <= cuts[tp]
+            }
+            if tasks:
+                _, pending = await asyncio.wait(tasks, timeout=self.settings.drain_timeout_s)
+                if pending:
+                    log.warning(
+                        "commit put off: documents still in flight", extra={"n": len(pending)}
+                    )
+                    return {}
+            offsets = self._tracker.committable(tps)
+            # Every document let into a transaction must be below the offset it commits (one
+            # that failed is not done: the worker is stopping then, and nothing commits).
+            short = [tp for tp in tps if cuts[tp] >= 0 and offsets.get(tp, -1) <= cuts[tp]]
+            if short:
+                log.warning("commit put off: a document of the cut did not finish")
                 return {}
-        if self._expiring is not None:  # its marker tombstones belong to these transactions
-            with contextlib.suppress(Exception):
-                await asyncio.shield(self._expiring)
-        offsets = self._tracker.committable(tps)
-        started = time.perf_counter()
-        failed = await self._commit_each(tps, offsets)
+            started = time.perf_counter()
+            failed = await self._commit_each(tps, offsets)
+        finally:
+            for tp in tps:
+                txns.reopen(tp.partition)
         if failed:
             return {}
         return self._committed(offsets, started) if offsets else {}
@@ -493,6 +548,7 @@ class ConsumeLoop:
         self._owned -= revoked
         self._held.drop(revoked)
         self._restores.revoke(revoked)
+        await self._commit_finished()
         # Bounded by the rebalance timeout: the group waits for us, so leave headroom.
         budget = max(1.0, self.settings.rebalance_timeout_ms / 1000 - 5.0)
         abandoned = await self.drain(min(budget, self.settings.drain_timeout_s), revoked)

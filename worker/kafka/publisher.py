@@ -34,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections import deque
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -46,7 +46,7 @@ from aiokafka.partitioner import DefaultPartitioner
 from aiokafka.producer.message_accumulator import BatchBuilder
 
 from worker.errors import OutputRecordTooLarge
-from worker.kafka.transactions import INPUT_PARTITION
+from worker.kafka.transactions import INPUT_PARTITION, TransactionFailed, admitted
 from worker.wire.codec import DOC_ID_HEADER, Encoding, EventEncoder, Headers
 from worker.wire.events import ChunkEvent, DeadLetterEvent
 
@@ -96,6 +96,7 @@ class Publisher:
         uncompressed_topics: Collection[str] = (),
         batch_bytes: int | None = None,
         transactional: bool = False,
+        admit: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         if uncompressed_topics and batch_bytes is None:
             # The producer's own batch.size is not readable back from the client; a default
@@ -113,6 +114,10 @@ class Publisher:
         # a batch with another's; otherwise the input partition is always None.
         self._lanes: dict[tuple[int | None, str, int], _Lane] = {}
         self._transactional = transactional
+        # Exactly-once: each document's first write waits while a commit of its input
+        # partition's transaction is under way (worker.kafka.transactions.PartitionTransactions
+        # .admit); None: writes go straight out.
+        self._admit = admit
         # Topics whose records hardly compress (the state changelog: 16-byte chunk ids, which
         # are hashes) go out uncompressed, in batches of ``batch_bytes``: compression saves
         # little of them for CPU on the worker and the broker (docs/benchmarks.md).
@@ -164,6 +169,7 @@ class Publisher:
         acknowledgements to :meth:`wait` for, and the bytes appended. ``headers`` (trace
         context, forwarded input headers) go on every record (beside the content type on
         events; beside the document id on tombstones)."""
+        await self.admit()  # before the early return: the document's state record follows
         if not values and not retracted:
             return [], 0  # nothing to wait for (a document that chunked to nothing, as before)
         sizes = list(map(len, values))
@@ -191,6 +197,7 @@ class Publisher:
         Every lane lingers (``linger.ms``), the state changelog's too: its records share
         produce requests with other records instead of costing the broker and the client one
         each (docs/benchmarks.md)."""
+        await self.admit()
         await self.wait(self.stage(topic, partition, records))
 
     async def wait(self, acks: Sequence[asyncio.Future[None]]) -> None:
@@ -213,6 +220,7 @@ class Publisher:
     async def stage_null(self, topic: str, key: bytes) -> list[asyncio.Future[None]]:
         """A tombstone for ``key`` in ``topic``, on the partition the default partitioner picks
         (a compacted topic keyed by it: the documents topic), without waiting."""
+        await self.admit()
         return self.stage(topic, await self.partition_for(topic, key), [(key, None, [])])
 
     def stage(
@@ -220,7 +228,10 @@ class Publisher:
     ) -> list[asyncio.Future[None]]:
         """Append ``records`` in order to the (topic, partition) lane's open batch (sealing
         full ones), without waiting: the acknowledgements of the batches they went into, in
-        order, for :meth:`wait`. Records staged in one step (no await between) sit together."""
+        order, for :meth:`wait`. Records staged in one step (no await between) sit together.
+        With exactly-once the task must have been let in (:meth:`admit`) first."""
+        if self._admit is not None and not admitted():
+            raise TransactionFailed("a write staged before the document was let in (admit)")
         lane_key = (INPUT_PARTITION.get() if self._transactional else None, topic, partition)
         lane = self._lanes.get(lane_key)
         if lane is None:
@@ -300,7 +311,14 @@ class Publisher:
         finally:
             lane.driver = None
 
+    async def admit(self) -> None:
+        """Exactly-once: let the current document into its partition's open transaction before
+        its first write (it may wait for a commit under way); a no-op otherwise, and once in."""
+        if self._admit is not None:
+            await self._admit()
+
     async def publish_dead_letter(self, event: DeadLetterEvent, headers: Headers = ()) -> None:
+        await self.admit()
         value = self._encoder.encode(event)
         ack = await self._producer.send(
             self.dlq_topic, value=value, key=event.key, headers=[*self._headers, *headers]

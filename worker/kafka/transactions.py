@@ -19,6 +19,13 @@ Invariants:
 - A fenced or failed transaction is never retried or replaced here: a new producer with the
   same id would fence the member that owns p now. A failure raises :class:`TransactionFailed`
   (not a Kafka error: the handler does not retry it), and the worker stops.
+- A commit is a cut through offsets, not a pause (:meth:`PartitionTransactions.close_after`):
+  the documents of p up to the highest offset that has written into the open transaction may
+  still write and must finish; a later document waits at its first write
+  (:meth:`PartitionTransactions.admit`) until the next transaction begins, while its chunking
+  goes on. So every record of a committed transaction belongs to a document below the offset it
+  commits, and every document below that offset has all of its records in it or in an earlier
+  one: a replay from the committed offset writes nothing twice and leaves nothing out.
 - An idle partition's transaction costs nothing: aiokafka begins a transaction locally, and a
   commit with nothing written and no offset is skipped.
 """
@@ -31,7 +38,7 @@ import contextvars
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol
 
@@ -46,6 +53,17 @@ INPUT_PARTITION: contextvars.ContextVar[int | None] = contextvars.ContextVar(
     "chunkstream_input_partition", default=None
 )
 """The input partition whose transaction the current task's writes belong to."""
+
+INPUT_OFFSET: contextvars.ContextVar[int | None] = contextvars.ContextVar(
+    "chunkstream_input_offset", default=None
+)
+"""The input offset of the document the current task writes for (None: not a document)."""
+
+# Whether the current task's document has been let into its partition's open transaction
+# (admit); writes of a task that is not a document's (writing_for) are always in.
+_ADMITTED: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "chunkstream_admitted", default=False
+)
 
 # How long stopping one partition's producer may take (it flushes nothing: a commit or an
 # abort came first).
@@ -92,12 +110,21 @@ def transactional_id(group_id: str, input_topic: str, partition: int) -> str:
 
 @contextlib.contextmanager
 def writing_for(partition: int) -> Iterator[None]:
-    """Writes inside the block belong to ``partition``'s transaction (a task of its own)."""
+    """Writes inside the block belong to ``partition``'s transaction (a task of its own, not a
+    document's: a restore's or a marker expiry's, which the consume loop never runs while a
+    commit of the partition is under way)."""
     token = INPUT_PARTITION.set(partition)
+    admitted = _ADMITTED.set(True)
     try:
         yield
     finally:
+        _ADMITTED.reset(admitted)
         INPUT_PARTITION.reset(token)
+
+
+def admitted() -> bool:
+    """Whether the current task may write into its partition's open transaction."""
+    return _ADMITTED.get()
 
 
 @dataclass
@@ -105,6 +132,11 @@ class _Transaction:
     producer: TransactionalProducer
     began: float | None = None  # monotonic time of its first write or offset; None: nothing yet
     failed: BaseException | None = None
+    highest: int = -1  # the highest document offset let in since the transaction began
+    # While a commit is under way: only documents at offsets up to ``bound`` may come in; the
+    # others wait for ``reopened`` (set when the next transaction begins, or on giving up).
+    bound: int | None = None
+    reopened: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class PartitionTransactions:
@@ -159,10 +191,52 @@ class PartitionTransactions:
         """Stop the producers of ``partitions`` (after their commit or abort): a transaction
         still open is left to the broker, which aborts it once the next owner starts."""
         for partition in sorted(set(partitions) & self._open.keys()):
-            await _stop(self._open.pop(partition).producer)
+            txn = self._open.pop(partition)
+            txn.reopened.set()  # a document still waiting to come in finds no transaction
+            await _stop(txn.producer)
 
     async def stop(self) -> None:
         await self.close(list(self._open))
+
+    # -- the cut ---------------------------------------------------------------------------
+
+    async def admit(self) -> None:
+        """Before the current document's first write: let it into its partition's open
+        transaction, waiting while a commit under way closes that transaction to documents
+        after it (:meth:`close_after`). Once in, it stays in: the commit waits for it."""
+        if _ADMITTED.get():
+            return
+        partition, offset = INPUT_PARTITION.get(), INPUT_OFFSET.get()
+        if partition is None or offset is None:
+            raise TransactionFailed(f"a write outside any document (partition {partition})")
+        while True:
+            txn = self._open.get(partition)
+            if txn is None:
+                raise TransactionFailed(f"no transaction open for input partition {partition}")
+            if txn.failed is not None:
+                raise TransactionFailed(f"partition {partition}: {txn.failed!r}")
+            if txn.bound is None or offset <= txn.bound:
+                break
+            await txn.reopened.wait()
+        txn.highest = max(txn.highest, offset)
+        _ADMITTED.set(True)
+
+    def close_after(self, partition: int) -> int:
+        """Start ``partition``'s commit: no document after the highest offset let in so far may
+        come in until :meth:`reopen`. That offset (-1: none): the caller waits for every
+        document up to it, then commits."""
+        txn = self._open[partition]
+        if txn.bound is None:
+            txn.bound = txn.highest
+            txn.reopened = asyncio.Event()
+        return txn.bound
+
+    def reopen(self, partition: int) -> None:
+        """End ``partition``'s commit (done or put off): the waiting documents come in."""
+        txn = self._open.get(partition)
+        if txn is not None:
+            txn.bound = None
+            txn.reopened.set()
 
     # -- commit and abort -----------------------------------------------------------------
 
@@ -191,6 +265,7 @@ class PartitionTransactions:
         self._metrics.transactions_committed.inc()
         self._metrics.transaction_seconds.observe(self._clock() - began)
         txn.began = None
+        txn.highest = -1
         try:
             await txn.producer.begin_transaction()
         except Exception as exc:
@@ -204,6 +279,7 @@ class PartitionTransactions:
         txn = self._open.pop(partition, None)
         if txn is None:
             return
+        txn.reopened.set()  # a document still waiting to come in finds no transaction
         if txn.began is not None or txn.failed is not None:
             self._metrics.transactions_aborted.inc()
         with contextlib.suppress(Exception):
@@ -243,6 +319,8 @@ class PartitionTransactions:
         txn = None if partition is None else self._open.get(partition)
         if partition is None or txn is None:
             raise TransactionFailed(f"a write outside any open transaction (partition {partition})")
+        if not _ADMITTED.get():
+            raise TransactionFailed(f"partition {partition}: a write before admit()")
         if txn.failed is not None:
             raise TransactionFailed(f"partition {partition}: {txn.failed!r}")
         if txn.began is None:
