@@ -22,6 +22,8 @@ from worker.models.manifest import DEFAULT_MODEL_NAME, DEFAULT_STATIC_NAME
 
 ENV_PREFIX = "CHUNKSTREAM_"
 MiB = 1024 * 1024
+# The commit interval under exactly-once when none is set (Kafka Streams' default then too).
+EXACTLY_ONCE_COMMIT_INTERVAL_MS = 100
 
 Positive = Annotated[int, msgspec.Meta(ge=1)]
 
@@ -50,7 +52,7 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     max_chunks_per_document: Positive = 20_000
     max_in_flight_documents: Positive = 256
     max_in_flight_bytes: Annotated[int, msgspec.Meta(ge=0)] = 0
-    commit_interval_ms: Positive = 1000
+    commit_interval_ms: Positive = 1000  # EXACTLY_ONCE_COMMIT_INTERVAL_MS if not set, with it
     # exactly-once: a document's chunk events, tombstones, state record and dead letter commit
     # with its input offset in one Kafka transaction (docs/concepts/exactly-once.md).
     processing_guarantee: Literal["at-least-once", "exactly-once"] = "at-least-once"
@@ -131,7 +133,7 @@ SETTING_HELP: dict[str, str] = {
     "max_in_flight_bytes": "high watermark on input bytes being processed (0 = the largest "
     "that fits the memory budget, at most 256 MiB)",
     "commit_interval_ms": "how often finished offsets are committed (with exactly-once: how "
-    "long a transaction stays open)",
+    "long a transaction stays open, and the default is 100: Kafka Streams' under exactly-once)",
     "processing_guarantee": "`at-least-once` (a crash or a rebalance may publish a document's "
     "records again) or `exactly-once` (its records and input offset commit in one Kafka "
     "transaction per input partition; consumers read with `isolation.level=read_committed`)",
@@ -312,6 +314,10 @@ def load_settings(
             **raw.get("strategy_params", {}),
             **_normalise("strategy_params", list(extra_params)),
         }
+    if raw.get("processing_guarantee") == "exactly-once" and "commit_interval_ms" not in raw:
+        # Kafka Streams' default under exactly-once: output is readable only once its
+        # transaction commits, and the commit runs beside the work (worker.consuming.loop).
+        raw["commit_interval_ms"] = EXACTLY_ONCE_COMMIT_INTERVAL_MS
     try:
         settings = msgspec.convert(raw, Settings, strict=False)
     except msgspec.ValidationError as exc:

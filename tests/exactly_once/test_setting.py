@@ -28,6 +28,19 @@ def test_exactly_once_from_the_environment_and_from_the_flag() -> None:
     assert exactly_once(from_flag)
 
 
+def test_exactly_once_commits_every_100_ms_unless_an_interval_is_set() -> None:
+    """Kafka Streams' commit.interval.ms default under exactly-once is 100 ms (30 s otherwise):
+    output is readable only once its transaction commits."""
+    eos = {"CHUNKSTREAM_PROCESSING_GUARANTEE": "exactly-once"}
+    assert load_settings({}, env={}).commit_interval_ms == 1000
+    assert load_settings({}, env=eos).commit_interval_ms == 100
+    assert load_settings({"processing_guarantee": "exactly-once"}, env={}).commit_interval_ms == 100
+    chosen = {**eos, "CHUNKSTREAM_COMMIT_INTERVAL_MS": "1000"}
+    assert load_settings({}, env=chosen).commit_interval_ms == 1000
+    flag = load_settings({"commit_interval_ms": "2500"}, env=eos)
+    assert flag.commit_interval_ms == 2500
+
+
 @pytest.mark.parametrize("value", ["exactly_once", "EXACTLY-ONCE", "at-most-once", "eos"])
 def test_another_value_is_refused_naming_the_setting(value: str) -> None:
     with pytest.raises(ConfigError) as info:
