@@ -38,6 +38,36 @@ def read_topic(bootstrap: str, topic: str) -> list[Any]:
         consumer.close()
 
 
+def read_committed(bootstrap: str, topic: str) -> list[Any]:
+    """Every record of ``topic`` a ``read_committed`` librdkafka consumer gets, up to the end
+    offsets (no transaction may be open then). Transaction markers take offsets that no
+    message has, so the end is told by the consumer's position, not the last message's."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"committed-reader-{topic}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+        }
+    )
+    try:
+        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p))[1] for p in partitions}
+        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
+        records: list[Any] = []
+        for _ in range(600):
+            for message in consumer.consume(num_messages=1000, timeout=0.5):
+                assert message.error() is None, message.error()
+                records.append(message)
+            positions = consumer.position([TopicPartition(topic, p) for p in partitions])
+            if all(tp.offset >= ends[tp.partition] for tp in positions):
+                return records
+        raise TimeoutError(f"could not read {topic} to its end {ends}")
+    finally:
+        consumer.close()
+
+
 def decode(message: Any) -> tuple[dict[str, Any], dict[str, Any], dict[str, bytes]]:
     """(event as decoded, event in its JSON form, headers) of one output record."""
     headers = dict(message.headers() or [])
