@@ -10,62 +10,41 @@ import msgpack
 from confluent_kafka import Consumer, TopicPartition
 
 
-def read_topic(bootstrap: str, topic: str) -> list[Any]:
-    """Every record of ``topic``, read with librdkafka up to the end offsets."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"reader-{topic}",
-            "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
-        }
-    )
+def read_topic(bootstrap: str, topic: str, *, isolation_level: str | None = None) -> list[Any]:
+    """Every record of ``topic``, read with librdkafka up to the end offsets (librdkafka's own
+    ``isolation.level`` unless one is given; with ``read_committed``, no transaction may be open
+    then). Transaction markers take offsets that no message has, so the end is told by the
+    consumer's position, not by the last message's offset."""
+    config: dict[str, Any] = {
+        "bootstrap.servers": bootstrap,
+        "group.id": f"reader-{topic}",
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+    }
+    if isolation_level is not None:
+        config["isolation.level"] = isolation_level
+    consumer = Consumer(config)
     try:
         partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
         ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p))[1] for p in partitions}
         consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
         records: list[Any] = []
-        position = dict.fromkeys(partitions, 0)
         for _ in range(600):
-            if all(position[p] >= ends[p] for p in partitions):
+            positions = consumer.position([TopicPartition(topic, p) for p in partitions])
+            # Before its first fetch a partition's position is unset (negative).
+            if all(ends[tp.partition] == 0 or tp.offset >= ends[tp.partition] for tp in positions):
                 return records
             for message in consumer.consume(num_messages=1000, timeout=0.5):
                 assert message.error() is None, message.error()
                 records.append(message)
-                position[message.partition()] = message.offset() + 1
         raise TimeoutError(f"could not read {topic} to its end {ends}")
     finally:
         consumer.close()
 
 
 def read_committed(bootstrap: str, topic: str) -> list[Any]:
-    """Every record of ``topic`` a ``read_committed`` librdkafka consumer gets, up to the end
-    offsets (no transaction may be open then). Transaction markers take offsets that no
-    message has, so the end is told by the consumer's position, not the last message's."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"committed-reader-{topic}",
-            "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
-            "isolation.level": "read_committed",
-        }
-    )
-    try:
-        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p))[1] for p in partitions}
-        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
-        records: list[Any] = []
-        for _ in range(600):
-            for message in consumer.consume(num_messages=1000, timeout=0.5):
-                assert message.error() is None, message.error()
-                records.append(message)
-            positions = consumer.position([TopicPartition(topic, p) for p in partitions])
-            if all(tp.offset >= ends[tp.partition] for tp in positions):
-                return records
-        raise TimeoutError(f"could not read {topic} to its end {ends}")
-    finally:
-        consumer.close()
+    """:func:`read_topic` as a ``read_committed`` consumer (librdkafka's default, set anyway)."""
+    return read_topic(bootstrap, topic, isolation_level="read_committed")
 
 
 def decode(message: Any) -> tuple[dict[str, Any], dict[str, Any], dict[str, bytes]]:
