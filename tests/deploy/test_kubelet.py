@@ -106,12 +106,18 @@ async def test_rendered_deployment_runs_probes_and_stops_like_under_the_kubelet(
     image_env = m.image_env()
     env = {**image_env, **m.container_env(objs, POD)}
     assert image_env["TMPDIR"] == "/tmp"
+    # The state emptyDir, at the path CHUNKSTREAM_STATE_DIR names.
+    state_mount = next(vm for vm in c["volumeMounts"] if vm["name"] == "state")
+    assert env["CHUNKSTREAM_STATE_DIR"] == state_mount["mountPath"]
+    state_volume = tmp_path / "state"
+    state_volume.mkdir()
     port = free_port()
     env.update(
         PATH=f"{m.BIN}:/usr/bin:/bin",
         HOME="/nonexistent",
         LANG="C.UTF-8",
         TMPDIR=str(scratch),
+        CHUNKSTREAM_STATE_DIR=str(state_volume),
         # This checkout's code, not another the venv's editable install points at (a worktree).
         **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"},
         CHUNKSTREAM_BOOTSTRAP_SERVERS=kafka_bootstrap,
@@ -216,3 +222,7 @@ async def test_rendered_deployment_runs_probes_and_stops_like_under_the_kubelet(
     events = await kafka_io.chunk_events(kafka_bootstrap, settings.output_topic)
     assert {e.doc_id for e in events} == {d.id for d in docs}
     assert all(e.strategy == "semantic" for e in events)
+    # The state store was kept on the state volume (where a container restart finds it), not
+    # in the in-memory TMPDIR.
+    assert list(state_volume.glob("*/store.sqlite")), sorted(state_volume.rglob("*"))
+    assert not list(scratch.glob("chunkstream-state-*"))

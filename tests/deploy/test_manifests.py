@@ -123,11 +123,18 @@ def test_pod_contract(name: str) -> None:
     assert sc["readOnlyRootFilesystem"] is True
     assert sc["capabilities"]["drop"] == ["ALL"]
     assert sc.get("privileged", False) is False
-    # The only writable path is an emptyDir at TMPDIR.
+    # Two writable paths, both emptyDirs: TMPDIR (small, in memory) and the state store's
+    # directory, on disk (in memory it would count toward the memory limit the plan checks).
     volumes = {v["name"]: v for v in pod["volumes"]}
-    writable = [vm for vm in c["volumeMounts"] if not vm.get("readOnly")]
-    assert [vm["mountPath"] for vm in writable] == [image_env["TMPDIR"]]
-    assert "emptyDir" in volumes[writable[0]["name"]]
+    writable = {
+        vm["mountPath"]: volumes[vm["name"]] for vm in c["volumeMounts"] if not vm.get("readOnly")
+    }
+    state_dir = m.container_env(objs, "pod")["CHUNKSTREAM_STATE_DIR"]
+    assert sorted(writable) == sorted([image_env["TMPDIR"], state_dir])
+    assert all("emptyDir" in volume for volume in writable.values())
+    assert writable[image_env["TMPDIR"]]["emptyDir"]["medium"] == "Memory"
+    assert "medium" not in writable[state_dir]["emptyDir"]  # the node's disk
+    assert _mem(writable[state_dir]["emptyDir"]["sizeLimit"]) >= 1 << 30
 
     # Resources: requests and limits set; requests ≤ limits.
     res = c["resources"]
