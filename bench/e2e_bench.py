@@ -85,6 +85,8 @@ STATIC_DIR = find("boundary", None).directory
 # Worker settings for every Kafka pass (``--include-embeddings``: the int8 transformer makes
 # the vector each chunk event carries).
 EXTRA: dict[str, str] = {}
+# Settings of the exactly-once passes only (--eos-commit-interval-ms).
+EXACTLY_ONCE_EXTRA: dict[str, str] = {}
 
 
 @dataclass
@@ -172,6 +174,7 @@ async def through_kafka(
             "document_lifecycle": str(lifecycle).lower(),
             "processing_guarantee": guarantee,
             **EXTRA,
+            **(EXACTLY_ONCE_EXTRA if guarantee == "exactly-once" else {}),
         },
         env={},
     )
@@ -582,6 +585,13 @@ if __name__ == "__main__":
         "of exactly-once ÷ at-least-once)",
     )
     parser.add_argument(
+        "--eos-commit-interval-ms",
+        type=int,
+        default=None,
+        help="CHUNKSTREAM_COMMIT_INTERVAL_MS of the exactly-once passes (default: the worker's "
+        "default under exactly-once)",
+    )
+    parser.add_argument(
         "--peer",
         action="store_true",
         help="run the Quix Streams + LangChain peer (bench/support/quix_peer.py) after each "
@@ -602,6 +612,8 @@ if __name__ == "__main__":
     arguments = parser.parse_args()
     if arguments.model == "static":
         MODEL_DIR = STATIC_DIR
+    if arguments.eos_commit_interval_ms is not None:
+        EXACTLY_ONCE_EXTRA["commit_interval_ms"] = str(arguments.eos_commit_interval_ms)
     if arguments.include_embeddings:
         EXTRA.update(
             include_embeddings="true",
