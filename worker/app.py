@@ -52,6 +52,7 @@ from worker.kafka.clients import (
     topics_used,
     written_topics,
 )
+from worker.kafka.permissions import PermissionRefused
 from worker.kafka.producers import RenewingProducer
 from worker.kafka.publisher import Publisher
 from worker.kafka.reachability import KafkaLink
@@ -291,6 +292,8 @@ class Worker:
             await loop.finish()
         self.state = State.STOPPED
         log.info("stopped", extra=self.metrics.totals()._asdict())
+        if isinstance(loop.fatal, PermissionRefused):  # a configuration error: exit status 2
+            raise loop.fatal
         return 1 if loop.fatal is not None else 0
 
     def _open_transactions(

@@ -104,7 +104,8 @@ ERROR_KINDS: tuple[str, ...] = tuple(
 
 
 class ConfigError(ValueError):
-    """A setting is invalid; the message names the setting. Raised only at start-up."""
+    """A setting is invalid; the message names the setting. Raised at start-up (and, as
+    worker.kafka.permissions.PermissionRefused, when the broker's ACLs refuse the worker)."""
 
 
 class CommandError(Exception):

@@ -12,7 +12,8 @@ Invariants:
 - On revocation and on shutdown: stop taking work, drain the in-flight documents within a
   deadline (cancel the rest; they are replayed), commit, then let go.
 - A document whose processing raises something that is not the input's fault is a bug: the
-  loop stops (``fatal``), rather than skip the offset or stall the partition.
+  loop stops (``fatal``), rather than skip the offset or stall the partition. So does a refusal
+  by the broker's ACLs (worker.kafka.permissions), as a configuration error.
 - With document state (worker.state.documents): a newly assigned partition is paused until its
   state is
   restored from the changelog (a Kafka error retries the restore; only an unreadable changelog
@@ -57,6 +58,7 @@ from worker.consuming.client import ConsumerClient
 from worker.consuming.offsets import OffsetTracker
 from worker.consuming.prefetch import HeldRecords
 from worker.consuming.unreadable import StuckPartitions, locate
+from worker.kafka.permissions import PermissionRefused, refused
 from worker.kafka.reachability import retrying
 from worker.kafka.transactions import INPUT_OFFSET, INPUT_PARTITION, PartitionTransactions
 from worker.observability.backlog import CommitAges, WorkRate
@@ -215,6 +217,12 @@ class ConsumeLoop:
                     # Not cancelled by a stop (the shutdown waits for it while Kafka is up),
                     # only no longer waited for here.
                     await unless_set(asyncio.shield(self._expiring), self._stopping)
+
+    def _stop_refused(self, exc: PermissionRefused) -> None:
+        log.error("refused by the broker's ACLs; stopping the worker", extra={"reason": str(exc)})
+        if self.fatal is None:
+            self.fatal = exc
+        self._stopping.set()
 
     def _commit_beside(self) -> None:
         """Start the exactly-once commit as a task of its own, unless one is under way: the
@@ -383,6 +391,8 @@ class ConsumeLoop:
             self._tracker.mark_done(tp, record.offset)
         except asyncio.CancelledError:
             raise
+        except PermissionRefused as exc:  # a missing ACL: only a new grant fixes it
+            self._stop_refused(exc)
         except Exception as exc:
             # Not the input's fault and not a transient Kafka error: a bug. The offset must
             # not be skipped, and silently stalling the partition is worse than a restart.
@@ -503,7 +513,7 @@ class ConsumeLoop:
                     extra={"partition": tp.partition, "error": repr(result)},
                 )
                 if self.fatal is None:
-                    self.fatal = result
+                    self.fatal = refused(result) or result
                 self._stopping.set()
                 await txns.abort(tp.partition)
         return failed
@@ -616,6 +626,9 @@ class ConsumeLoop:
             await retrying(restore, partitions)
         except asyncio.CancelledError:
             raise
+        except PermissionRefused as exc:  # a missing ACL: only a new grant fixes it
+            self._stop_refused(exc)
+            return
         except Exception as exc:
             # The store cannot be trusted and the partitions cannot be consumed without it.
             log.exception(

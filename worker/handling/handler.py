@@ -47,6 +47,7 @@ from worker.errors import (
 )
 from worker.handling.resolver import StrategyResolver
 from worker.handling.turns import DocumentTurns
+from worker.kafka import permissions
 from worker.kafka.connectivity import Backoff, Kind
 from worker.kafka.publisher import Publisher, refused
 from worker.observability.metrics import Metrics
@@ -403,7 +404,8 @@ class DocumentHandler:
     async def _retrying(
         self, attempt: Callable[[], Awaitable[None]], where: dict[str, int]
     ) -> None:
-        """Retry transient publish failures with backoff, forever: the offset stays
+        """Retry transient publish failures with backoff, forever (a refusal by the broker's
+        ACLs is not transient: it is raised at once): the offset stays
         uncommitted meanwhile, and backpressure stops the intake once in-flight fills up.
         Cancellation (drain deadline, revoke) ends the attempts; the record is then replayed
         by whoever owns the partition next."""
@@ -413,6 +415,9 @@ class DocumentHandler:
                 await attempt()
                 return
             except KafkaError as exc:
+                denied = permissions.refused(exc)
+                if denied is not None:  # no retry can fix it (worker.kafka.permissions)
+                    raise denied from None
                 self._metrics.publish_retries.inc()
                 delay = backoff.next(Kind.OTHER)
                 log.warning(

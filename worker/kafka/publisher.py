@@ -41,7 +41,12 @@ from typing import Any
 
 import msgspec
 from aiokafka import AIOKafkaProducer
-from aiokafka.errors import KafkaError, MessageSizeTooLargeError, RecordTooLargeError
+from aiokafka.errors import (
+    KafkaError,
+    MessageSizeTooLargeError,
+    RecordTooLargeError,
+    TopicAuthorizationFailedError,
+)
 from aiokafka.partitioner import DefaultPartitioner
 from aiokafka.producer.message_accumulator import BatchBuilder
 
@@ -299,7 +304,7 @@ class Publisher:
                 except Exception as exc:  # no room within request_timeout_ms, producer closed
                     _fail(batch.acked, exc)
                     continue
-                delivered.add_done_callback(partial(_settle, batch.acked))
+                delivered.add_done_callback(partial(_settle, batch.acked, topic))
         except asyncio.CancelledError:
             # Only at loop teardown: nobody may wait forever on a batch that will not go.
             stopped = KafkaError("publisher stopped before the batch was sent")
@@ -335,12 +340,14 @@ def refused(exc: KafkaError) -> OutputRecordTooLarge:
     )
 
 
-def _settle(acked: asyncio.Future[None], delivered: asyncio.Future[Any]) -> None:
+def _settle(acked: asyncio.Future[None], topic: str, delivered: asyncio.Future[Any]) -> None:
     if acked.done():
         return
     if delivered.cancelled():
         _fail(acked, KafkaError("the client cancelled the batch"))
     elif (error := delivered.exception()) is not None:
+        if isinstance(error, TopicAuthorizationFailedError) and not error.args:
+            error = TopicAuthorizationFailedError(topic)  # the client's names no topic
         _fail(acked, error)
     else:
         acked.set_result(None)

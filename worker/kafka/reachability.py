@@ -33,6 +33,7 @@ from worker.config import Settings
 from worker.errors import ConfigError
 from worker.kafka.clients import classify_connection, reachable, renew_password
 from worker.kafka.connectivity import UNREACHABLE, Backoff, Failure, Kind, Link
+from worker.kafka.permissions import refused
 from worker.observability.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -174,12 +175,16 @@ class KafkaLink:
 
 async def retrying(attempt: Callable[[], Awaitable[T]], partitions: Sequence[int]) -> T:
     """``attempt()`` (the partitions' state restore) until it raises no :class:`KafkaError`,
-    waiting by the one :class:`Backoff` between tries; each failure logged."""
+    waiting by the one :class:`Backoff` between tries; each failure logged. A refusal by the
+    broker's ACLs is raised at once, as :class:`~worker.kafka.permissions.PermissionRefused`."""
     backoff = Backoff()
     while True:
         try:
             return await attempt()
         except KafkaError as exc:
+            denied = refused(exc)
+            if denied is not None:  # no retry can fix it (worker.kafka.permissions)
+                raise denied from None
             wait_s = backoff.next(Kind.OTHER)
             log.warning(
                 "state restore failed; retrying",
