@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import re
 import signal
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,15 @@ from tests.support import manifests as m
 from tests.support.generated_docs import check_complete, make_docs
 from tests.support.paths import REPO
 from tests.support.private_broker import kafka_tool
-from tests.support.secure_broker import USER, SecureBroker, create_topics, secure_env, spawn
+from tests.support.secure_broker import (
+    USER,
+    SecureBroker,
+    create_topics,
+    fatal_line,
+    run_to_exit,
+    secure_env,
+    spawn,
+)
 
 pytestmark = pytest.mark.kafka
 
@@ -125,21 +132,6 @@ async def test_exactly_once_needs_only_the_transactional_id_prefix_besides(
     assert not kafka_io.log_events(log, "transaction failed; stopping the worker")
 
 
-async def exit_status(env: dict[str, str], log: Path, timeout_s: float = 90) -> int:
-    proc = spawn(env, log)
-    try:
-        return await asyncio.to_thread(proc.wait, timeout_s)
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"the worker retried a refusal instead of stopping (log: {log})")
-    finally:
-        proc.kill()
-        proc.wait(10)
-
-
-def last_line(log: Path) -> str:
-    return [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip()][-1]
-
-
 async def test_exactly_once_without_the_transactional_id_acl_stops_naming_it(
     acl_broker: SecureBroker, topic_names: dict[str, str], tmp_path: Path
 ) -> None:
@@ -153,8 +145,8 @@ async def test_exactly_once_without_the_transactional_id_acl_stops_naming_it(
     env = secure_env(acl_broker, topic_names, tmp_path)
     env["CHUNKSTREAM_PROCESSING_GUARANTEE"] = "exactly-once"
     log = tmp_path / "worker.log"
-    assert await exit_status(env, log) == 2  # a configuration error, not a retry loop
-    last = last_line(log)
+    assert await run_to_exit(env, log) == 2  # a configuration error, not a retry loop
+    last = fatal_line(log)
     assert last.startswith("chunkstream:"), last
     assert "transactional id" in last, last
     assert "docs/operating/security.md#acls" in last, last
@@ -179,8 +171,8 @@ async def test_a_topic_the_user_may_not_write_stops_the_worker_naming_the_acls(
         kafka_io.encode_documents(make_docs(5, seed=63)),
     )
     log = tmp_path / "worker.log"
-    assert await exit_status(secure_env(acl_broker, topic_names, tmp_path), log) == 2
-    last = last_line(log)
+    assert await run_to_exit(secure_env(acl_broker, topic_names, tmp_path), log) == 2
+    last = fatal_line(log)
     assert "a topic" in last, last
     assert output in last, last
     assert "docs/operating/security.md#acls" in last, last

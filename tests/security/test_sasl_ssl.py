@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import secrets
 import signal
-import subprocess
 import urllib.request
 from pathlib import Path
 
@@ -20,7 +19,15 @@ import pytest
 from tests.support import kafka_io
 from tests.support.generated_docs import check_complete, make_docs
 from tests.support.network import free_port
-from tests.support.secure_broker import USER, SecureBroker, create_topics, secure_env, spawn
+from tests.support.secure_broker import (
+    USER,
+    SecureBroker,
+    create_topics,
+    fatal_line,
+    run_to_exit,
+    secure_env,
+    spawn,
+)
 
 pytestmark = pytest.mark.kafka
 
@@ -60,23 +67,6 @@ async def test_worker_processes_documents_over_sasl_ssl(
     assert sb.password not in output, "the SASL password leaked into the log"
     assert sb.password not in metrics, "the SASL password leaked into the metrics"
     assert "documents_completed" in metrics or "chunkstream" in metrics
-
-
-async def run_to_exit(env: dict[str, str], log: Path, timeout_s: float = 90) -> int:
-    proc = spawn(env, log)
-    try:
-        return await asyncio.to_thread(proc.wait, timeout_s)
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"the worker hung instead of exiting (log: {log})")
-    finally:
-        proc.kill()
-        proc.wait(10)
-
-
-def fatal_line(log: Path) -> str:
-    lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
-    assert lines, "the worker printed nothing"
-    return lines[-1]
 
 
 async def test_wrong_password_fails_fast_with_a_clear_error(

@@ -3,11 +3,14 @@ tests."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 from tests.support import kafka_io
 from tests.support.pki import Pki
@@ -65,6 +68,25 @@ def spawn(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
             stderr=subprocess.STDOUT,
             cwd=kafka_io.REPO,
         )
+
+
+async def run_to_exit(env: dict[str, str], log: Path, timeout_s: float = 90) -> int:
+    """The worker's exit status; a worker still running after timeout_s fails the test."""
+    proc = spawn(env, log)
+    try:
+        return await asyncio.to_thread(proc.wait, timeout_s)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"the worker kept running instead of exiting (log: {log})")
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
+def fatal_line(log: Path) -> str:
+    """The last line the worker printed: where a fatal error's one-line message lands."""
+    lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
+    assert lines, "the worker printed nothing"
+    return lines[-1]
 
 
 async def create_topics(sb: SecureBroker, names: dict[str, str]) -> None:
