@@ -504,10 +504,9 @@ async def main(args: argparse.Namespace) -> None:
                                     key = (name, cores, ending)
                                     paired_guarantee.setdefault(key, []).append(alo_s / eos_s)
                             for result in runs:
-                                key = (result.mode, cores)
-                                kept = best.get(key)
+                                kept = best.get((result.mode, cores))
                                 if kept is None or result.seconds < kept.seconds:
-                                    best[key] = result
+                                    best[(result.mode, cores)] = result
                 for cores in variants:
                     results.append(best[("in-process", cores)])
                     for mode in ("kafka", KAFKA_EXACTLY_ONCE, KAFKA_APPEND_ONLY):

@@ -44,7 +44,7 @@ from worker.chunking.text.segment import (
     split_to_cap,
 )
 from worker.chunking.text.tokens import make_counter
-from worker.chunking.types import Chunk
+from worker.chunking.types import Chunk, EmbeddingChunker, RuleChunker
 
 Spans = list[tuple[int, int, str]]  # start, end, text
 Chunker = Callable[[str], Spans]
@@ -54,15 +54,22 @@ def _spans(chunks: list[Chunk]) -> Spans:
     return [(c.start_index, c.end_index, c.text) for c in chunks]
 
 
+def _markdown_spans(chunker: RuleChunker | EmbeddingChunker) -> Chunker:
+    assert isinstance(chunker, RuleChunker)  # the rule strategies need no model
+
+    def spans(text: str) -> Spans:
+        return _spans(chunker.chunk(text, content_type="text/markdown"))
+
+    return spans
+
+
 def chunkers(tokenizer: str | None) -> dict[str, Chunker]:
     extra = {} if tokenizer is None else {"tokenizer": tokenizer}
     built = {
         name: registry.build(name, extra if name == "sentence" else {}).chunker
         for name in ("sentence", "adaptive", "lexical")
     }
-    made: dict[str, Chunker] = {}
-    for name, chunker in built.items():
-        made[name] = lambda text, c=chunker: _spans(c.chunk(text, content_type="text/markdown"))  # type: ignore[union-attr,misc]
+    made = {name: _markdown_spans(chunker) for name, chunker in built.items()}
     counter = make_counter()
 
     def greedy(text: str) -> Spans:

@@ -49,7 +49,6 @@ from numpy.typing import NDArray
 from tests.support.corpus import gather
 from worker.chunking.text.segment import split_sentences
 from worker.inference.batcher import (
-    DEFAULT_CONCURRENT_BATCHES,
     DEFAULT_MAX_BATCH_SIZE,
     DEFAULT_MAX_BATCH_TOKENS,
     DEFAULT_MAX_WAIT_MS,
@@ -67,6 +66,7 @@ from worker.models.manifest import (
 )
 from worker.models.onnx_embedder import OnnxEmbedder
 from worker.models.reference import default_location
+from worker.runtime.resources import DEFAULT_CONCURRENT_BATCHES
 
 ARRIVAL_BATCH = 32
 ROWS = ["a", "b", "c", "bx", "cx", "bo", "co"]

@@ -101,7 +101,7 @@ async def one_pass(
     default = registry.build(settings.strategy, settings.strategy_params, context)
     producer = InstantProducer()
     publisher = Publisher(
-        producer,  # type: ignore[arg-type]
+        producer,
         EventEncoder(settings.encoding),
         output_topic=settings.output_topic,
         dlq_topic=settings.dlq_topic,
@@ -112,7 +112,7 @@ async def one_pass(
     states = None
     if lifecycle:
         store = SqliteStateStore(tmp / f"state-{time.monotonic_ns()}.sqlite")
-        changelog = Changelog(None, state_topic(settings), store)  # type: ignore[arg-type]
+        changelog = Changelog(None, state_topic(settings), store)
         states = DocumentStates(store, publisher, changelog, metrics)
     cls = ReferenceEventWriter if writer == "reference" else ChunkEventWriter
     with mock.patch.object(handler_module, "ChunkEventWriter", cls):

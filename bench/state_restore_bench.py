@@ -134,7 +134,8 @@ def restore_in_child(
         capture_output=True,
         text=True,
     )
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    figures: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
+    return figures
 
 
 async def main(args: argparse.Namespace) -> None:

@@ -210,8 +210,8 @@ def main() -> int:
     seconds: dict[int, list[float]] = {i: [] for i in range(len(rows))}
     texts: dict[int, int] = {}
     for _ in range(args.rounds):
-        for i, (_, _, runner, embed) in enumerate(rows):
-            elapsed, texts[i], _ = timed_throughput(runner, embed, docs, args.min_seconds)
+        for i, (_, _, runner, timed) in enumerate(rows):
+            elapsed, texts[i], _ = timed_throughput(runner, timed, docs, args.min_seconds)
             seconds[i].append(elapsed)
     print("| strategy | boundary model | MB/s | × fp32 | texts embedded | P | R | F1 |")
     print("|" + "---|" * 8)

@@ -41,9 +41,8 @@ def test_defaults_env_and_flag_precedence() -> None:
 
 
 def test_embedding_concurrency_defaults_to_the_batchers_measured_default() -> None:
-    from worker.inference.batcher import DEFAULT_CONCURRENT_BATCHES
     from worker.runtime.cgroups import CgroupLimits
-    from worker.runtime.resources import plan
+    from worker.runtime.resources import DEFAULT_CONCURRENT_BATCHES, plan
 
     # 0 = derived from the CPU budget: the batcher's default once the budget has room for it.
     assert load_settings({}, env={}).concurrent_batches == 0

@@ -1,4 +1,7 @@
-"""TODO"""
+"""What the semantic and static benchmarks time and score: a boundary model behind a clock
+(:class:`Timed`), the embedding strategies as the worker builds them (:func:`ours`), chonkie's
+semantic chunker fed the same vectors (:func:`chonkie_runner`), and seam precision/recall/F1
+over documents with known seams (:func:`quality`)."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from numpy.typing import NDArray
 from tests.support.embedding import embed_batch
 from tests.support.seams import Scores, SeamDocument, score
 from worker.chunking import registry
-from worker.models.onnx_embedder import OnnxEmbedder
+from worker.models.backend import EmbeddingBackend
 from worker.models.reference import describe, find
 from worker.pipeline import chunk_document_sync
 
@@ -21,7 +24,7 @@ from worker.pipeline import chunk_document_sync
 class Timed:
     """An embed function that adds up the time spent in it."""
 
-    def __init__(self, embedder: OnnxEmbedder) -> None:
+    def __init__(self, embedder: EmbeddingBackend) -> None:
         self.embedder = embedder
         self.seconds = 0.0
         self.texts = 0
@@ -59,11 +62,13 @@ def chonkie_runner(embed: Timed, skip_window: int) -> Runner | None:
     except ImportError:
         return None
 
+    # chonkie is never analysed (pyproject.toml: the bench extra's peers), so its base is Any.
     class Adapter(BaseEmbeddings):  # type: ignore[misc]
         """chonkie's embeddings interface over our embedder: the same vectors for both."""
 
         def embed(self, text: str) -> NDArray[np.float32]:
-            return embed([text])[0]
+            row: NDArray[np.float32] = embed([text])[0]
+            return row
 
         def embed_batch(self, texts: list[str]) -> list[NDArray[np.float32]]:
             return list(embed(texts))

@@ -34,9 +34,9 @@ async def test_metrics_health_and_readiness(
     )
     await kafka_io.create(settings)
     docs = make_docs(30, seed=21)
-    poison = [(b"bad", b"\x00garbage", [])]
+    poison: tuple[bytes, bytes, list[tuple[str, bytes]]] = (b"bad", b"\x00garbage", [])
     await kafka_io.produce_raw(
-        kafka_bootstrap, settings.input_topic, kafka_io.encode_documents(docs) + poison
+        kafka_bootstrap, settings.input_topic, [*kafka_io.encode_documents(docs), poison]
     )
     worker = Worker(settings)
     assert worker.readiness()[0] is False

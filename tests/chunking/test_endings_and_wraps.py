@@ -356,6 +356,7 @@ def test_no_edge_inside_a_word(text: str, size: int, p: dict[str, int]) -> None:
     )
     chunker = make_adaptive(p)
     cap = chunker.params.max_size
+    assert cap is not None
     assert_no_edge_inside_a_word(text, chunker.chunk(text), cap)
     assert_no_edge_inside_a_word(text, chunker.chunk_reference(text), cap)
     for content_type in ("text/plain", "text/markdown"):

@@ -8,11 +8,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.support.texts import any_text
-from worker.chunking.rules import lexical
 from worker.chunking.rules.lexical import LexicalChunker
-from worker.chunking.rules.lexical_words import keyword_count, keyword_set, word_count
+from worker.chunking.rules.lexical_words import (
+    DocumentWords,
+    keyword_count,
+    keyword_set,
+    word_count,
+)
 from worker.chunking.text import lexicon
 from worker.chunking.text.density import density
+from worker.chunking.types import ContentType
 
 _GLUE = ",;:!?\"'`()[]{}<>=*|\\/+-%&^~@#$"
 _UNGLUE = str.maketrans(_GLUE, " " * len(_GLUE))
@@ -88,15 +93,15 @@ _documents = st.one_of(
 
 @settings(max_examples=300, deadline=None)
 @given(_documents, st.sampled_from(["text/plain", "text/markdown"]))
-def test_document_words_match_the_block_reading(text: str, content_type: str) -> None:
+def test_document_words_match_the_block_reading(text: str, content_type: ContentType) -> None:
     """The whole-document keyword path of the Python reference gives the chunks its per-block
     path gives (the reference: the compiled core is compared with it elsewhere)."""
     chunker = LexicalChunker(native=False)
-    fast = chunker.chunk(text, content_type=content_type)  # type: ignore[arg-type]
-    original = lexical.DocumentWords.of
+    fast = chunker.chunk(text, content_type=content_type)
+    original = DocumentWords.of
     try:
-        lexical.DocumentWords.of = classmethod(lambda cls, text: None)  # type: ignore[assignment,method-assign]
-        plain = chunker.chunk(text, content_type=content_type)  # type: ignore[arg-type]
+        DocumentWords.of = classmethod(lambda cls, text: None)  # type: ignore[assignment,method-assign]
+        plain = chunker.chunk(text, content_type=content_type)
     finally:
-        lexical.DocumentWords.of = original  # type: ignore[method-assign]
+        DocumentWords.of = original  # type: ignore[method-assign]
     assert fast == plain

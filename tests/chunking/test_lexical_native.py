@@ -125,10 +125,7 @@ def test_hands_rare_case_mappings_to_the_reference() -> None:
 def test_every_corpus_document() -> None:
     docs = gather()
     assert docs, "the benchmark corpus is empty: nothing would be compared"
-    fast = sum(
-        assert_same(doc.text, doc.content_type, doc.name, "corpus")  # type: ignore[arg-type]
-        for doc in docs
-    )
+    fast = sum(assert_same(doc.text, doc.content_type, doc.name, "corpus") for doc in docs)
     # The documents the core hands back must stay rare (all 175 ran native when written).
     assert fast >= 0.9 * len(docs), f"only {fast} of {len(docs)} documents on the compiled path"
 

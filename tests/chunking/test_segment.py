@@ -208,7 +208,7 @@ def test_a_base64_run_is_cut_in_linear_work_on_the_real_tokenizer(tokenizer_path
         counted.append(len(piece))
         return count(piece)
 
-    counter.count = recording  # type: ignore[method-assign]
+    counter.count = recording  # type: ignore[method-assign, assignment]
     pieces = split_to_cap(text, Span(0, len(text)), counter, 254)
     assert_spans_exact(text, pieces)
     assert all(count(text[p.start : p.end]) <= 254 for p in pieces)

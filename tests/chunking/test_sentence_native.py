@@ -105,7 +105,7 @@ def test_storage_widths_and_edges(text: str) -> None:
 def test_the_cap_is_checked() -> None:
     assert sentence.NATIVE_CHUNK is not None
     with pytest.raises(ValueError, match="cap"):
-        sentence.NATIVE_CHUNK("text", 0, None, None)
+        sentence.NATIVE_CHUNK("text", 0, None, None, None)
 
 
 def test_a_token_piece_over_the_cap_without_a_cutter_goes_to_the_twin(tokenizer_path: str) -> None:
@@ -117,8 +117,8 @@ def test_a_token_piece_over_the_cap_without_a_cutter_goes_to_the_twin(tokenizer_
     long_word = "ab-" * 30  # one piece (no space, no sentence mark) of 60 tokens
     text = f"A short sentence. {long_word} and more."
     memory = sentence._memory(counter)
-    assert sentence.NATIVE_CHUNK(text, 8, memory, counter.count_pieces) is None
-    assert sentence.NATIVE_CHUNK("A short sentence.", 8, memory, counter.count_pieces)
+    assert sentence.NATIVE_CHUNK(text, 8, memory, counter.count_pieces, None) is None
+    assert sentence.NATIVE_CHUNK("A short sentence.", 8, memory, counter.count_pieces, None)
     chunker = SentenceChunker(SentenceParams(chunk_size=8), Sizing(counter))
     assert chunker.chunk(text) == chunker.chunk_reference(text)
 

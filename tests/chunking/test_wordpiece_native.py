@@ -104,9 +104,10 @@ def test_the_cores_count_their_misses_with_it(tokenizer_path: str) -> None:
         return counter.count_pieces(missing)
 
     text = "Zyzzyva quokkas juxtapose fjords. Naïve café-goers x\x0by [CLS] enjoy it."
-    chunks = chunk(text, 5, new_cache(tables), count_pieces)
+    chunks = chunk(text, 5, new_cache(tables), count_pieces, None)
     assert chunks
     assert sorted(asked) == ["Naïve", "[CLS]", "café-goers"]
-    without = chunk(text, 5, new_cache(None), count_pieces)
+    without = chunk(text, 5, new_cache(None), count_pieces, None)
+    assert without is not None
     assert [(c.text, c.token_count) for c in without] == [(c.text, c.token_count) for c in chunks]
     assert "Zyzzyva" in asked  # without the path every new piece goes to Python

@@ -16,8 +16,8 @@ import msgspec
 import numpy as np
 import pytest
 
-from worker.config import ConfigError, load_settings
-from worker.errors import Undecodable
+from worker.config import load_settings
+from worker.errors import ConfigError, Undecodable
 from worker.wire import schema
 from worker.wire.codec import EventEncoder, decode_as, decode_document
 from worker.wire.events import (

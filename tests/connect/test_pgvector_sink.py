@@ -105,9 +105,10 @@ def documents() -> list[DocumentEvent]:
     ]
     # Not our own package's description: it is the README, which changes with every release.
     for doc in [d for d in gather(min_chars=1500) if d.name != "chunkstream"][:40]:
-        content_type = "text/markdown" if doc.content_type == "text/markdown" else "text/plain"
         docs.append(
-            DocumentEvent(id=f"pkg/{doc.name}", text=doc.text, content_type=content_type, version=1)
+            DocumentEvent(
+                id=f"pkg/{doc.name}", text=doc.text, content_type=doc.content_type, version=1
+            )
         )
     return docs
 

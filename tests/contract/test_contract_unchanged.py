@@ -52,7 +52,9 @@ def test_the_digest_sees_a_changed_byte() -> None:
     event = {"doc_id": "d", "text": "abc", "produced_at": msgpack.Timestamp(1, 0)}
     later = {**event, "produced_at": msgpack.Timestamp(2, 0)}
     other = {**event, "text": "abd"}
-    rows = [(0, b"k", bytes(msgpack.packb(e)), []) for e in (event, later, other)]
+    rows: list[tuple[int, bytes | None, bytes | None, list[tuple[str, bytes]]]] = [
+        (0, b"k", bytes(msgpack.packb(e)), []) for e in (event, later, other)
+    ]
     one, two, three = (capture.digest([r], "msgpack", "x" * 8, timed=True) for r in rows)
     assert one == two
     assert one != three

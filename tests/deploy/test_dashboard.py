@@ -208,9 +208,13 @@ async def test_every_queried_metric_exists_in_a_real_scrape(
     assert settings.strategy == "semantic"
     await kafka_io.create(settings, partitions=2)
     docs = make_docs(8, seed=5)
-    poison = [(b"poison", b"\xff\x00 not a document", [])]
+    poison: tuple[bytes, bytes, list[tuple[str, bytes]]] = (
+        b"poison",
+        b"\xff\x00 not a document",
+        [],
+    )
     await kafka_io.produce_raw(
-        kafka_bootstrap, settings.input_topic, kafka_io.encode_documents(docs) + poison
+        kafka_bootstrap, settings.input_topic, [*kafka_io.encode_documents(docs), poison]
     )
     worker = Worker(settings)
     task = asyncio.create_task(worker.run())

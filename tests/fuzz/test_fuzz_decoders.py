@@ -20,7 +20,7 @@ from worker.chunking import registry
 from worker.chunking.types import RuleChunker
 from worker.errors import DocumentError
 from worker.handling.resolver import StrategyResolver
-from worker.wire.codec import EventEncoder, decode_as, decode_document
+from worker.wire.codec import Encoding, EventEncoder, decode_as, decode_document
 from worker.wire.events import (
     MAX_METADATA_ENTRIES,
     ChunkEvent,
@@ -90,7 +90,7 @@ def pipeline(value: bytes, headers: list[tuple[str, bytes | None]]) -> None:
     now = dt.datetime.now(dt.UTC)
     events = chunk_events(doc, RECORD, built.name, built.fingerprint, chunks, now)
     for encoding in ("msgpack", "json"):
-        encoder = EventEncoder(encoding)  # type: ignore[arg-type]
+        encoder = EventEncoder(encoding)
         for event in events:
             again = decode_as(encoder.encode(event), encoder.headers(), ChunkEvent)
             assert again.chunk_id == event.chunk_id
@@ -98,8 +98,8 @@ def pipeline(value: bytes, headers: list[tuple[str, bytes | None]]) -> None:
 
 @FUZZ
 @given(documents, ENCODINGS)
-def test_valid_documents_round_trip(doc: DocumentEvent, encoding: str) -> None:
-    encoder = EventEncoder(encoding)  # type: ignore[arg-type]
+def test_valid_documents_round_trip(doc: DocumentEvent, encoding: Encoding) -> None:
+    encoder = EventEncoder(encoding)
     value = encoder.encode(doc)
     assert decode_document(value, encoder.headers(), max_bytes=10 * LIMIT) == doc
     assert decode_document(value, [], max_bytes=10 * LIMIT) == doc  # sniffed
@@ -122,7 +122,7 @@ def test_mutated_encodings_decode_or_fail_typed(
             value[at:at] = data.draw(st.binary(min_size=1, max_size=8))
         elif value:
             del value[at]
-    headers = data.draw(
+    headers: list[tuple[str, bytes | None]] = data.draw(
         st.sampled_from([[], [("content-type", b"application/" + encoding.encode())]])
     )
     pipeline(bytes(value), headers)

@@ -22,7 +22,7 @@ from tests.support.window_invariants import assert_windows
 from worker.chunking import registry
 from worker.chunking.text.lexicon import LEXICAL_MAX_CHARS
 from worker.chunking.text.tokens import CharacterCounter
-from worker.chunking.types import Chunk, EmbeddingChunker, RuleChunker
+from worker.chunking.types import Chunk, ContentType, EmbeddingChunker, RuleChunker
 
 COUNTER = CharacterCounter()
 # The largest size parameter drawn: large enough for "everything in one chunk", small
@@ -57,11 +57,11 @@ def _field_strategy(name: str, info: msgspec.inspect.Type) -> st.SearchStrategy[
         high = info.le if info.le is not None else max(low, SIZE_CAP)
         return st.integers(low, high)
     if isinstance(info, msgspec.inspect.FloatType):
-        low = info.ge if info.ge is not None else info.gt
-        high = info.le if info.le is not None else info.lt
+        floor = info.ge if info.ge is not None else info.gt
+        ceiling = info.le if info.le is not None else info.lt
         return st.floats(
-            low if low is not None else -1e6,
-            high if high is not None else 1e6,
+            floor if floor is not None else -1e6,
+            ceiling if ceiling is not None else 1e6,
             exclude_min=info.ge is None and info.gt is not None,
             exclude_max=info.le is None and info.lt is not None,
             allow_nan=False,
@@ -95,7 +95,7 @@ def cap_of(name: str, built: registry.BuiltStrategy, params: dict[str, Any]) -> 
 
 
 def run(built: registry.BuiltStrategy, text: str, markdown: bool) -> list[Chunk]:
-    ctype = "text/markdown" if markdown else "text/plain"
+    ctype: ContentType = "text/markdown" if markdown else "text/plain"
     chunker = built.chunker
     if isinstance(chunker, EmbeddingChunker):
         plan = chunker.plan(text, content_type=ctype)

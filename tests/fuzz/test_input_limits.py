@@ -46,7 +46,7 @@ def test_int64_extremes_round_trip_through_chunk_events(value: int) -> None:
         doc, record, "sentence", built.fingerprint, chunks, dt.datetime.now(dt.UTC)
     )
     for encoding in ("msgpack", "json"):
-        encoder = EventEncoder(encoding)  # type: ignore[arg-type]
+        encoder = EventEncoder(encoding)
         assert all(encoder.encode(e) for e in events)
 
 

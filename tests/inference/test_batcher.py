@@ -487,7 +487,7 @@ async def test_a_crash_while_routing_rows_fails_every_open_request_instead_of_ha
 
         def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
             super().embed(texts)
-            return np.full((len(texts), DIM), "x", dtype=object)  # type: ignore[return-value]
+            return np.full((len(texts), DIM), "x", dtype=object)
 
     async def use() -> None:
         async with Batcher(Unroutable(), max_wait_ms=1, concurrent_batches=2) as b:

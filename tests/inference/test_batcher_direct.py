@@ -87,7 +87,7 @@ async def test_a_model_error_fails_the_request_and_the_batcher_goes_on() -> None
 
 async def test_a_backend_that_packs_still_goes_through_the_queue() -> None:
     backend = Recording()
-    backend.packing_pays = True  # type: ignore[misc]
+    backend.packing_pays = True
     async with Batcher(backend, max_wait_ms=1) as batcher:
         await batcher.submit(["one two", "three"])
     assert all(thread.startswith("embed") for _, thread in backend.calls)

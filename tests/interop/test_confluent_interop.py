@@ -70,7 +70,7 @@ def produce(bootstrap: str, topic: str, codec: str, docs: list[dict[str, Any]], 
     for i, doc in enumerate(docs):
         as_json = i % 2 == 0
         value = json.dumps(doc).encode() if as_json else msgpack.packb(doc)
-        headers = [
+        headers: list[tuple[str, str | bytes | None]] = [
             ("traceparent", f"00-{trace_id(seed, i)}-00f067aa0ba902b7-01".encode()),
             ("tracestate", f"vendor=doc{i}".encode()),
             ("tenant", b"acme"),

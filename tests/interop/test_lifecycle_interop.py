@@ -88,7 +88,9 @@ async def test_librdkafka_reads_the_tombstones_and_a_sink_ends_with_the_current_
     built = kafka_io.build_as_worker(settings)
     current = {doc: value for doc, value in versions() if value is not None}
     current.pop("gone")
-    current["edit"] = versions()[3][1]  # version 2 stays: the re-sent version 1 is older
+    edited = versions()[3][1]  # version 2 stays: the re-sent version 1 is older
+    assert edited is not None
+    current["edit"] = edited
     expected: dict[bytes, str] = {}
     ids_of: dict[str, list[str]] = {}
     for doc_id, value in current.items():
@@ -104,6 +106,7 @@ async def test_librdkafka_reads_the_tombstones_and_a_sink_ends_with_the_current_
 
     # The documents topic: the last record per document is its current chunk ids, or null.
     last: dict[bytes, object] = {}
+    assert settings.documents_topic is not None
     for message in await asyncio.to_thread(read_topic, kafka_bootstrap, settings.documents_topic):
         value = message.value()
         last[message.key()] = None if value is None else msgpack.unpackb(value, timestamp=0)

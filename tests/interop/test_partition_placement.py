@@ -32,7 +32,9 @@ pytestmark = pytest.mark.kafka
 PARTITIONS = 5
 
 
-def probe_partitions(bootstrap: str, topic: str, keys: list[bytes], partitioner: str) -> dict:
+def probe_partitions(
+    bootstrap: str, topic: str, keys: list[bytes], partitioner: str
+) -> dict[bytes, int]:
     """The partition librdkafka chose for each key, from its delivery reports."""
     placed: dict[bytes, int] = {}
 

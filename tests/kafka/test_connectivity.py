@@ -10,6 +10,7 @@ import errno
 import logging
 import socket
 import ssl
+from collections.abc import Sequence
 
 import pytest
 from aiokafka.errors import (
@@ -122,7 +123,7 @@ def fast(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def link_with(
     monkeypatch: pytest.MonkeyPatch,
-    reachability: list[Failure | None],
+    reachability: Sequence[Failure | None],
     classified: Failure | None,
 ) -> kafka_link.KafkaLink:
     """A link whose TCP probe answers ``reachability`` in turn (then: reachable) and whose

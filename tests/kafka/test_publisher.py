@@ -47,7 +47,7 @@ def events(doc_id: str, count: int) -> list[ChunkEvent]:
 
 def publisher_for(producer: FakeProducer, linger_ms: int = 0) -> Publisher:
     return Publisher(
-        producer,  # type: ignore[arg-type]
+        producer,
         EventEncoder("msgpack"),
         output_topic="chunks",
         dlq_topic="chunks.dlq",
@@ -58,7 +58,8 @@ def publisher_for(producer: FakeProducer, linger_ms: int = 0) -> Publisher:
 
 def java_partition(key: bytes, partitions: int) -> int:
     """Kafka's Java DefaultPartitioner for a keyed record: toPositive(murmur2(key)) % n."""
-    return (murmur2(key) & 0x7FFFFFFF) % partitions
+    hashed: int = murmur2(key)
+    return (hashed & 0x7FFFFFFF) % partitions
 
 
 async def test_documents_share_batches_and_keep_their_order_across_batch_boundaries() -> None:
@@ -134,7 +135,7 @@ async def test_a_batch_the_topic_refuses_for_size_is_output_record_too_large() -
 async def test_a_chunk_event_above_the_record_limit_is_refused_before_anything_is_sent() -> None:
     producer = FakeProducer(partitions=1)
     publisher = Publisher(
-        producer,  # type: ignore[arg-type]
+        producer,
         EventEncoder("msgpack"),
         output_topic="chunks",
         dlq_topic="chunks.dlq",
@@ -201,7 +202,7 @@ async def test_unsettled_names_what_a_hand_over_waits_for() -> None:
 def test_uncompressed_topics_need_the_producers_batch_size() -> None:
     with pytest.raises(ValueError, match="batch_bytes"):
         Publisher(
-            FakeProducer(),  # type: ignore[arg-type]
+            FakeProducer(),
             EventEncoder("msgpack"),
             output_topic="chunks",
             dlq_topic="chunks.dlq",

@@ -157,17 +157,27 @@ def test_distilled_identity_follows_what_made_the_model_not_its_bytes(
     matrix_path.write_bytes(bytes(raw))
     assert describe(tmp_path / "a", "boundary").identity == made.identity[:16]
 
-    base = {"normalize": True, "max_length": 512}
-    args = ("source-id", "tok-sha", ["corpus"], recipe)
-    reference = distilled_identity(*args, **base)
-    assert reference == distilled_identity(*args, **base)
+    def identity(
+        source: str = "source-id",
+        tokenizer: str = "tok-sha",
+        corpus: tuple[str, ...] = ("corpus",),
+        of: Recipe = recipe,
+        normalize: bool = True,
+        max_length: int = 512,
+    ) -> str:
+        return distilled_identity(
+            source, tokenizer, list(corpus), of, normalize=normalize, max_length=max_length
+        )
+
+    reference = identity()
+    assert reference == identity()
     changed = [
-        distilled_identity("other-source", *args[1:], **base),
-        distilled_identity(args[0], "other-tok", *args[2:], **base),
-        distilled_identity(*args[:2], ["other corpus"], recipe, **base),
-        distilled_identity(*args[:3], Recipe(dimensions=8, min_count=1), **base),
-        distilled_identity(*args, normalize=False, max_length=512),
-        distilled_identity(*args, normalize=True, max_length=256),
+        identity(source="other-source"),
+        identity(tokenizer="other-tok"),
+        identity(corpus=("other corpus",)),
+        identity(of=Recipe(dimensions=8, min_count=1)),
+        identity(normalize=False),
+        identity(max_length=256),
     ]
     assert reference not in changed
     assert len(set(changed)) == len(changed)

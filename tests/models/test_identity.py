@@ -58,6 +58,7 @@ def test_rebuilds_agree_and_each_determinant_moves_it(source_dir: Path, tmp_path
     seen = {first.identity}
     for name, source in others.items():
         identity = build_model(source, tmp_path / f"out-{name}").identity
+        assert identity is not None
         assert identity not in seen, name
         seen.add(identity)
 

@@ -6,9 +6,11 @@ from __future__ import annotations
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
+from numpy.typing import NDArray
 from safetensors.numpy import load_file, save_file
 from tokenizers import Tokenizer
 
@@ -18,11 +20,8 @@ from worker.models.backend import EmbeddingBackend
 from worker.models.loading import load_backend
 from worker.models.manifest import ManifestError
 from worker.models.reference import describe
-from worker.models.static import (
-    StaticEmbedder,
-    StaticModelError,
-    load_static_model,
-)
+from worker.models.static import StaticEmbedder, load_static_model
+from worker.models.static_layout import StaticModelError
 from worker.models.tensorfile import TensorFileError, read_tensors, write_tensors
 
 TEXTS = [
@@ -156,7 +155,7 @@ def test_written_bytes_are_deterministic(
 
 def test_tensor_files_against_the_safetensors_library(tmp_path: Path) -> None:
     rng = np.random.default_rng(3)
-    tensors = {
+    tensors: dict[str, NDArray[Any]] = {
         "embeddings": rng.standard_normal((7, 5)).astype(np.float32),
         "mapping": np.arange(9, dtype=np.int64),
         "half": rng.standard_normal(3).astype(np.float16),

@@ -43,7 +43,7 @@ def model_of(dim: int, quantised: bool, normalize: bool, seed: int) -> StaticMod
         matrix=(rng.standard_normal((rows, dim)) * rng.uniform(1e-3, 1e3)).astype(np.float32),
         mapping=rng.integers(0, rows, VOCAB).astype(np.int64) if quantised else None,
         weights=rng.uniform(0.01, 3, VOCAB).astype(np.float32) if quantised else None,
-        tokenizer=None,  # type: ignore[arg-type] - embed_ids never tokenises
+        tokenizer=None,  # type: ignore[arg-type]  # embed_ids never tokenises
         unk_id=None,
         normalize=normalize,
         max_length=512,

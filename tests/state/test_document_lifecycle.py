@@ -63,6 +63,7 @@ async def test_an_edit_publishes_the_new_chunks_then_retracts_the_old_then_write
     (_, key, value, partition) = states[0]
     assert key == b"d"
     assert partition == 1
+    assert value is not None
     state = decode_state(value)
     assert state.offset == 4
     assert [first[k] for k in state.retracted_ids] == ["Beta two there."]
@@ -222,7 +223,9 @@ async def test_a_replay_that_becomes_a_dead_letter_withdraws_the_document(
         sink = sink_after(producer.sent)
         producer.sent.clear()
         await handler.process(record(doc(V2), offset=2, key=b"d"))
-        written = decode_state([v for t, _, v, _ in producer.sent if t == STATE_TOPIC][-1])
+        written_value = [v for t, _, v, _ in producer.sent if t == STATE_TOPIC][-1]
+        assert written_value is not None
+        written = decode_state(written_value)
         replayer = FakeProducer()
         again = lifecycle_handler(
             replayer, tmp_path / f"{mode}-b", unchanged_chunks=mode, max_chunks_per_document=2

@@ -81,7 +81,7 @@ class NoPublisher:
 async def test_a_partition_with_unconfirmed_states_is_not_checkpointed(tmp_path: Path) -> None:
     store = SqliteStateStore(tmp_path / "state.sqlite")
     reader = EndOffsets()
-    changelog = Changelog(reader, "state", store)  # type: ignore[arg-type]
+    changelog = Changelog(reader, "state", store)
     states = DocumentStates(store, NoPublisher(), changelog, Metrics())  # type: ignore[arg-type]
     tracker = Unconfirmed(committed=5)
     tracker.seen("d", state(6))

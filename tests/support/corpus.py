@@ -21,13 +21,15 @@ from typing import cast
 
 import msgspec
 
+from worker.chunking.types import ContentType
+
 _ARABIC = re.compile(r"[\u0600-\u06ff]")
 
 
 class Document(msgspec.Struct, frozen=True):
     name: str
     text: str
-    content_type: str  # "text/markdown" or "text/plain"
+    content_type: ContentType
 
 
 # What a checkout installs but the docs tooling (scripts/bootstrap: ``.[dev,model,deploy,docs]``
@@ -91,7 +93,7 @@ def gather(min_chars: int = 500, *, everything: bool = False) -> list[Document]:
         if not isinstance(body, str) or len(body) < min_chars:
             continue
         declared = (meta.get("Description-Content-Type") or "").lower()
-        kind = "text/markdown" if "markdown" in declared else "text/plain"
+        kind: ContentType = "text/markdown" if "markdown" in declared else "text/plain"
         seen[name] = Document(name, body, kind)
     return [seen[name] for name in sorted(seen)]
 

@@ -32,7 +32,8 @@ def embed(texts: Sequence[str]) -> NDArray[np.float32]:
                 continue
             out[row, zlib.crc32(word.encode()) % DIMENSION] += 1.0
     norms = np.linalg.norm(out, axis=1, keepdims=True)
-    return np.divide(out, norms, out=np.zeros_like(out), where=norms > 0)
+    unit: NDArray[np.float32] = np.divide(out, norms, out=np.zeros_like(out), where=norms > 0)
+    return unit
 
 
 class RecordingEmbedder:
@@ -41,7 +42,7 @@ class RecordingEmbedder:
     def __init__(self) -> None:
         self.calls: list[list[str]] = []
 
-    def __call__(self, texts: list[str]) -> NDArray[np.float32]:
+    def __call__(self, texts: Sequence[str]) -> NDArray[np.float32]:
         self.calls.append(list(texts))
         return embed(texts)
 

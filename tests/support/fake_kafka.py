@@ -40,7 +40,8 @@ class SlowHashBackend:
             digest = hashlib.sha256(text.encode()).digest()[: self.dimension]
             rows.append(np.frombuffer(digest, dtype=np.uint8).astype(np.float32) - 127.5)
         out = np.stack(rows) if rows else np.zeros((0, self.dimension), np.float32)
-        return out / np.linalg.norm(out, axis=1, keepdims=True)
+        unit: NDArray[np.float32] = out / np.linalg.norm(out, axis=1, keepdims=True)
+        return unit
 
 
 class FakeConsumer:
@@ -54,6 +55,8 @@ class FakeConsumer:
         self._queued: dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]] = {}
         self._assigned: set[TopicPartition] = set()
         self._paused: set[TopicPartition] = set()
+        self._positions: dict[TopicPartition, int] = {}  # the next offset getmany hands out
+        self._ends: dict[TopicPartition, int] = {}  # the offset after the last record fed
         self.commits: list[dict[TopicPartition, int]] = []
         self.pause_calls = 0
         self.resume_calls = 0
@@ -64,6 +67,8 @@ class FakeConsumer:
 
     def feed(self, tp: TopicPartition, values: Sequence[bytes], *, first_offset: int = 0) -> None:
         records = self._queued.setdefault(tp, [])
+        self._positions.setdefault(tp, first_offset)
+        self._ends[tp] = max(self._ends.get(tp, 0), first_offset + len(values))
         for i, value in enumerate(values):
             records.append(
                 ConsumerRecord(
@@ -94,6 +99,7 @@ class FakeConsumer:
             budget -= len(taken)
             if taken:
                 out[tp] = taken
+                self._positions[tp] = taken[-1].offset + 1
         return out
 
     def queued(self) -> int:
@@ -114,8 +120,14 @@ class FakeConsumer:
         self.resume_calls += 1
         self._paused -= set(partitions)
 
-    async def commit(self, offsets: dict[TopicPartition, OffsetAndMetadata]) -> None:
-        self.commits.append({tp: meta.offset for tp, meta in offsets.items()})
+    async def commit(self, offsets: dict[TopicPartition, OffsetAndMetadata] | None = None) -> None:
+        if offsets is None:  # as aiokafka: what has been handed out, on every assigned partition
+            self.commits.append({tp: self._positions.get(tp, 0) for tp in self._assigned})
+        else:
+            self.commits.append({tp: meta.offset for tp, meta in offsets.items()})
+
+    async def position(self, tp: TopicPartition) -> int:
+        return self._positions.get(tp, 0)
 
     async def committed(self, tp: TopicPartition) -> int | None:
         return self.committed_offset(tp)
@@ -128,14 +140,21 @@ class FakeConsumer:
     def seek(self, tp: TopicPartition, offset: int) -> None:
         """Hand out from ``offset`` on (records before it that are still queued are dropped)."""
         self._queued[tp] = [r for r in self._queued.get(tp, []) if r.offset >= offset]
+        self._positions[tp] = offset
 
     async def seek_to_beginning(self, *partitions: TopicPartition) -> None:
         return None  # every record fed is still queued: the log starts at the first of them
 
+    async def seek_to_end(self, *partitions: TopicPartition) -> None:
+        for tp in partitions:
+            self._queued[tp] = []
+            self._positions[tp] = self._ends.get(tp, 0)
+
     def committed_offset(self, tp: TopicPartition) -> int | None:
         for commit in reversed(self.commits):
             if tp in commit:
-                return commit[tp]
+                offset: int = commit[tp]
+                return offset
         return None
 
 
@@ -220,7 +239,7 @@ class HeldProducer(FakeProducer):
         super().__init__(partitions=2)
         self.held: list[asyncio.Future[None]] = []
 
-    async def send_batch(  # type: ignore[override]
+    async def send_batch(
         self, batch: object, topic: str, *, partition: int
     ) -> asyncio.Future[None]:
         await super().send_batch(batch, topic, partition=partition)  # type: ignore[arg-type]

@@ -148,7 +148,7 @@ def documents(profile: Profile, seed: int, prefix: str) -> list[DocumentEvent]:
             DocumentEvent(
                 id=f"{prefix}-pkg-{i}-{d.name}",
                 text=d.text,
-                content_type=d.content_type,  # type: ignore[arg-type]
+                content_type=d.content_type,
                 source=d.name,
                 metadata={"package": d.name},
             ),

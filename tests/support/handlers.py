@@ -28,7 +28,7 @@ def handler_for(producer: FakeProducer, **flags: Any) -> tuple[DocumentHandler, 
     default = registry.build(settings.strategy, settings.strategy_params, context)
     resolver = StrategyResolver(default, frozenset(settings.allowed_strategies), context)
     publisher = Publisher(
-        producer,  # type: ignore[arg-type]
+        producer,
         EventEncoder(settings.encoding),
         output_topic=settings.output_topic,
         dlq_topic=settings.dlq_topic,
@@ -61,14 +61,14 @@ def lifecycle_handler(producer: FakeProducer, tmp: Path, **flags: Any) -> Docume
     default = registry.build(settings.strategy, settings.strategy_params, context)
     resolver = StrategyResolver(default, frozenset(), context)
     publisher = Publisher(
-        producer,  # type: ignore[arg-type]
+        producer,
         EventEncoder("msgpack"),
         output_topic=settings.output_topic,
         dlq_topic=settings.dlq_topic,
         max_record_bytes=settings.max_record_bytes,
     )
     store = SqliteStateStore(tmp / "state.sqlite")
-    changelog = Changelog(None, state_topic(settings), store)  # type: ignore[arg-type]
+    changelog = Changelog(None, state_topic(settings), store)
     states = DocumentStates(
         store, publisher, changelog, Metrics(), documents_topic=settings.documents_topic
     )

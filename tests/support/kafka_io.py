@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -254,7 +254,7 @@ async def wait_for_log(log_path: Path, message: str, timeout_s: float = 60) -> d
     raise TimeoutError(f"{log_path.name}: no {message!r} line within {timeout_s} s")
 
 
-async def run_worker_until(worker: Worker, condition: asyncio.Future[object]) -> int:
+async def run_worker_until(worker: Worker, condition: Awaitable[object]) -> int:
     task = asyncio.create_task(worker.run())
     try:
         await asyncio.wait_for(asyncio.shield(condition), timeout=90)

@@ -15,7 +15,7 @@ from worker.errors import (
     SchemaViolation,
     Undecodable,
 )
-from worker.wire.codec import EventEncoder, decode_as, decode_document, sniff
+from worker.wire.codec import Encoding, EventEncoder, decode_as, decode_document, sniff
 from worker.wire.events import ChunkEvent, DocumentEvent
 
 JSON = [("content-type", b"application/json")]
@@ -25,8 +25,9 @@ LIMIT = 10_000
 
 def test_round_trip_both_encodings_and_sniffing() -> None:
     doc = DocumentEvent(id="d1", text="Hello.", metadata={"k": 1, "x": None}, version=3)
-    for encoding in ("json", "msgpack"):
-        enc = EventEncoder(encoding)  # type: ignore[arg-type]
+    encodings: tuple[Encoding, ...] = ("json", "msgpack")
+    for encoding in encodings:
+        enc = EventEncoder(encoding)
         value = enc.encode(doc)
         assert decode_document(value, enc.headers(), max_bytes=LIMIT) == doc
         assert decode_document(value, [], max_bytes=LIMIT) == doc  # sniffed

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+from collections.abc import Sequence
 from typing import Any
 from unittest import mock
 
@@ -178,7 +179,7 @@ def _same_spans(handler: document.DocumentHandler, forward: tuple[str, ...]) -> 
     handler._propagation = HeaderPropagation(forward, span_ids=lambda: 0x00F067AA0BA902B7)
 
 
-async def _vectors(texts: list[str]) -> np.ndarray[Any, np.dtype[np.float32]]:
+async def _vectors(texts: Sequence[str]) -> np.ndarray[Any, np.dtype[np.float32]]:
     return np.array([[len(t), 1.0, -0.5] for t in texts], dtype=np.float32)
 
 

@@ -17,7 +17,9 @@ from tests.support.corpus import gather
 from tests.support.seams import Scores, score, seam_split
 from tests.support.window_invariants import assert_contiguous, assert_windows
 from worker.chunking import registry
+from worker.chunking.semantic.semantic import SemanticChunker
 from worker.chunking.text.tokens import make_counter
+from worker.chunking.types import Chunk, EmbeddingChunker
 from worker.models.reference import describe
 
 pytestmark = pytest.mark.model
@@ -58,11 +60,12 @@ def _context(model_dir: Path) -> registry.BuildContext:
     )
 
 
-def _chunk(name: str, model_dir: Path, embed: Embed, text: str, **params: object) -> list:  # type: ignore[type-arg]
+def _chunk(name: str, model_dir: Path, embed: Embed, text: str, **params: object) -> list[Chunk]:
     built = registry.build(name, params, _context(model_dir))
     chunker = built.chunker
-    plan = chunker.plan(text)  # type: ignore[union-attr]
-    return chunker.assemble(plan, embed(list(plan.texts)))  # type: ignore[union-attr,no-any-return]
+    assert isinstance(chunker, EmbeddingChunker)
+    plan = chunker.plan(text)
+    return chunker.assemble(plan, embed(list(plan.texts)))
 
 
 @pytest.mark.parametrize("name", ["semantic", "sdpm", "context"])
@@ -83,10 +86,12 @@ def test_real_documents_keep_the_invariants(name: str, model_dir: Path, embed: E
 def test_over_long_sentence_is_windowed_for_the_model(model_dir: Path, embed: Embed) -> None:
     sentence = " ".join(["tokens"] * 400) + "."
     built = registry.build("semantic", {}, _context(model_dir))
-    plan = built.chunker.plan(f"A first sentence that is fine. {sentence}")  # type: ignore[union-attr]
-    assert built.chunker.window.cap == 254  # the model's window: 256 less [CLS] and [SEP]  # type: ignore[union-attr]
+    chunker = built.chunker
+    assert isinstance(chunker, SemanticChunker)
+    plan = chunker.plan(f"A first sentence that is fine. {sentence}")
+    assert chunker.window.cap == 254  # the model's window: 256 less [CLS] and [SEP]
     assert len(plan.texts) >= 3  # the long sentence needed two windows or more
-    counter = built.chunker.window.counter  # type: ignore[union-attr]
+    counter = chunker.window.counter
     assert all(counter.count(t) <= 254 for t in plan.texts)
 
 

@@ -176,7 +176,7 @@ def test_context_invariants(
 
 def _cuts(chunks: list[Chunk], core: bool) -> list[tuple[int, int]]:
     if core:
-        return [tuple(c.metadata["core"]) for c in chunks]  # type: ignore[misc]
+        return [tuple(c.metadata["core"]) for c in chunks]
     return [(c.start_index, c.end_index) for c in chunks]
 
 

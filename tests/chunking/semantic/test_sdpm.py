@@ -151,7 +151,7 @@ def test_registry() -> None:
     )
 )
 def test_run_similarity_is_the_cosine_bit_for_bit(
-    pair: tuple[np.ndarray, np.ndarray],  # type: ignore[type-arg]
+    pair: tuple[np.ndarray, np.ndarray],
 ) -> None:
     """The merge loop's similarity from each run's norm, computed once, is the cosine it
     replaced, to the last bit (merges, and so boundaries and chunk ids, do not move)."""

@@ -58,7 +58,7 @@ def test_is_an_embedding_chunker_and_embeds_each_text_once() -> None:
     text = "Same line repeated here.\nSame line repeated here.\n" * 3 + "A different one at last."
     recorder = RecordingEmbedder()
     chunker = with_embedder(SemanticChunker, recorder)
-    assert isinstance(chunker, EmbeddingChunker)
+    assert isinstance(chunker.chunker, EmbeddingChunker)
     chunks = chunker.chunk(text)
     assert len(recorder.calls) == 1
     (texts,) = recorder.calls
