@@ -46,6 +46,7 @@ from worker.pipeline import THREAD_CHUNKING_CHARS
 from worker.state.changelog import Changelog
 from worker.state.documents import DocumentStates
 from worker.state.sqlite_store import SqliteStateStore
+from worker.state.writing import open_writes
 from worker.wire.codec import EventEncoder
 from worker.wire.event_bytes import ChunkEventWriter
 from worker.wire.events import DocumentEvent
@@ -118,7 +119,7 @@ async def one_pass(
     with mock.patch.object(handler_module, "ChunkEventWriter", cls):
         handler = DocumentHandler(
             settings, StrategyResolver(default, frozenset(), context), publisher, metrics, None,
-            states,
+            open_writes(settings, publisher, states, metrics),
         )  # fmt: skip
     records = [InputRecord("docs", i % 3, i, None, value, [], 0) for i, value in enumerate(values)]
     started = time.thread_time()

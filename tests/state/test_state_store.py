@@ -44,11 +44,11 @@ def test_remove_only_the_given_states_offset(tmp_path: Path) -> None:
 def test_apply_changelog_records_in_order_with_tombstones(tmp_path: Path) -> None:
     store = SqliteStateStore(tmp_path / "s.sqlite")
     records = [
-        ("a", encode_state(A)),
-        ("b", encode_state(B)),
-        ("a", None),  # a tombstone: forgotten
-        ("c", encode_state(MARKER)),
-        ("b", encode_state(A)),  # the later record of b wins
+        (b"a", encode_state(A)),
+        (b"b", encode_state(B)),
+        (b"a", None),  # a tombstone: forgotten
+        (b"c", encode_state(MARKER)),
+        (b"b", encode_state(A)),  # the later record of b wins
     ]
     assert store.apply(4, records) == 5
     assert store.get(4, "a") is None

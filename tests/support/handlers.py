@@ -16,6 +16,7 @@ from worker.observability.metrics import Metrics
 from worker.state.changelog import Changelog
 from worker.state.documents import DocumentStates
 from worker.state.sqlite_store import SqliteStateStore
+from worker.state.writing import StateWrites
 from worker.wire.codec import EventEncoder
 from worker.wire.records import InputRecord
 
@@ -69,7 +70,16 @@ def lifecycle_handler(producer: FakeProducer, tmp: Path, **flags: Any) -> Docume
     )
     store = SqliteStateStore(tmp / "state.sqlite")
     changelog = Changelog(None, state_topic(settings), store)
+    metrics = Metrics()
     states = DocumentStates(
-        store, publisher, changelog, Metrics(), documents_topic=settings.documents_topic
+        store, publisher, changelog, metrics, documents_topic=settings.documents_topic
     )
-    return DocumentHandler(settings, resolver, publisher, Metrics(), None, states)
+    writes = StateWrites(states, publisher, metrics)
+    return DocumentHandler(settings, resolver, publisher, metrics, None, writes)
+
+
+def states_of(handler: DocumentHandler) -> DocumentStates:
+    """The document states a lifecycle handler writes through."""
+    writes = handler._writes
+    assert isinstance(writes, StateWrites)
+    return writes.states
