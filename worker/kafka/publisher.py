@@ -59,6 +59,9 @@ from worker.wire.events import DeadLetterEvent
 # when checking a value against max_record_bytes ourselves.
 _RECORD_OVERHEAD = 1024
 
+# The broker's "too large" (a topic's own max.message.bytes below ours): no retry can succeed,
+# and :meth:`Publisher.wait` raises it as it is (:func:`refused` names it for a dead letter).
+TOO_LARGE = (MessageSizeTooLargeError, RecordTooLargeError)
 # (key, value, headers): a null value is a tombstone.
 Record = tuple[bytes, bytes | None, list[tuple[str, bytes | None]]]  # the client wants a list
 # Kafka's default keyed partitioning (murmur2 of the key), as every client computes it.
@@ -184,7 +187,7 @@ class Publisher:
         try:
             for acked in acks:
                 await acked
-        except (MessageSizeTooLargeError, RecordTooLargeError):
+        except TOO_LARGE:
             raise
         except KafkaError as exc:
             raise copy.copy(exc) from None

@@ -30,19 +30,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from aiokafka.errors import MessageSizeTooLargeError, RecordTooLargeError
-
 from worker.config import Settings
 from worker.errors import OutputRecordTooLarge
-from worker.kafka.publisher import Publisher, refused
+from worker.kafka.publisher import TOO_LARGE, Publisher, refused
 from worker.observability.metrics import Metrics
 from worker.state import decisions
 from worker.state.documents import DocumentStates
 from worker.wire.codec import Headers
 from worker.wire.events import DocumentChunksEvent
 from worker.wire.state_record import DocumentState, part_bytes, split_state
-
-_TOO_LARGE = (MessageSizeTooLargeError, RecordTooLargeError)
 
 
 class Withdrawn(OutputRecordTooLarge):
@@ -134,7 +130,7 @@ class AppendOnly:
         acks += await _stage_listing(publisher, self._documents_topic, write.doc_id, write.listing)
         try:
             await publisher.wait(acks)
-        except _TOO_LARGE as exc:
+        except TOO_LARGE as exc:
             raise refused(exc) from None
         return published
 
@@ -170,7 +166,7 @@ class StateWrites:
         acks, published = await self._stage_output(write)
         try:
             await self._settle(write, acks)
-        except _TOO_LARGE as exc:
+        except TOO_LARGE as exc:
             # Whatever of it landed is withdrawn first, or the sink would keep a mix of two
             # versions for good.
             await self._withdraw(

@@ -25,9 +25,9 @@ ID_BYTES = 16
 # A part's digest, in its key and in the head's ``parts``.
 DIGEST_BYTES = 16
 PART_MARK = b"\xff"
-# Most ids a part holds: a quarter of the smallest record the worker may send
-# (CHUNKSTREAM_MAX_RECORD_BYTES ≥ 64 KiB) leaves room for the key and framing at any setting,
-# and up to 16,384 ids a state stays one record as before.
+# Most id bytes a record of the state holds: a quarter of the record limit leaves room for the
+# key and framing at any CHUNKSTREAM_MAX_RECORD_BYTES, capped so that at the default a state
+# splits well before the broker's default max.message.bytes.
 _MAX_PART_BYTES = 16_384 * ID_BYTES
 
 
