@@ -24,6 +24,9 @@ TEXT = "First sentence here. Second sentence there! A third one? And the fourth.
 
 
 def handler_for(producer: FakeProducer, **flags: Any) -> tuple[DocumentHandler, Metrics]:
+    """An append-only handler (the lifecycle off: worker.state.writing.AppendOnly); a handler
+    with the lifecycle is :func:`lifecycle_handler`'s."""
+    flags = {"document_lifecycle": "false", **flags}
     settings = load_settings({k: str(v) for k, v in flags.items()}, env={})
     context = registry.BuildContext()
     default = registry.build(settings.strategy, settings.strategy_params, context)

@@ -3,12 +3,13 @@
 Invariants:
 
 - A record ends in exactly one of three ways: everything it changes downstream is acknowledged
-  (chunk events, tombstones of retracted chunks and its document state, sent together), or its
+  (chunk events, tombstones of retracted chunks and its document state, written as one unit by
+  worker.state.writing, which the handler only hands what was decided), or its
   dead letter is, or it changes nothing (a replay, an older version, a delete of an unknown
   document: worker.state.decisions). :meth:`DocumentHandler.process` returns only then; the caller
   may then mark the offset done.
-- Records of one document are handled one at a time, in arrival order (worker.handling.turns): each
-  reads the state the one before it wrote.
+- With the lifecycle, records of one document are handled one at a time, in arrival order
+  (worker.handling.turns): each reads the state the one before it wrote.
 - Everything that is the input's fault (a :class:`~worker.errors.DocumentError`, including a
   strategy raising on this one document) becomes a dead letter with the reason; nothing is
   silently dropped.

@@ -4,9 +4,8 @@ changelog topic (the truth, co-partitioned with the input) and a local copy (wor
 Invariants:
 
 - A document's state goes to the changelog beside everything it describes (its chunk events
-  and tombstones, appended in the same step: worker.handling.handler), and to the local copy only
-  after
-  all of them were acknowledged; the input offset is committed only after that too. A crash in
+  and tombstones, appended in the same step: worker.state.writing), and to the local copy only
+  after all of them were acknowledged; the input offset is committed only after that too. A crash in
   between replays the record: a replay sees either the old state (and publishes the same ids
   again: idempotent) or the new one, which names this very record, and then does it again in
   full (worker.state.decisions). Waiting for the chunks before sending the state, as the first
