@@ -94,8 +94,12 @@ def test_a_parts_key_is_never_a_documents_key(doc_id: str, digest: bytes) -> Non
 
 
 def test_part_size_leaves_room_at_every_record_limit() -> None:
+    """At the default record limit a part holds 16,384 ids; at any limit, at most a third of
+    the value's room; above the default, no more than at it."""
     for limit in (64 * 1024, 100_000, 1024 * 1024, 8 * 1024 * 1024):
-        room = part_bytes(limit)
+        value_room = limit - 1024  # worker.kafka.publisher's overhead per record
+        room = part_bytes(value_room)
         assert room % 16 == 0
-        assert 0 < room <= limit // 4
+        assert 0 < room <= value_room // 3
+    assert part_bytes(1024 * 1024 - 1024) == 16_384 * 16
     assert part_bytes(8 * 1024 * 1024) == part_bytes(1024 * 1024)  # capped: well below 1 MB

@@ -25,9 +25,10 @@ ID_BYTES = 16
 # A part's digest, in its key and in the head's ``parts``.
 DIGEST_BYTES = 16
 PART_MARK = b"\xff"
-# Most id bytes a record of the state holds: a quarter of the record limit leaves room for the
-# key and framing at any CHUNKSTREAM_MAX_RECORD_BYTES, capped so that at the default a state
-# splits well before the broker's default max.message.bytes.
+# Most id bytes a record of the state holds: a third of the room a record leaves for its value
+# keeps a part far from the limit, with its key and framing, at any CHUNKSTREAM_MAX_RECORD_BYTES;
+# capped so that a state splits well below the broker's default max.message.bytes whatever
+# the setting.
 _MAX_PART_BYTES = 16_384 * ID_BYTES
 
 
@@ -99,9 +100,10 @@ def decode_part(value: bytes) -> DocumentStatePart:
     return _DECODE_PART.decode(value)
 
 
-def part_bytes(max_record_bytes: int) -> int:
-    """The most id bytes one record of the state carries, for records of ``max_record_bytes``."""
-    return min(_MAX_PART_BYTES, max_record_bytes // 4 // ID_BYTES * ID_BYTES)
+def part_bytes(max_value_bytes: int) -> int:
+    """The most id bytes one record of the state carries, for record values of at most
+    ``max_value_bytes`` (the publisher's ``max_value_bytes``)."""
+    return min(_MAX_PART_BYTES, max_value_bytes // 3 // ID_BYTES * ID_BYTES)
 
 
 def part_key(doc_id: str, digest: bytes) -> bytes:
