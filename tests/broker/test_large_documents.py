@@ -50,10 +50,16 @@ async def send(settings: Settings, value: bytes | None) -> None:
         await producer.stop()
 
 
+@pytest.mark.parametrize("guarantee", ["at-least-once", "exactly-once"])
 async def test_a_document_of_tens_of_thousands_of_chunks_is_chunked_edited_and_deleted(
-    kafka_bootstrap: str, topic_names: dict[str, str], tmp_path: Path
+    kafka_bootstrap: str, topic_names: dict[str, str], tmp_path: Path, guarantee: str
 ) -> None:
-    settings = kafka_io.make_settings(kafka_bootstrap, topic_names)  # the defaults otherwise
+    """With exactly-once, the parts and the head (two waits) are in the document's one
+    transaction, and the sink reads committed records only."""
+    settings = kafka_io.make_settings(  # the defaults otherwise
+        kafka_bootstrap, topic_names, processing_guarantee=guarantee
+    )
+    isolation = "read_committed" if guarantee == "exactly-once" else "read_uncommitted"
     topics, configs = worker_topics(settings, 1)
     # Only the input takes records of a large document (its producer's business).
     configs.setdefault(settings.input_topic, {})["max.message.bytes"] = str(16 * 2**20)
@@ -72,7 +78,9 @@ async def test_a_document_of_tens_of_thousands_of_chunks_is_chunked_edited_and_d
     await send(settings, encoder.encode(DocumentEvent(id=DOC_ID, text=first)))
     await kafka_io.run_worker_to_end(settings, timeout_s=300)
     assert await kafka_io.dead_letters(kafka_bootstrap, settings.dlq_topic) == []
-    held = await sink_contents(kafka_bootstrap, settings.output_topic, tmp_path / "1.db")
+    held = await sink_contents(
+        kafka_bootstrap, settings.output_topic, tmp_path / "1.db", isolation_level=isolation
+    )
     assert held == expected_first
 
     records = await kafka_io.read_all(kafka_bootstrap, changelog)
@@ -92,11 +100,16 @@ async def test_a_document_of_tens_of_thousands_of_chunks_is_chunked_edited_and_d
     assert set(expected_first) - set(expected_second)  # the edit retracts some chunks
     await send(settings, encoder.encode(DocumentEvent(id=DOC_ID, text=second)))
     await kafka_io.run_worker_to_end(settings, timeout_s=300)
-    held = await sink_contents(kafka_bootstrap, settings.output_topic, tmp_path / "2.db")
+    held = await sink_contents(
+        kafka_bootstrap, settings.output_topic, tmp_path / "2.db", isolation_level=isolation
+    )
     assert held == expected_second
 
     # The delete, by another new worker: every chunk is retracted.
     await send(settings, None)
     await kafka_io.run_worker_to_end(settings, timeout_s=300)
-    assert await sink_contents(kafka_bootstrap, settings.output_topic, tmp_path / "3.db") == {}
+    held = await sink_contents(
+        kafka_bootstrap, settings.output_topic, tmp_path / "3.db", isolation_level=isolation
+    )
+    assert held == {}
     assert await kafka_io.dead_letters(kafka_bootstrap, settings.dlq_topic) == []
