@@ -98,13 +98,22 @@ def open_writes(
     return StateWrites(states, publisher, metrics)
 
 
-async def _stage_listing(
-    publisher: Publisher, topic: str | None, doc_id: str, listing: DocumentChunksEvent | None
-) -> list[asyncio.Future[None]]:
-    """The document's record on the documents topic (keyed by its id), if there is one."""
-    if topic is None:
-        return []
-    return await publisher.stage_keyed(topic, doc_id.encode(), listing)
+async def _stage_output(
+    publisher: Publisher, documents_topic: str | None, write: Write
+) -> tuple[list[asyncio.Future[None]], int]:
+    """The write's chunk events, tombstones and record on the documents topic (keyed by the
+    document id, if there is one), staged: the acknowledgements, and the events' bytes."""
+    acks, published = await publisher.stage_encoded(
+        write.doc_id, write.keys, write.values, write.headers, write.retract
+    )
+    if documents_topic is not None:
+        acks += await publisher.stage_keyed(documents_topic, write.doc_id.encode(), write.listing)
+    return acks, published
+
+
+async def _retract(publisher: Publisher, doc_id: str, ids: Sequence[str], headers: Headers) -> None:
+    acks, _ = await publisher.stage_encoded(doc_id, [], [], headers, ids)
+    await publisher.wait(acks)
 
 
 class AppendOnly:
@@ -123,20 +132,15 @@ class AppendOnly:
         return False
 
     async def write(self, write: Write) -> int:
-        publisher = self._publisher
-        acks, published = await publisher.stage_encoded(
-            write.doc_id, write.keys, write.values, write.headers, write.retract
-        )
-        acks += await _stage_listing(publisher, self._documents_topic, write.doc_id, write.listing)
+        acks, published = await _stage_output(self._publisher, self._documents_topic, write)
         try:
-            await publisher.wait(acks)
+            await self._publisher.wait(acks)
         except TOO_LARGE as exc:
             raise refused(exc) from None
         return published
 
     async def retract(self, doc_id: str, ids: Sequence[str], headers: Headers) -> None:
-        acks, _ = await self._publisher.stage_encoded(doc_id, [], [], headers, ids)
-        await self._publisher.wait(acks)
+        await _retract(self._publisher, doc_id, ids, headers)
 
     async def withdraw_unfinished(
         self, partition: int, doc_id: str, offset: int, headers: Headers
@@ -163,7 +167,7 @@ class StateWrites:
         return self.states.unconfirmed(partition, doc_id, state)
 
     async def write(self, write: Write) -> int:
-        acks, published = await self._stage_output(write)
+        acks, published = await _stage_output(self._publisher, self.states.documents_topic, write)
         try:
             await self._settle(write, acks)
         except TOO_LARGE as exc:
@@ -176,8 +180,7 @@ class StateWrites:
         return published
 
     async def retract(self, doc_id: str, ids: Sequence[str], headers: Headers) -> None:
-        acks, _ = await self._publisher.stage_encoded(doc_id, [], [], headers, ids)
-        await self._publisher.wait(acks)
+        await _retract(self._publisher, doc_id, ids, headers)
 
     async def withdraw_unfinished(
         self, partition: int, doc_id: str, offset: int, headers: Headers
@@ -192,16 +195,6 @@ class StateWrites:
             return
         if offset == state.offset or self.states.unconfirmed(partition, doc_id, state):
             await self._withdraw(partition, doc_id, state, None, headers)
-
-    async def _stage_output(self, write: Write) -> tuple[list[asyncio.Future[None]], int]:
-        """The write's chunk events, tombstones and documents-topic record, staged."""
-        publisher = self._publisher
-        acks, published = await publisher.stage_encoded(
-            write.doc_id, write.keys, write.values, write.headers, write.retract
-        )
-        topic = self.states.documents_topic
-        acks += await _stage_listing(publisher, topic, write.doc_id, write.listing)
-        return acks, published
 
     async def _settle(
         self,
@@ -249,6 +242,6 @@ class StateWrites:
         write = Write(
             partition, doc_id, decision.state, previous, headers, retract=decision.retract
         )
-        acks, _ = await self._stage_output(write)
+        acks, _ = await _stage_output(self._publisher, self.states.documents_topic, write)
         await self._settle(write, acks, replaced=[state])
         self._metrics.chunks_retracted.inc(len(decision.retract))
