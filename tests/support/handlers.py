@@ -16,7 +16,7 @@ from worker.observability.metrics import Metrics
 from worker.state.changelog import Changelog
 from worker.state.documents import DocumentStates
 from worker.state.sqlite_store import SqliteStateStore
-from worker.state.writing import StateWrites
+from worker.state.writing import AppendOnly, StateWrites
 from worker.wire.codec import EventEncoder
 from worker.wire.records import InputRecord
 
@@ -39,7 +39,8 @@ def handler_for(producer: FakeProducer, **flags: Any) -> tuple[DocumentHandler, 
         max_record_bytes=settings.max_record_bytes,
     )
     metrics = Metrics()
-    return DocumentHandler(settings, resolver, publisher, metrics, None), metrics
+    writes = AppendOnly(publisher, settings.documents_topic)
+    return DocumentHandler(settings, resolver, publisher, metrics, None, writes), metrics
 
 
 def record(value: bytes | None, offset: int = 7, key: bytes | None = b"k") -> InputRecord:

@@ -53,7 +53,7 @@ from worker.kafka.publisher import Publisher
 from worker.observability.metrics import Metrics
 from worker.pipeline import EmbedFn, ModelRequired, chunk_document
 from worker.state import decisions
-from worker.state.writing import AppendOnly, Withdrawn, Write, Writes
+from worker.state.writing import Withdrawn, Write, Writes
 from worker.wire.codec import Headers, decode_document
 from worker.wire.event_bytes import ChunkEventWriter
 from worker.wire.events import DocumentChunksEvent, DocumentEvent, SourceRecord
@@ -102,7 +102,7 @@ class DocumentHandler:
         publisher: Publisher,
         metrics: Metrics,
         models: Models | None,
-        writes: Writes | None = None,
+        writes: Writes,
     ) -> None:
         self.settings = settings
         self._resolver = resolver
@@ -115,9 +115,9 @@ class DocumentHandler:
         self._retrieval_label = None if models is None else models.retrieval_label
         self._propagation = HeaderPropagation(settings.forward_headers)
         self._by_strategy: dict[str, tuple[Any, Any, Any]] = {}
-        # How a record's outcome reaches Kafka and what is remembered (worker.state.writing);
-        # append-only unless given.
-        self._writes = writes or AppendOnly(publisher, settings.documents_topic)
+        # How a record's outcome reaches Kafka and what is remembered (worker.state.writing:
+        # the lifecycle's, or the append-only null object).
+        self._writes = writes
         self._documents_listed = settings.documents_topic is not None
         self._turns = DocumentTurns()
         self._emit_unchanged = settings.unchanged_chunks == "emit"
