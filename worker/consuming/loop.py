@@ -222,11 +222,11 @@ class ConsumeLoop:
 
     async def _until_a_document_finishes(self) -> None:
         """While paused: return when a document finishes (resuming may be due) or after one
-        fetch timeout. A paused fetch waiting out its whole timeout (``fetch_max_wait_ms``)
-        left the worker idle at every pause once the in-flight documents had drained, which
-        cost a large share of its throughput (bench/e2e_bench.py). A document that finished
-        since the pause (while the buffered records were taken) counts: the event is cleared
-        at the pause and after each wait, not before it."""
+        fetch timeout, not after a paused fetch's whole ``fetch_max_wait_ms``: that would
+        leave the worker idle at every pause once the in-flight documents drain
+        (bench/e2e_bench.py measures the throughput it costs). A document that finishes
+        while the buffered records are taken at the pause counts: the event is cleared at the
+        pause and after each wait, not before it."""
         # asyncio.timeout, not wait_for: Python 3.11's wait_for swallows a cancellation
         # that arrives as the event is set, and the loop would then fetch on.
         with contextlib.suppress(TimeoutError):
