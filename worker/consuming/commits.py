@@ -151,10 +151,15 @@ class Commits:
             return
         committed = await unless_set(self.commit(), stopping) or {}
         if committed and self._states is not None:
-            self._expiring = asyncio.create_task(self._expire(committed))
+            expiring = self._expiring = asyncio.create_task(self._expire(committed))
             # Not cancelled by a stop (the shutdown waits for it while Kafka is up), only no
-            # longer waited for here.
-            await unless_set(asyncio.shield(self._expiring), stopping)
+            # longer waited for here; cancelled only by a drop of lost partitions, which is
+            # no reason for the loop to end.
+            with contextlib.suppress(asyncio.CancelledError):
+                await unless_set(asyncio.shield(expiring), stopping)
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise asyncio.CancelledError
 
     def uncommitted(self, tp: TopicPartition) -> bool:
         return self.tracker.in_flight(tp) > 0 or bool(self.tracker.committable({tp}))
@@ -381,6 +386,13 @@ class Commits:
         )
         self._metrics.partitions_lost.inc(len(lost))
         tasks = {task: tp for tp in lost for task in self._in_flight.tasks.get(tp, {})}
+        # An exactly-once commit under way cannot succeed any more (the producers are fenced,
+        # and closed below): left waiting on a closed producer, it would hold every later
+        # commit back for good.
+        committing = self._committing
+        if committing is not None and not committing.done():
+            committing.cancel()
+            tasks[committing] = next(iter(lost))
         for task in tasks:
             task.cancel()
         # Before anything can run again: nothing staged by those documents may be sent later.
@@ -388,13 +400,24 @@ class Commits:
             self._discard_writes(PartitionsLost("partitions lost: not sent"))
         if tasks:
             await asyncio.wait(tasks)
-        if self._expiring is not None:
-            self._expiring.cancel()
+        await self._expiry_ended()
         if self._transactions is not None:
             for tp in lost:
                 await self._transactions.abort(tp.partition)
             await self._transactions.close(tp.partition for tp in lost)
         await self._release(lost, lost, settle=False)
+
+    async def _expiry_ended(self) -> None:
+        """Let a marker expiry under way end: its tombstones go through writes that were just
+        discarded (at-least-once) or fenced (exactly-once), so it gives up by itself; bounded
+        all the same."""
+        expiring, self._expiring = self._expiring, None
+        if expiring is None or expiring.done():
+            return
+        _, pending = await asyncio.wait({expiring}, timeout=COMMIT_TIMEOUT_S)
+        if pending:
+            expiring.cancel()
+            await asyncio.wait(pending)
 
     async def _end_transactions(
         self, partitions: set[TopicPartition], abandoned: set[TopicPartition]
