@@ -6,7 +6,7 @@ Invariants:
   directory without a model, a broker refusing our credentials or TLS, a missing topic, a
   record limit above the topics'), before any record is consumed.
 - A Kafka that is not there (yet) is not a configuration error: the worker waits for it, up
-  and unready, and rides out an outage later the same way (worker.kafka.reachability).
+  and unready, and rides out an outage later the same way (worker.kafka.link).
 - Ready (``/readyz``) means consuming for real: model loaded when one is needed, Kafka
   reachable, group joined, producer up.
 - Shutdown (a signal or :meth:`Worker.request_stop`): stop fetching, drain in-flight documents
@@ -16,7 +16,7 @@ Invariants:
 The pieces, each readable alone: :mod:`worker.consuming.loop` (fetch, backpressure, commits,
 rebalance), :mod:`worker.handling.handler` (one record → chunk events or a dead letter),
 :mod:`worker.pipeline` (the chunking dispatch), :mod:`worker.inference.serving` (the model and
-its batcher), :mod:`worker.kafka.clients` (client construction), :mod:`worker.kafka.reachability`
+its batcher), :mod:`worker.kafka.clients` (client construction), :mod:`worker.kafka.link`
 (waiting for Kafka, watching it), :mod:`worker.kafka.producers` (a producer replaced when it
 breaks), :mod:`worker.observability.sampler` (the gauges), :mod:`worker.runtime.loop_lag`.
 """
@@ -51,11 +51,11 @@ from worker.kafka.clients import (
     topic_record_limits,
     written_topics,
 )
+from worker.kafka.link import KafkaLink
 from worker.kafka.membership import Membership
 from worker.kafka.permissions import PermissionRefused
 from worker.kafka.producers import RenewingProducer
 from worker.kafka.publisher import Publisher
-from worker.kafka.reachability import KafkaLink
 from worker.kafka.startup_topics import check_topics
 from worker.kafka.transactions import PartitionTransactions
 from worker.models.backend import EmbeddingBackend
@@ -347,7 +347,7 @@ class Worker:
         )
 
     async def _open_session(self) -> _Session:
-        """One start-up attempt (worker.kafka.reachability retries it): start the clients and check
+        """One start-up attempt (worker.kafka.link retries it): start the clients and check
         the topics; on any failure, stop what was made and raise."""
         s = self.settings
         # At-least-once: the producer sends only while this member can vouch for its place in

@@ -200,7 +200,7 @@ PURE = (
     "worker.wire", "worker.state.decisions", "worker.consuming.offsets",
     "worker.consuming.backpressure", "worker.inference.batch_policy", "worker.errors",
     "worker.pipeline", "worker.handling.resolver", "worker.runtime.loop_lag",
-    "worker.kafka.connectivity", "worker.observability.backlog",
+    "worker.kafka.link_policy", "worker.observability.backlog",
 )  # fmt: skip
 IO_MODULES = (
     *IO, "tokenizers", "worker.kafka.clients", "worker.consuming.loop", "worker.app",

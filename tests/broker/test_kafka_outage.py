@@ -27,7 +27,7 @@ from tests.support.lifecycle_changelog import produce as produce_records
 from tests.support.network import free_port, port_accepts, until
 from tests.support.network import try_get as http_get
 from tests.support.private_broker import PrivateBroker
-from worker.kafka.connectivity import JITTER, PROBE_CAP_S
+from worker.kafka.link_policy import JITTER, PROBE_CAP_S
 
 pytestmark = pytest.mark.kafka
 

@@ -15,7 +15,7 @@ from tests.support.consume_loop import P0, P1, Gated, until
 from tests.support.fake_kafka import FakeConsumer
 from worker.config import load_settings
 from worker.consuming.loop import ConsumeLoop
-from worker.kafka import connectivity
+from worker.kafka import link_policy
 from worker.observability.metrics import Metrics
 from worker.state.changelog import Restored
 
@@ -87,7 +87,7 @@ class FlakyStates:
 async def test_a_restore_failing_on_kafka_is_tried_again_and_a_shutdown_while_down_is_clean(
     monkeypatch: Any,
 ) -> None:
-    monkeypatch.setattr(connectivity, "INITIAL_S", 0.001)  # retries without the real waits
+    monkeypatch.setattr(link_policy, "INITIAL_S", 0.001)  # retries without the real waits
     consumer = FakeConsumer()
     consumer.assign(P0)
     consumer.feed(P0, [b"a"])

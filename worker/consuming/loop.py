@@ -40,9 +40,9 @@ from worker.consuming.client import ConsumerClient
 from worker.consuming.commits import Assignment, Commits, DiscardWrites, Failure, InFlight
 from worker.consuming.prefetch import HeldRecords
 from worker.consuming.unreadable import StuckPartitions, locate
+from worker.kafka.link import retrying
 from worker.kafka.membership import Membership
 from worker.kafka.permissions import PermissionRefused
-from worker.kafka.reachability import retrying
 from worker.kafka.transactions import (
     INPUT_OFFSET,
     INPUT_PARTITION,

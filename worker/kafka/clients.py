@@ -24,7 +24,7 @@ from aiokafka.helpers import create_ssl_context
 
 from worker.config import Settings, batch_bytes, exactly_once, read_password_file, state_topic
 from worker.errors import ConfigError
-from worker.kafka.connectivity import Failure, Kind
+from worker.kafka.link_policy import Failure, Kind
 from worker.runtime.resources import fetch_max_bytes
 
 

@@ -168,7 +168,7 @@ class Publisher:
         try:
             await self.wait(acks)
         except (MessageSizeTooLargeError, RecordTooLargeError) as exc:
-            raise refused(exc) from None
+            raise too_large(exc) from None
         return published
 
     async def stage_encoded(
@@ -373,7 +373,7 @@ class Publisher:
         await ack
 
 
-def refused(exc: KafkaError) -> OutputRecordTooLarge:
+def too_large(exc: KafkaError) -> OutputRecordTooLarge:
     """The broker's "too large" as the document's error: a topic's own max.message.bytes is
     below ours, and no retry can succeed."""
     return OutputRecordTooLarge(

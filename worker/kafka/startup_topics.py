@@ -7,7 +7,7 @@ Invariants:
   before the topics do (an operator's topic resources, a chart's job, a compose file), and an
   exit would put the pod into a crash loop whose back-off grows to minutes. :class:`TopicsMissing`
   names the topics and the settings naming them; the start-up loop waits and tries again
-  (worker.kafka.reachability), unready meanwhile.
+  (worker.kafka.link), unready meanwhile.
 - The state changelog is the worker's own, as a Kafka Streams application's changelogs are its
   own: when it is missing and ``create_state_topic`` allows it, the worker creates it once the
   input topic exists, compacted, with the input's partition count (co-partitioned) and the

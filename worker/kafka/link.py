@@ -1,7 +1,7 @@
 """Kafka's reachability while the worker lives: wait for it at start-up, watch it while running.
 
 - **Start-up** (:meth:`KafkaLink.connect`): while no bootstrap server accepts a TCP connection,
-  probe at most ``PROBE_CAP_S`` apart (:mod:`worker.kafka.connectivity`); once one does, run
+  probe at most ``PROBE_CAP_S`` apart (:mod:`worker.kafka.link_policy`); once one does, run
   the start-up attempt (start the clients, check the topics). A failed attempt is classified by
   connecting once by hand (:func:`worker.kafka.clients.classify_connection`): what the broker
   refuses (credentials, mechanism, TLS trust) stops the worker with a message naming the
@@ -35,7 +35,7 @@ from aiokafka.errors import KafkaError
 from worker.config import Settings
 from worker.errors import ConfigError
 from worker.kafka.clients import classify_connection, reachable, renew_password
-from worker.kafka.connectivity import UNREACHABLE, Backoff, Failure, Kind, Link
+from worker.kafka.link_policy import UNREACHABLE, Backoff, Failure, Kind, Link
 from worker.kafka.permissions import refused
 from worker.kafka.startup_topics import TopicsMissing
 from worker.observability.metrics import Metrics
@@ -53,7 +53,7 @@ TOPICS_RECHECK_S = 2.0
 
 
 class KafkaLink:
-    """The worker's view of Kafka (:class:`~worker.kafka.connectivity.Link`) and the loops that
+    """The worker's view of Kafka (:class:`~worker.kafka.link_policy.Link`) and the loops that
     keep it current."""
 
     def __init__(
