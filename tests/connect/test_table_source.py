@@ -166,7 +166,7 @@ async def wait_equal(run_dir: Path, settings: Settings, timeout_s: float = 240) 
 
 def corpus_rows() -> list[tuple[str, str, str, str]]:
     docs = [d for d in gather(min_chars=1500) if d.name != "chunkstream"]
-    rows = [
+    rows: list[tuple[str, str, str, str]] = [
         (f"pkg/{d.name}", d.name.title(), d.text, d.content_type) for d in docs[:16]
     ]
     # Larger than Kafka's default 1 MB record (max.request.size, max.message.bytes).
@@ -296,13 +296,15 @@ async def test_the_chunk_table_equals_chunking_the_tables_rows(
         )
         sql(
             pg,
-            f"UPDATE documents SET body = {literal(restored['body'])} WHERE id = {literal(row['id'])};",
+            f"UPDATE documents SET body = {literal(restored['body'])} "
+            f"WHERE id = {literal(row['id'])};",
         )
         await wait_equal(pg, settings)
         versions = query(
             pg, f"SELECT DISTINCT doc_version FROM chunks WHERE doc_id = {literal(row['id'])}"
         )
-        assert len(versions) == 1 and int(versions[0]["doc_version"]) > 1
+        assert len(versions) == 1
+        assert int(versions[0]["doc_version"]) > 1
 
         # TRUNCATE reaches nobody: the chunks stay until the documented statement runs.
         sql(pg, "TRUNCATE documents;")
