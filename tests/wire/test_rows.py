@@ -69,6 +69,10 @@ def test_content_types_by_media_type_or_short_name(value: str | None, expected: 
     assert decode({**ROW, "format": value}).content_type == expected
 
 
+def test_a_row_marked_not_deleted_is_a_row() -> None:
+    assert decode({**ROW, "__deleted": "false"}) == decode(ROW)
+
+
 def test_defaults_are_the_document_fields_names() -> None:
     doc = decode({"id": "a", "text": "Some text."}, RowMapping())
     assert (doc.id, doc.text, doc.content_type, doc.version, doc.metadata) == (
@@ -92,6 +96,7 @@ def test_an_unavailable_value_is_refused_naming_row_and_column(column: str) -> N
         (None, Undecodable, "delete-to-tombstone"),
         ({"schema": {"type": "struct"}, "payload": None}, Undecodable, "delete-to-tombstone"),
         ([1, 2], Undecodable, "JSON object"),
+        ({**ROW, "__deleted": "true"}, Undecodable, "a rewritten delete"),
         ({**ROW, "body": None}, SchemaViolation, "'body' must be a string"),
         ({k: v for k, v in ROW.items() if k != "body"}, SchemaViolation, "no text column"),
         ({k: v for k, v in ROW.items() if k != "id"}, SchemaViolation, "no id column"),

@@ -49,6 +49,8 @@ _CONTENT_TYPES = {
     "txt": "text/plain",
 }
 _SCALARS = (str, int, float, bool, type(None))
+# The field ExtractNewRecordState adds in its `rewrite` delete modes.
+_DELETED_FIELD = "__deleted"
 _json_encoder = msgspec.json.Encoder()
 
 
@@ -89,6 +91,13 @@ def _unwrap(value: bytes) -> dict[str, Any]:
         )
     if not isinstance(row, dict):
         raise Undecodable(f"a row must be a JSON object, not {type(row).__name__}")
+    if row.get(_DELETED_FIELD) in ("true", True):
+        # ExtractNewRecordState's `rewrite` modes: the deleted row itself, marked. Chunked, it
+        # would bring the row back into the index.
+        raise Undecodable(
+            f"a row marked {_DELETED_FIELD}=true (a rewritten delete): set "
+            "delete.tombstone.handling.mode=delete-to-tombstone on ExtractNewRecordState"
+        )
     return row
 
 
