@@ -11,7 +11,8 @@ table's current rows directly (ids, texts, offsets, the title in the metadata; n
 missing). Then the pitfalls: without REPLICA IDENTITY FULL an update of a TOASTed row is a dead
 letter (`unavailable_value`) and its chunks stay; a row whose version (its LSN) is lower than
 the one before still applies (a restored database); a TRUNCATE reaches nobody, and the
-documented statement removes what it left.
+documented statement removes what it left; a row above the recipe's raised record limit stops
+the source task, visibly.
 
 Events go out without vectors here: tests/connect/test_pgvector_sink.py and the table demo
 (tests/cli/test_demo_from_table.py) check the vectors; the transformer would spend minutes on
@@ -162,6 +163,21 @@ async def wait_equal(run_dir: Path, settings: Settings, timeout_s: float = 240) 
             changed = sorted({want[k][0] for k in set(want) & set(have) if want[k] != have[k]})
             pytest.fail(f"the index differs: stale {stale}, missing {missing}, changed {changed}")
         await asyncio.sleep(1)
+
+
+def connector_state(connect_dir: Path, name: str) -> tuple[str, str]:
+    """The state of a connector's task and its trace, from Connect's REST API."""
+    result = subprocess.run(
+        [str(LOCAL_CONNECT), "status", "--dir", str(connect_dir), "--name", name],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    tasks = json.loads(result.stdout).get("tasks", [])
+    if not tasks:
+        return "", ""
+    return str(tasks[0]["state"]), str(tasks[0].get("trace", ""))
 
 
 def corpus_rows() -> list[tuple[str, str, str, str]]:
@@ -316,6 +332,17 @@ async def test_the_chunk_table_equals_chunking_the_tables_rows(
         assert "large" in {v[0] for v in index(pg).values()}
         sql(pg, CLEANUP_SQL + ";")
         assert {v[0] for v in (await wait_equal(pg, settings)).values()} == {"marker/2"}
+
+        # A row above the source's raised record limit (16 MiB) stops the source task, visibly:
+        # with errors.tolerance=none it is never skipped without a trace.
+        sql(pg, "INSERT INTO documents (id, body) SELECT 'huge', repeat('A huge row. ', 1500000);")
+        for _ in range(240):
+            state = await asyncio.to_thread(connector_state, connect_dir, slot)
+            if state[0] == "FAILED":
+                break
+            await asyncio.sleep(1)
+        assert state[0] == "FAILED", state
+        assert "max.request.size" in state[1], state[1][:2000]
     finally:
         for proc in procs:
             if proc.poll() is None:
