@@ -108,6 +108,7 @@ def room_of(module: str) -> str:
 KAFKA_EDGE = (
     "worker.kafka",
     "worker.consuming.loop",
+    "worker.consuming.commits",  # commits offsets and transactions: the consumer edge
     "worker.consuming.client",  # the consumer's methods the loop uses (a Protocol)
     "worker.consuming.prefetch",  # the consumer's records held at a pause: part of the loop
     "worker.consuming.unreadable",  # reads aiokafka's own tracebacks: the consumer edge

@@ -67,7 +67,7 @@ class FlakyStates:
         self.attempts += 1
         if self.attempts <= 2:
             raise KafkaTimeoutError()
-        return [Restored(partition, 0, 0.0, False) for partition in partitions]
+        return [Restored(partition, 0, 0.0, False, 0) for partition in partitions]
 
     def documents(self, partition: int) -> int:
         return 0
@@ -121,7 +121,7 @@ class GatedStates(FlakyStates):
     async def restore(self, partitions: list[int], committed: Any = None) -> list[Restored]:
         self.restores.append(list(partitions))
         await self.gate.wait()
-        return [Restored(partition, 0, 0.0, False) for partition in partitions]
+        return [Restored(partition, 0, 0.0, False, 0) for partition in partitions]
 
 
 async def test_one_restore_covers_an_assignment_and_a_partial_revoke_restarts_the_rest() -> None:
