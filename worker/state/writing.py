@@ -32,7 +32,7 @@ from typing import Protocol
 
 from worker.config import Settings
 from worker.errors import OutputRecordTooLarge
-from worker.kafka.publisher import TOO_LARGE, Publisher, refused
+from worker.kafka.publisher import TOO_LARGE, Publisher, too_large
 from worker.observability.metrics import Metrics
 from worker.state import decisions
 from worker.state.documents import DocumentStates
@@ -136,7 +136,7 @@ class AppendOnly:
         try:
             await self._publisher.wait(acks)
         except TOO_LARGE as exc:
-            raise refused(exc) from None
+            raise too_large(exc) from None
         return published
 
     async def retract(self, doc_id: str, ids: Sequence[str], headers: Headers) -> None:
@@ -176,7 +176,7 @@ class StateWrites:
             await self._withdraw(
                 write.partition, write.doc_id, write.state, write.previous, write.headers
             )
-            raise Withdrawn(str(refused(exc))) from None
+            raise Withdrawn(str(too_large(exc))) from None
         return published
 
     async def retract(self, doc_id: str, ids: Sequence[str], headers: Headers) -> None:
