@@ -72,6 +72,16 @@ class _Builder:
     def close(self) -> None:
         pass
 
+    def record_count(self) -> int:
+        return len(self.records)
+
+
+class _Delivered:
+    """What the client's batch future gives: the batch's first offset."""
+
+    def __init__(self, offset: int) -> None:
+        self.offset = offset
+
 
 class InstantProducer:
     """Every batch acknowledged as soon as it is handed over."""
@@ -86,9 +96,9 @@ class InstantProducer:
         return _Builder(64 * 1024)
 
     async def send_batch(self, batch: _Builder, topic: str, *, partition: int) -> Any:
+        done: asyncio.Future[_Delivered] = asyncio.get_running_loop().create_future()
+        done.set_result(_Delivered(self.records))
         self.records += len(batch.records)
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        done.set_result(None)
         return done
 
 
