@@ -13,6 +13,7 @@ from worker.config import (
     Settings,
     batch_bytes,
     chunk_cap,
+    invalid_setting,
     load_settings,
     redacted,
     settings_table,
@@ -148,12 +149,32 @@ def test_run_fails_fast_on_bad_config_naming_the_field() -> None:
     result = _run(["run"], {"CHUNKSTREAM_MAX_IN_FLIGHT_DOCUMENTS": "many"})
     assert result.returncode == 2
     assert "CHUNKSTREAM_MAX_IN_FLIGHT_DOCUMENTS" in result.stderr
+    # The registry's refusals, turned into the setting that chose the strategy (worker.app).
     result = _run(["run", "--strategy", "nope"], {})
     assert result.returncode == 2
-    assert "CHUNKSTREAM_STRATEGY" in result.stderr
+    assert "chunkstream: invalid setting CHUNKSTREAM_STRATEGY (--strategy): " in result.stderr
     result = _run(["run", "--param", "chunk_size=-1"], {})
     assert result.returncode == 2
-    assert "CHUNKSTREAM_STRATEGY_PARAMS" in result.stderr
+    assert (
+        "chunkstream: invalid setting CHUNKSTREAM_STRATEGY_PARAMS (--strategy-params): "
+        in result.stderr
+    )
+
+
+def test_the_invalid_setting_wording_has_one_home() -> None:
+    """Every refused setting is worded by config.invalid_setting (variable and flag): no
+    module spells the message itself."""
+    spelled = [
+        f"{path.relative_to(REPO)}:{number}"
+        for path in sorted((REPO / "worker").rglob("*.py"))
+        if path.name != "config.py" or path.parent.name != "worker"
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if "invalid setting" in line
+    ]
+    assert spelled == []
+    assert str(invalid_setting("max_wait_ms", "too long")) == (
+        "invalid setting CHUNKSTREAM_MAX_WAIT_MS (--max-wait-ms): too long"
+    )
 
 
 def test_readme_configuration_table_is_current() -> None:

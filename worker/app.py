@@ -37,7 +37,15 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 
 from worker.chunking import registry
-from worker.config import Settings, batch_bytes, exactly_once, redacted, state_topic
+from worker.config import (
+    Settings,
+    batch_bytes,
+    exactly_once,
+    invalid_setting,
+    redacted,
+    state_topic,
+    strategy_setting_error,
+)
 from worker.consuming.loop import ConsumeLoop
 from worker.errors import ConfigError, ModelNotBuilt
 from worker.handling.handler import DocumentHandler
@@ -371,8 +379,7 @@ class Worker:
             strategy = registry.get(s.strategy)
             strategy.parse_params(s.strategy_params)
         except registry.StrategyError as exc:
-            field = "STRATEGY" if isinstance(exc, registry.NoSuchStrategy) else "STRATEGY_PARAMS"
-            raise ConfigError(f"invalid setting CHUNKSTREAM_{field}: {exc}") from None
+            raise strategy_setting_error(exc) from None
         return strategy
 
     def _resolve_models(self, strategy: registry.Strategy[Any]) -> ModelRefs:
@@ -385,14 +392,12 @@ class Worker:
         try:
             boundary = boundary_ref(s) if needs_boundary else None
         except ModelNotBuilt as exc:
-            raise ConfigError(f"invalid setting CHUNKSTREAM_MODEL_DIR: {exc}") from None
+            raise invalid_setting("model_dir", exc) from None
         try:
             retrieval = retrieval_ref(s)
         except ModelNotBuilt as exc:
             if s.include_embeddings or s.retrieval_model_dir is not None:
-                raise ConfigError(
-                    f"invalid setting CHUNKSTREAM_RETRIEVAL_MODEL_DIR: {exc}"
-                ) from None
+                raise invalid_setting("retrieval_model_dir", exc) from None
             retrieval = None  # rule sizes in characters: docs/concepts/strategies.md
         return ModelRefs(boundary, retrieval)
 
@@ -401,8 +406,7 @@ class Worker:
         try:
             return registry.build(s.strategy, s.strategy_params, context)
         except registry.StrategyError as exc:
-            field = "STRATEGY" if isinstance(exc, registry.NoSuchStrategy) else "STRATEGY_PARAMS"
-            raise ConfigError(f"invalid setting CHUNKSTREAM_{field}: {exc}") from None
+            raise strategy_setting_error(exc) from None
 
     async def _start_models(self, stack: contextlib.AsyncExitStack, refs: ModelRefs) -> Models:
         return await stack.enter_async_context(
@@ -441,10 +445,10 @@ class Worker:
             limits = {}
         for topic, limit in sorted(limits.items()):
             if limit < s.max_record_bytes:
-                raise ConfigError(
-                    f"invalid setting CHUNKSTREAM_MAX_RECORD_BYTES (--max-record-bytes): "
+                raise invalid_setting(
+                    "max_record_bytes",
                     f"{s.max_record_bytes} is above max.message.bytes={limit} of topic "
-                    f"{topic}; lower it to at most {limit} or raise the topic's limit"
+                    f"{topic}; lower it to at most {limit} or raise the topic's limit",
                 )
 
     async def _check_state_topic(self, consumer: AIOKafkaConsumer) -> None:
@@ -455,10 +459,11 @@ class Worker:
         ours = consumer.partitions_for_topic(topic) or set()
         inputs = consumer.partitions_for_topic(s.input_topic) or set()
         if len(ours) != len(inputs):
-            raise ConfigError(
-                f"invalid setting CHUNKSTREAM_STATE_TOPIC: {topic} has {len(ours)} partitions, "
+            raise invalid_setting(
+                "state_topic",
+                f"{topic} has {len(ours)} partitions, "
                 f"the input topic {s.input_topic} {len(inputs)}; the state changelog must be "
-                "co-partitioned with the input (same partition count)"
+                "co-partitioned with the input (same partition count)",
             )
         try:
             configs = await topic_configs(s, [topic], ["cleanup.policy"])
@@ -467,10 +472,11 @@ class Worker:
             return
         policy = configs.get(topic, {}).get("cleanup.policy")
         if policy is not None and "compact" not in policy:
-            raise ConfigError(
-                f"invalid setting CHUNKSTREAM_STATE_TOPIC: {topic} has cleanup.policy={policy}; "
+            raise invalid_setting(
+                "state_topic",
+                f"{topic} has cleanup.policy={policy}; "
                 "the state changelog must be compacted (cleanup.policy=compact), or its old "
-                "states are deleted by retention and documents are forgotten"
+                "states are deleted by retention and documents are forgotten",
             )
 
 

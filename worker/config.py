@@ -12,13 +12,16 @@ import importlib
 import json
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
-from typing import Annotated, Any, Literal
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import msgspec
 
 from worker.errors import ConfigError
 from worker.models.manifest import DEFAULT_MODEL_NAME, DEFAULT_STATIC_NAME
+
+if TYPE_CHECKING:
+    from worker.chunking.contract import StrategyError
 
 ENV_PREFIX = "CHUNKSTREAM_"
 MiB = 1024 * 1024
@@ -205,6 +208,23 @@ def _describe(field: str) -> str:
     return f"{env_name(field)} ({flag_name(field)})"
 
 
+def invalid_setting(field: str, why: object) -> ConfigError:
+    """The one wording of a refused setting, naming its variable and its flag:
+    ``invalid setting CHUNKSTREAM_<FIELD> (--<field>): <why>``. Every room that refuses a
+    setting (here, the start-up checks of worker.app, the budgets, the model loading) raises
+    this, so an operator greps one shape."""
+    return ConfigError(f"invalid setting {_describe(field)}: {why}")
+
+
+def strategy_setting_error(exc: StrategyError) -> ConfigError:
+    """The registry's refusal of the default strategy, as the setting to fix: its name
+    (``strategy``) when no strategy has it, else its parameters (``strategy_params``)."""
+    from worker.chunking.contract import NoSuchStrategy
+
+    field = "strategy" if isinstance(exc, NoSuchStrategy) else "strategy_params"
+    return invalid_setting(field, exc)
+
+
 def parse_params(raw: str, field: str = "strategy_params") -> dict[str, str]:
     """``k=v,k=v`` or a JSON object of scalars → ``{k: "v"}`` (values stay strings; the
     strategy's own parameter schema converts and range-checks them)."""
@@ -215,15 +235,15 @@ def parse_params(raw: str, field: str = "strategy_params") -> dict[str, str]:
         try:
             value = json.loads(raw)
         except json.JSONDecodeError as exc:
-            raise ConfigError(f"invalid setting {_describe(field)}: {exc}") from None
+            raise invalid_setting(field, exc) from None
         if not isinstance(value, dict):
-            raise ConfigError(f"invalid setting {_describe(field)}: expected a JSON object")
+            raise invalid_setting(field, "expected a JSON object")
         return {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in value.items()}
     params: dict[str, str] = {}
     for item in raw.split(","):
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise ConfigError(f"invalid setting {_describe(field)}: {item!r} is not key=value")
+            raise invalid_setting(field, f"{item!r} is not key=value")
         params[key.strip()] = value.strip()
     return params
 
@@ -256,9 +276,7 @@ def read_password_file(path: str) -> str:
             return fh.read().rstrip("\n")
     except (OSError, UnicodeDecodeError) as exc:
         why = exc.strerror if isinstance(exc, OSError) else "not UTF-8"
-        raise ConfigError(
-            f"invalid setting {_describe('sasl_password_file')}: cannot read {path} ({why})"
-        ) from None
+        raise invalid_setting("sasl_password_file", f"cannot read {path} ({why})") from None
 
 
 def _normalise(field: str, value: Any) -> Any:
@@ -303,9 +321,8 @@ def load_settings(
     raw = {field: _normalise(field, value) for field, value in raw.items()}
     if raw.get("sasl_password_file"):
         if raw.get("sasl_password") is not None:
-            raise ConfigError(
-                f"invalid setting {_describe('sasl_password')}: set either it or "
-                f"{env_name('sasl_password_file')}, not both"
+            raise invalid_setting(
+                "sasl_password", f"set either it or {env_name('sasl_password_file')}, not both"
             )
         raw["sasl_password"] = read_password_file(raw["sasl_password_file"])
     extra_params = (flags or {}).get("param")
@@ -322,16 +339,15 @@ def load_settings(
         settings = msgspec.convert(raw, Settings, strict=False)
     except msgspec.ValidationError as exc:
         match = _PATH.search(str(exc))
-        where = _describe(match.group(1)) if match else "configuration"
-        raise ConfigError(f"invalid setting {where}: {exc}") from None
+        if match is None:
+            raise ConfigError(f"invalid configuration: {exc}") from None
+        raise invalid_setting(match.group(1), exc) from None
     _check_consistency(settings)
     return settings
 
 
 def _check_consistency(s: Settings) -> None:
-    def bad(field: str, why: str) -> ConfigError:
-        return ConfigError(f"invalid setting {_describe(field)}: {why}")
-
+    bad = invalid_setting
     if not s.bootstrap_servers.strip():
         raise bad("bootstrap_servers", "must not be empty")
     for field in ("group_id", "input_topic", "output_topic", "dlq_topic"):
@@ -361,15 +377,16 @@ def _check_consistency(s: Settings) -> None:
         path = getattr(s, field)
         if path is not None and not os.path.isdir(path):
             raise bad(field, f"no such directory: {path}")
-    _check_producer(s, bad)
+    _check_producer(s)
 
 
-def _check_producer(s: Settings, bad: Callable[[str, str], ConfigError]) -> None:
+def _check_producer(s: Settings) -> None:
+    bad = invalid_setting
     if 0 < s.batch_size < 1024:
         raise bad("batch_size", f"{s.batch_size} is below 1024 (0 derives it)")
     if s.batch_size > s.max_record_bytes:
         # The broker checks max.message.bytes per batch: a fuller batch would be refused.
-        raise bad("batch_size", f"{s.batch_size} is above CHUNKSTREAM_MAX_RECORD_BYTES")
+        raise bad("batch_size", f"{s.batch_size} is above {env_name('max_record_bytes')}")
     if s.compression_type != "none" and not codec_available(s.compression_type):
         raise bad("compression_type", f"the {s.compression_type} codec library is not installed")
     reserved = {"content-type", "traceparent", "tracestate"}
