@@ -1,5 +1,6 @@
 """The reference pages name what the code has, and nothing that is gone: every setting of the
-worker's Settings struct is a row of docs/reference/settings.md (with its flag and default), and
+worker's Settings struct is a row of docs/reference/settings.md (with its flag and default), the
+page's tables are what `chunkstream settings` prints from the settings' declarations, and
 every `chunkstream` subcommand has its section in docs/reference/cli.md. (The metrics page has
 its own test, tests/observability/test_metrics_doc.py.)"""
 
@@ -10,7 +11,7 @@ import re
 from pathlib import Path
 
 from worker.cli import build_parser
-from worker.config import Settings, env_name, flag_name
+from worker.config import Settings, env_name, flag_name, settings_table
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "reference"
 SETTINGS_HEADER = ["variable", "flag", "type", "default", "meaning"]
@@ -56,6 +57,11 @@ def test_every_setting_is_documented_and_none_that_is_gone() -> None:
         field = fields[variable]
         assert flag == flag_name(field), variable
         assert default == shown_default(getattr(defaults, field)), f"{variable}'s default"
+
+
+def test_the_settings_page_holds_what_chunkstream_settings_prints() -> None:
+    page = (DOCS / "settings.md").read_text(encoding="utf-8")
+    assert settings_table() in page, "settings.md is stale: paste `chunkstream settings`"
 
 
 def subcommands(parser: argparse.ArgumentParser, prefix: str = "") -> set[str]:
