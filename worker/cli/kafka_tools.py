@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import os
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -112,11 +113,13 @@ def _stop_method(client: KafkaClient) -> Callable[[], Awaitable[None]]:
 
 def run_worker(args: argparse.Namespace) -> int:
     from worker.app import Worker
-    from worker.config import load_settings
+    from worker.config import load_settings, unknown_variables
     from worker.observability import logs
 
     settings = load_settings(vars(args))
     logs.configure(settings.log_level)
+    for warning in unknown_variables(os.environ):
+        logging.getLogger("worker.config").warning(warning)
 
     async def main() -> int:
         worker = Worker(settings)
