@@ -1,5 +1,7 @@
-"""The people-facing commands against the real broker: produce, tail, lag, topics, the warning
-about a misspelt setting, and local-kafka's idempotent start."""
+"""The people-facing commands against the real broker: produce, tail, lag, topics, delete and
+sink (a topic the cluster does not have is one line, exit 1, without waiting on it), the
+warning about a misspelt setting, and local-kafka's idempotent start. (tail's decoding and
+`--max`: tests/broker/test_cli_tail.py.)"""
 
 from __future__ import annotations
 
@@ -10,9 +12,12 @@ import os
 import signal
 import subprocess
 import sys
+import time
+import uuid
 from pathlib import Path
 
 import pytest
+from aiokafka.admin import AIOKafkaAdminClient
 
 from tests.support import kafka_io
 from worker.app import Worker
@@ -165,6 +170,49 @@ async def test_topics_produce_run_tail_and_lag(
     )
     assert missing.returncode == 1
     assert "not found" in missing.stderr
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["produce", "--topic", "{topic}", "README.md"],
+        ["tail", "--topic", "{topic}", "--idle-timeout", "60"],
+        ["tail", "--topic", "{topic}", "--json", "--max", "1"],
+        ["lag", "--topic", "{topic}", "--wait", "60"],
+        ["delete", "--topic", "{topic}", "doc-1"],
+        ["sink", "--topic", "{topic}", "--db", "{db}", "--idle-timeout", "60"],
+    ],
+    ids=lambda command: "-".join(c for c in command[:4] if "{" not in c),
+)
+async def test_a_topic_the_cluster_does_not_have_is_one_line_and_status_1(
+    command: list[str], kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    topic = f"no-such-topic-{uuid.uuid4().hex[:8]}"
+    db = tmp_path / "sink.db"
+    argv = [part.format(topic=topic, db=db) for part in command]
+    began = time.monotonic()
+    result = await asyncio.to_thread(cli, *argv, "--bootstrap-servers", kafka_bootstrap)
+    elapsed = time.monotonic() - began
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr == (
+        f"chunkstream: topic {topic!r} not found on {kafka_bootstrap} (or not visible to this "
+        "client): check --topic, or create it with `chunkstream topics`\n"
+    )
+    # Asked before any client waits on the topic: aiokafka waits for a missing topic's
+    # metadata for its 40 s request timeout (and ignored --idle-timeout and --wait meanwhile).
+    # Not a speed figure: a bound well under that wait, far above a normal run.
+    assert elapsed < 30
+    assert not db.exists()  # the sink made no database for a topic it cannot read
+    # Nothing was created on the way (brokers may auto-create a topic asked for by name).
+    admin = AIOKafkaAdminClient(bootstrap_servers=kafka_bootstrap)
+    await admin.start()
+    try:
+        existing = await admin.list_topics()
+    finally:
+        await admin.close()
+    assert len(existing) > 0
+    assert topic not in existing
 
 
 async def test_a_misspelt_setting_is_a_warning_naming_the_setting_meant(

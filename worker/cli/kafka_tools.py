@@ -1,12 +1,16 @@
 """The Kafka commands: ``run`` (the worker) and the operator tools ``produce``, ``tail``,
-``lag`` and ``topics``.
+``lag`` and ``topics`` (``delete`` and ``sink`` are :mod:`worker.cli.lifecycle_tools`).
 
 Every tool connects the same way (:func:`add_connection_flags`, :func:`client_settings`,
 :func:`started`), so a broker that cannot be reached, or refuses the client (TLS, SASL), is one
 ``chunkstream:`` line naming the settings to check and exit status 69
 (:class:`~worker.cli.status.KafkaUnreachable`), with every client stopped: no traceback, no
-"Unclosed AIOKafka…" warning. A new tool registers its parser in :func:`add_commands` and opens
-its clients with ``async with started(client, settings)``.
+"Unclosed AIOKafka…" warning. A topic the cluster does not have is one line and exit status 1
+(:func:`topic_partitions`, :class:`~worker.cli.status.TopicNotFound`), asked before any client
+is pointed at the topic: aiokafka waits for a missing topic's metadata for its whole request
+timeout (``request_timeout_ms``) and then raises. A new tool registers its parser in
+:func:`add_commands`, checks its topics with :func:`require_topic` and opens its clients with
+``async with started(client, settings)``.
 
 ``run`` keeps the worker's own start-up behaviour (worker/app.py decides what a missing
 broker means for the worker).
@@ -25,13 +29,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import msgspec
-from aiokafka.errors import KafkaConnectionError, UnknownTopicOrPartitionError
+from aiokafka.errors import KafkaConnectionError
 
 from worker.cli.inputs import CONTENT_TYPES, STDIN, check_openable, read_document
-from worker.cli.status import KafkaUnreachable
-from worker.errors import CommandError
+from worker.cli.status import KafkaUnreachable, TopicNotFound
 
 if TYPE_CHECKING:
+    from aiokafka.admin import AIOKafkaAdminClient
+
     from worker.config import Settings
 
 SubParsers = argparse._SubParsersAction
@@ -100,6 +105,27 @@ async def started(client: Client, settings: Settings) -> AsyncIterator[Client]:
         await stop()
 
 
+async def topic_partitions(admin: AIOKafkaAdminClient, settings: Settings, topic: str) -> list[int]:
+    """The partitions of ``topic``, from one metadata request for every topic (asking for the
+    topic by name would let brokers with ``auto.create.topics.enable`` create it), or
+    :class:`TopicNotFound`."""
+    for described in await admin.describe_topics():
+        if described["topic"] == topic:
+            return sorted(p["partition"] for p in described["partitions"])
+    raise TopicNotFound(
+        f"topic {topic!r} not found on {settings.bootstrap_servers} (or not visible to this "
+        "client): check --topic, or create it with `chunkstream topics`"
+    )
+
+
+async def require_topic(settings: Settings, topic: str) -> list[int]:
+    """:func:`topic_partitions` on an admin client of its own, for a tool that has none."""
+    from worker.kafka.clients import make_admin
+
+    async with started(make_admin(settings), settings) as admin:
+        return await topic_partitions(admin, settings, topic)
+
+
 def _stop_method(client: KafkaClient) -> Callable[[], Awaitable[None]]:
     for name in ("stop", "close"):  # consumers and producers stop; the admin client closes
         method: Callable[[], Awaitable[None]] | None = getattr(client, name, None)
@@ -141,7 +167,9 @@ def add_produce(sub: SubParsers[argparse.ArgumentParser]) -> None:
         "file is read and checked before the first is sent.",
     )
     add_connection_flags(produce)
-    produce.add_argument("--topic", default="documents")
+    produce.add_argument(
+        "--topic", default=None, help="default: CHUNKSTREAM_INPUT_TOPIC, else documents"
+    )
     produce.add_argument("--encoding", choices=["msgpack", "json"], default="msgpack")
     produce.add_argument("--id-prefix", default="", help="prepended to each file path → doc id")
     produce.add_argument(
@@ -161,6 +189,7 @@ def run_produce(args: argparse.Namespace) -> int:
     from worker.wire.events import DocumentEvent
 
     settings = client_settings(args)
+    topic = args.topic or settings.input_topic
     encoder = EventEncoder(args.encoding)
     check_openable(args.files)
     # Sent records cannot be taken back: every file is decoded once before anything is sent
@@ -171,6 +200,7 @@ def run_produce(args: argparse.Namespace) -> int:
             read_document(name, args.content_type)
 
     async def main() -> int:
+        await require_topic(settings, topic)
         producer = make_document_producer(settings, max_request_size=args.max_request_bytes)
         sent = total_bytes = 0
         began = time.monotonic()
@@ -187,7 +217,7 @@ def run_produce(args: argparse.Namespace) -> int:
                 value = encoder.encode(event)
                 acks.append(
                     await producer.send(
-                        args.topic, value=value, key=event.id.encode(), headers=encoder.headers()
+                        topic, value=value, key=event.id.encode(), headers=encoder.headers()
                     )
                 )
                 sent += 1
@@ -257,11 +287,9 @@ def run_tail(args: argparse.Namespace) -> int:
 
     async def main() -> int:
         # No group: every partition is read from the beginning, and nothing is committed.
-        try:
-            async with started(make_reader(settings, args.topic), settings) as consumer:
-                return await print_events(consumer, args)
-        except UnknownTopicOrPartitionError:
-            raise CommandError(f"topic {args.topic!r} not found") from None
+        await require_topic(settings, args.topic)
+        async with started(make_reader(settings, args.topic), settings) as consumer:
+            return await print_events(consumer, args)
 
     return asyncio.run(main())
 
@@ -305,8 +333,12 @@ async def print_events(consumer: Any, args: argparse.Namespace) -> int:
 def add_lag(sub: SubParsers[argparse.ArgumentParser]) -> None:
     lag = sub.add_parser("lag", help="committed vs end offsets of a consumer group")
     add_connection_flags(lag)
-    lag.add_argument("--group", default="chunkstream")
-    lag.add_argument("--topic", default="documents")
+    lag.add_argument(
+        "--group", default=None, help="default: CHUNKSTREAM_GROUP_ID, else chunkstream"
+    )
+    lag.add_argument(
+        "--topic", default=None, help="default: CHUNKSTREAM_INPUT_TOPIC, else documents"
+    )
     lag.add_argument("--wait", type=float, default=None, help="wait up to S seconds for lag 0")
     lag.set_defaults(func=run_lag)
 
@@ -318,33 +350,36 @@ async def group_lag(settings: Settings, group: str, topic: str) -> dict[int, tup
 
     from worker.kafka.clients import make_admin, make_reader
 
-    async with started(make_reader(settings, topic), settings) as consumer:
-        partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
-        end = await consumer.end_offsets(partitions)
     async with started(make_admin(settings), settings) as admin:
+        partitions = [
+            TopicPartition(topic, p) for p in await topic_partitions(admin, settings, topic)
+        ]
         try:
             committed = await admin.list_consumer_group_offsets(group)
         except (GroupCoordinatorNotAvailableError, CoordinatorLoadInProgressError):
             committed = {}
+    async with started(make_reader(settings), settings) as consumer:
+        end = await consumer.end_offsets(partitions)
     return {
-        tp.partition: (committed[tp].offset if tp in committed else 0, end[tp])
-        for tp in sorted(partitions, key=lambda tp: tp.partition)
+        tp.partition: (committed[tp].offset if tp in committed else 0, end[tp]) for tp in partitions
     }
 
 
 def run_lag(args: argparse.Namespace) -> int:
     settings = client_settings(args)
+    group = args.group or settings.group_id
+    topic = args.topic or settings.input_topic
 
     async def main() -> int:
         deadline = time.monotonic() + (args.wait or 0)
         while True:
-            lag = await group_lag(settings, args.group, args.topic)
+            lag = await group_lag(settings, group, topic)
             behind = sum(max(0, end - done) for done, end in lag.values())
             if behind == 0 or time.monotonic() >= deadline:
                 break
             await asyncio.sleep(0.5)
         for partition, (done, end) in lag.items():
-            print(f"{args.topic}[{partition}] committed={done} end={end} lag={max(0, end - done)}")
+            print(f"{topic}[{partition}] committed={done} end={end} lag={max(0, end - done)}")
         return 0 if behind == 0 or not args.wait else 1
 
     return asyncio.run(main())
