@@ -1,5 +1,6 @@
-"""The Kafka commands: ``run`` (the worker) and the operator tools ``produce``, ``tail``,
-``lag`` and ``topics`` (``delete`` and ``sink`` are :mod:`worker.cli.lifecycle_tools`).
+"""The Kafka commands: ``run`` (the worker) and the operator tools ``produce``, ``tail`` (how it
+decodes and prints records: :mod:`worker.cli.tail`), ``lag`` and ``topics`` (``delete`` and
+``sink`` are :mod:`worker.cli.lifecycle_tools`).
 
 Every tool connects the same way (:func:`add_connection_flags`, :func:`client_settings`,
 :func:`started`), so a broker that cannot be reached, or refuses the client (TLS, SASL), is one
@@ -25,10 +26,9 @@ import logging
 import os
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-import msgspec
 from aiokafka.errors import KafkaConnectionError
 
 from worker.cli.inputs import CONTENT_TYPES, STDIN, check_openable, read_document
@@ -244,87 +244,62 @@ def run_produce(args: argparse.Namespace) -> int:
 
 
 def add_tail(sub: SubParsers[argparse.ArgumentParser]) -> None:
-    tail = sub.add_parser("tail", help="print chunk events (or dead letters) readably")
+    tail = sub.add_parser(
+        "tail",
+        help="print a topic's records readably, decoded as what the topic carries",
+        description="Print every record of a topic from the beginning, one line each: chunk "
+        "events, dead letters, documents, documents-topic events or state records, as the "
+        "topic's role in the settings says (a topic the settings do not name: by each "
+        "record's shape); tombstones as such.",
+    )
     add_connection_flags(tail)
-    tail.add_argument("--topic", default="chunks")
-    tail.add_argument("--max", type=int, default=None, help="stop after N events")
-    tail.add_argument("--idle-timeout", type=float, default=None, help="stop after S idle seconds")
-    tail.add_argument("--json", action="store_true", help="one JSON chunk event per line")
+    tail.add_argument(
+        "--topic", default=None, help="default: CHUNKSTREAM_OUTPUT_TOPIC, else chunks"
+    )
+    tail.add_argument("--max", type=_count, default=None, help="stop after N records")
+    tail.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=None,
+        help="stop after S seconds without a new record (0: at the first empty fetch)",
+    )
+    tail.add_argument("--json", action="store_true", help="one JSON object per record")
     tail.set_defaults(func=run_tail)
 
 
-def describe_event(value: bytes, headers: Sequence[tuple[str, bytes]]) -> str:
-    from worker.errors import DocumentError
-    from worker.wire.codec import decode_as
-    from worker.wire.events import ChunkEvent, DeadLetterEvent
-
+def _count(text: str) -> int:
     try:
-        chunk = decode_as(value, headers, ChunkEvent)
-        preview = chunk.text.replace("\n", "⏎ ")
-        if len(preview) > 100:
-            preview = preview[:97] + "..."
-        return (
-            f"{chunk.doc_id} #{chunk.index + 1}/{chunk.count} "
-            f"[{chunk.start_index}:{chunk.end_index}] {chunk.token_count} tok "
-            f"{chunk.strategy}: {preview}"
-        )
-    except DocumentError:
-        pass
-    try:
-        dead = decode_as(value, headers, DeadLetterEvent)
-        return (
-            f"DEAD LETTER {dead.source.topic}/{dead.source.partition}@{dead.source.offset} "
-            f"{dead.error_kind}: {dead.error_message}"
-        )
-    except DocumentError:
-        return f"(undecodable record, {len(value)} bytes)"
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a count of records (at least 1)")
+    return value
 
 
 def run_tail(args: argparse.Namespace) -> int:
+    from aiokafka import TopicPartition
+
+    # The event types and codecs only when tailing.
+    from worker.cli.tail import Record, carried_by, line_of, print_records
     from worker.kafka.clients import make_reader
 
     settings = client_settings(args)
+    topic = args.topic or settings.output_topic
+    carried = carried_by(topic, settings)
+
+    def show(record: Record) -> str:
+        return line_of(record, carried, args.json)
 
     async def main() -> int:
-        # No group: every partition is read from the beginning, and nothing is committed.
-        await require_topic(settings, args.topic)
-        async with started(make_reader(settings, args.topic), settings) as consumer:
-            return await print_events(consumer, args)
+        partitions = await require_topic(settings, topic)
+        # No group: every partition from the beginning, nothing committed.
+        async with started(make_reader(settings), settings) as consumer:
+            consumer.assign([TopicPartition(topic, p) for p in partitions])
+            await print_records(consumer, show, limit=args.max, idle_timeout_s=args.idle_timeout)
+        return 0
 
     return asyncio.run(main())
-
-
-async def print_events(consumer: Any, args: argparse.Namespace) -> int:
-    """Records of ``consumer`` as lines on stdout until ``--max`` or ``--idle-timeout``."""
-    from worker.wire.codec import decode_as
-    from worker.wire.events import ChunkEvent
-
-    shown = 0
-    idle_since = time.monotonic()
-    while args.max is None or shown < args.max:
-        batch = await consumer.getmany(timeout_ms=200)
-        records = [r for rs in batch.values() for r in rs]
-        if not records:
-            if args.idle_timeout and time.monotonic() - idle_since > args.idle_timeout:
-                break
-            continue
-        idle_since = time.monotonic()
-        for record in records:
-            headers = list(record.headers)
-            if record.value is None:  # a tombstone: the key says what is deleted
-                key = (record.key or b"").decode(errors="replace")
-                owner = dict(headers).get("chunkstream-doc-id") or b"?"
-                print(f"TOMBSTONE {key} of {owner.decode(errors='replace')}", flush=True)
-                shown += 1
-                continue
-            value = record.value
-            if args.json:
-                event = decode_as(value, headers, ChunkEvent)
-                print(msgspec.json.encode(event).decode(), flush=True)
-            else:
-                print(describe_event(value, headers), flush=True)
-            shown += 1
-    return 0
 
 
 # -- lag ----------------------------------------------------------------------------------------
