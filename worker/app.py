@@ -69,7 +69,7 @@ from worker.models.backend import EmbeddingBackend
 from worker.observability.health import HealthServer
 from worker.observability.metrics import Metrics
 from worker.observability.sampler import Sampler
-from worker.runtime import cgroups, collector, resources
+from worker.runtime import cgroups, garbage_collector, resources
 from worker.runtime.loop_lag import watch_loop_lag
 from worker.state.changelog import Changelog, learn_topic
 from worker.state.documents import DocumentStates
@@ -227,8 +227,8 @@ class Worker:
             stack.push_async_callback(self._stop_background)
             self._spawn(watch_loop_lag(self.metrics))
             models = await self._start_models(stack, refs) if self._needs_model else None
-            # What start-up loaded is never scanned again (worker.runtime.collector).
-            collector.settle()
+            # What start-up loaded is never scanned again (worker.runtime.garbage_collector).
+            garbage_collector.settle()
 
             session = await self.kafka.connect(self._open_session)
             if session is None:  # stopped while waiting for Kafka: nothing was consumed
