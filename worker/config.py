@@ -31,6 +31,8 @@ ENV_PREFIX = "CHUNKSTREAM_"
 MiB = 1024 * 1024
 # The commit interval under exactly-once when none is set (Kafka Streams' default then too).
 EXACTLY_ONCE_COMMIT_INTERVAL_MS = 100
+# A document's metadata holds at most 64 entries (worker.wire.events.MAX_METADATA_ENTRIES).
+MAX_ROW_METADATA = 64
 
 
 class Section(enum.StrEnum):
@@ -41,6 +43,7 @@ class Section(enum.StrEnum):
     LIFECYCLE = "Document lifecycle"
     STRATEGY = "Strategy"
     LIMITS = "Events and limits"
+    ROWS = "Input mapping (table rows)"
     CONSUMER = "In flight, commits and the consumer"
     PRODUCER = "Producer"
     OBSERVABILITY = "Metrics, health and logs"
@@ -101,6 +104,15 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             "with the input (empty = `<group_id>-document-state-changelog`)",
         ),
     ] = ""
+    create_state_topic: Annotated[
+        bool,
+        about(
+            Section.TOPICS,
+            "create the state topic at start-up when it is missing (compacted, the input's "
+            "partition count and replication factor), as Kafka Streams creates its internal "
+            "topics; false where the worker may not create topics: it then waits for the topic",
+        ),
+    ] = True
     state_dir: Annotated[
         str | None,
         about(
@@ -145,6 +157,65 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             "Connect's JSON envelope)",
         ),
     ] = "msgpack"
+    # Input mapping (docs/operating/from-a-table.md): `row` reads each input record as one table
+    # row, a flat JSON object (a Debezium change event after ExtractNewRecordState), and the
+    # row_* settings name the columns that become the document's fields.
+    input_format: Annotated[
+        Literal["document", "row"],
+        about(
+            Section.ROWS,
+            "`document` (DocumentEvents, msgpack or JSON) or `row`: a flat JSON object of a "
+            "table's columns (a Debezium change event flattened by ExtractNewRecordState; "
+            "Connect's envelope is unwrapped), mapped by the `row_*` settings "
+            "(docs/operating/from-a-table.md)",
+        ),
+    ] = "document"
+    row_id: Annotated[
+        str,
+        about(
+            Section.ROWS,
+            "with `row`: the column holding the document id (a number becomes its decimal "
+            "text, as Connect's StringConverter writes the key)",
+        ),
+    ] = "id"
+    row_text: Annotated[
+        str, about(Section.ROWS, "with `row`: the column holding the text to chunk")
+    ] = "text"
+    row_version: Annotated[
+        str | None,
+        about(
+            Section.ROWS,
+            "with `row`: the column whose value becomes the version, always as an opaque "
+            "string (offset order decides, so a restored database whose values restart lower "
+            "still wins); unset = none",
+        ),
+    ] = None
+    row_content_type: Annotated[
+        str | None,
+        about(
+            Section.ROWS,
+            "with `row`: the column holding the content type (`text/markdown` or "
+            "`markdown`/`md`, `text/plain` or `plain`/`text`; null = `text/plain`); unset = "
+            "`text/plain`",
+        ),
+    ] = None
+    row_metadata: Annotated[
+        list[str],
+        about(
+            Section.ROWS,
+            "with `row`: columns copied into the document's metadata, under their names "
+            "(comma-separated; scalar values)",
+        ),
+    ] = msgspec.field(default_factory=list)
+    row_unavailable_value: Annotated[
+        str,
+        about(
+            Section.ROWS,
+            "with `row`: a mapped column holding this text is a value the change event did not "
+            "carry (an unchanged TOASTed column): the record is dead-lettered "
+            "(`unavailable_value`) and the document's chunks stay",
+        ),
+    ] = "__debezium_unavailable_value"
     max_document_bytes: Annotated[
         int, about(Section.LIMITS, "larger input records are dead-lettered unparsed", ge=1)
     ] = 10 * MiB
@@ -403,7 +474,7 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 SECRET_FIELDS = frozenset({"sasl_password"})
-_LIST_FIELDS = frozenset({"allowed_strategies", "forward_headers"})
+_LIST_FIELDS = frozenset({"allowed_strategies", "forward_headers", "row_metadata"})
 _MAP_FIELDS = frozenset({"strategy_params"})
 
 
@@ -591,6 +662,26 @@ def _check_consistency(s: Settings) -> None:
         if path is not None and not os.path.isdir(path):
             raise bad(field, f"no such directory: {path}")
     _check_producer(s)
+    _check_row_mapping(s)
+
+
+def _check_row_mapping(s: Settings) -> None:
+    """The columns a row mapping names: each at most once, none blank."""
+    bad = invalid_setting
+    named: dict[str, str] = {}
+    columns = [("row_id", s.row_id), ("row_text", s.row_text)]
+    columns += [(f, c) for f in ("row_version", "row_content_type") if (c := getattr(s, f))]
+    columns += [("row_metadata", column) for column in s.row_metadata]
+    for field, column in columns:
+        if not column.strip():
+            raise bad(field, "must name a column")
+        if column in named and field != "row_metadata":
+            raise bad(field, f"column {column!r} is already {env_name(named[column])}")
+        named.setdefault(column, field)
+    if len(s.row_metadata) > MAX_ROW_METADATA:
+        raise bad("row_metadata", f"{len(s.row_metadata)} columns (limit {MAX_ROW_METADATA})")
+    if not s.row_unavailable_value:
+        raise bad("row_unavailable_value", "must not be empty")
 
 
 def _check_producer(s: Settings) -> None:
@@ -767,6 +858,12 @@ OTHER_VARIABLES: tuple[OtherVariable, ...] = (
         "CHUNKSTREAM_FUZZ_PROFILE",
         "the test suite",
         "`long`: the fuzz tests try many more examples than CI's `ci`",
+    ),
+    OtherVariable(
+        "CHUNKSTREAM_CAMPAIGN_SEED",
+        "the test suite",
+        "the seed of the fault campaign's random plan (tests/faults/test_campaign.py prints the "
+        "one it used), to run that plan again",
     ),
     OtherVariable(
         "CHUNKSTREAM_PEER_PYTHON",

@@ -88,7 +88,8 @@ def test_every_dead_letter_kind_is_documented_and_none_that_is_gone() -> None:
     assert sorted(kinds - rows) == [], "dead-letter kinds missing from reference/events.md"
     assert sorted(rows - kinds) == [], "reference/events.md names dead-letter kinds that are gone"
     readme = (DOCS.parents[1] / "README.md").read_text(encoding="utf-8")
-    listed = readme[readme.index("stable `error_kind`") :].split(" and the\n")[0]
+    after = readme[readme.index("stable `error_kind`") :]
+    listed = re.split(r"\)\s+and\s+the\s+original", after)[0]
     assert set(re.findall(r"`([a-z_0-9]+)`", listed)) - {"error_kind"} == kinds
 
 

@@ -137,6 +137,20 @@ def test_each_topic_of_the_settings_carries_its_own_event() -> None:
     assert carried_by("chunks", settings) is None  # the default name, not these settings'
 
 
+def test_with_table_rows_the_input_is_shown_as_the_documents_the_worker_makes_of_them() -> None:
+    settings = load_settings(
+        {"input_topic": "rows"},
+        env={"CHUNKSTREAM_INPUT_FORMAT": "row", "CHUNKSTREAM_ROW_TEXT": "body"},
+    )
+    carried = carried_by("rows", settings)
+    row = FakeRecord(json.dumps({"id": 7, "body": "A row's text."}).encode())
+    assert line_of(row, carried, as_json=False) == "DOCUMENT 7 text/plain 13 chars: A row's text."
+    assert json.loads(line_of(row, carried, as_json=True))["text"] == "A row's text."
+    toasted = FakeRecord(json.dumps({"id": 8, "body": "__debezium_unavailable_value"}).encode())
+    assert "unavailable" in line_of(toasted, carried, as_json=False)  # the dead letter's reason
+    assert line_of(toasted, carried, as_json=False).startswith("UNDECODABLE t/0@0")
+
+
 @pytest.mark.parametrize(
     "event", [CHUNK, DEAD, CHUNKS_OF, DOCUMENT], ids=lambda e: type(e).__name__
 )

@@ -2,15 +2,17 @@
 command's parser and its connection: :mod:`worker.cli.kafka_tools`).
 
 What a topic carries is its role in the settings, the ``CHUNKSTREAM_*`` variables the worker
-reads (:func:`worker.kafka.clients.topics_used`): the input topic DocumentEvents, the output
-topic ChunkEvents, the dead-letter topic DeadLetterEvents, the documents topic
-DocumentChunksEvents, the state changelog the worker's state records. A topic the settings do
-not name is read record by record, by shape: a value is the first of ChunkEvent,
-DeadLetterEvent, DocumentChunksEvent and DocumentEvent whose required fields it has (no two
-share theirs, so at most one fits), else a state record (a msgpack array). By shape rather than
-refusing, or assuming chunk events: ``tail`` is often run without the worker's environment (a
-laptop, another namespace, a renamed topic), and a guess checked on every record is right for
-every record of ours and says so for the others.
+reads (:func:`worker.kafka.clients.topics_used`): the input topic DocumentEvents (with
+``CHUNKSTREAM_INPUT_FORMAT=row``, table rows, shown as the documents the worker maps them
+onto, or with the reason it would dead-letter them), the output topic ChunkEvents, the
+dead-letter topic DeadLetterEvents, the documents topic DocumentChunksEvents, the state
+changelog the worker's state records. A topic the settings do not name is read record by
+record, by shape: a value is the first of ChunkEvent, DeadLetterEvent, DocumentChunksEvent and
+DocumentEvent whose required fields it has (no two share theirs, so at most one fits), else a
+state record (a msgpack array). By shape rather than refusing, or assuming chunk events:
+``tail`` is often run without the worker's environment (a laptop, another namespace, a renamed
+topic), and a guess checked on every record is right for every record of ours and says so for
+the others.
 
 A null value is a tombstone, printed with its key (and, on the chunk topic, the document the
 ``chunkstream-doc-id`` header names). A value that is not what the topic carries is printed as
@@ -32,6 +34,7 @@ import msgspec
 from worker.errors import DocumentError, Undecodable
 from worker.wire.codec import DOC_ID_HEADER, decode_as
 from worker.wire.events import ChunkEvent, DeadLetterEvent, DocumentChunksEvent, DocumentEvent
+from worker.wire.rows import RowMapping, decode_row
 from worker.wire.state_record import DocumentState, decode_state
 
 if TYPE_CHECKING:
@@ -39,7 +42,8 @@ if TYPE_CHECKING:
 
 Event: TypeAlias = ChunkEvent | DeadLetterEvent | DocumentChunksEvent | DocumentEvent
 Decoded: TypeAlias = Event | DocumentState
-Carried: TypeAlias = type[Event] | type[DocumentState]
+# What a topic carries: an event type, or table rows mapped onto documents.
+Carried: TypeAlias = type[Event] | type[DocumentState] | RowMapping
 
 # What each of the worker's topics carries, by the setting that names the topic.
 CARRIED_BY_ROLE: dict[str, Carried] = {
@@ -78,16 +82,20 @@ class RecordSource(Protocol):
 
 def carried_by(topic: str, settings: Settings) -> Carried | None:
     """What ``topic`` carries by its role in ``settings``, or None: a topic they do not name."""
+    from worker.handling.handler import row_mapping
     from worker.kafka.clients import topics_used
 
     for used in topics_used(settings):
         if used.name == topic:
-            return CARRIED_BY_ROLE[used.setting]
+            rows = row_mapping(settings) if used.setting == "INPUT_TOPIC" else None
+            return rows or CARRIED_BY_ROLE[used.setting]
     return None
 
 
 def decode(value: bytes, headers: Sequence[tuple[str, bytes]], carried: Carried | None) -> Decoded:
     """``value`` as ``carried`` (None: by shape); a :class:`DocumentError` if it is not."""
+    if isinstance(carried, RowMapping):  # the worker's size limit is not tail's to apply
+        return decode_row(value, headers, carried, max_bytes=len(value))
     if carried is DocumentState:
         return _state(value)
     if carried is not None:
