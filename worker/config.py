@@ -40,6 +40,7 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # in a compacted changelog topic co-partitioned with the input.
     document_lifecycle: bool = True
     state_topic: str = ""  # "" = "<group_id>-document-state-changelog" (Kafka Streams' naming)
+    create_state_topic: bool = True  # created when missing, as Kafka Streams' internal topics
     state_dir: str | None = None
     documents_topic: str | None = None
     unchanged_chunks: Literal["emit", "skip"] = "emit"
@@ -111,6 +112,9 @@ SETTING_HELP: dict[str, str] = {
     "false: append-only",
     "state_topic": "compacted changelog of what the worker remembers per document, "
     "co-partitioned with the input (empty = `<group_id>-document-state-changelog`)",
+    "create_state_topic": "create the state topic at start-up when it is missing (compacted, "
+    "the input's partition count and replication factor), as Kafka Streams creates its internal "
+    "topics; false where the worker may not create topics: it then waits for the topic",
     "state_dir": "directory of the local state store (a cache of the state topic, rebuilt from "
     "it; a kept directory restores faster after a restart); unset = a temporary directory",
     "documents_topic": "optional topic of DocumentChunksEvents: each document's current chunk "

@@ -48,8 +48,8 @@ from worker.errors import (
 from worker.handling.resolver import StrategyResolver
 from worker.handling.turns import DocumentTurns
 from worker.kafka import permissions
-from worker.kafka.connectivity import Backoff, Kind
-from worker.kafka.publisher import Publisher, refused
+from worker.kafka.link_policy import Backoff, Kind
+from worker.kafka.publisher import Publisher, too_large
 from worker.observability.metrics import Metrics
 from worker.pipeline import EmbedFn, ModelRequired, chunk_document
 from worker.state import decisions
@@ -304,9 +304,9 @@ class DocumentHandler:
             # read topic configs): the record is dead-lettered, and whatever of it landed is
             # withdrawn first, or the sink would keep a mix of two versions for good.
             if states is None:
-                raise refused(exc) from None
+                raise too_large(exc) from None
             await self._withdraw(partition, doc_id, state, previous, headers)
-            raise _Withdrawn(str(refused(exc))) from None
+            raise _Withdrawn(str(too_large(exc))) from None
         if states is not None:
             states.applied(partition, doc_id, state, previous, encoded)
 
