@@ -62,6 +62,7 @@ from worker.models.backend import EmbeddingBackend
 from worker.observability.health import HealthServer
 from worker.observability.metrics import Metrics
 from worker.observability.sampler import Sampler
+from worker.observability.task_dump import log_task_dump
 from worker.runtime import cgroups, collector, resources
 from worker.runtime.loop_lag import watch_loop_lag
 from worker.state.changelog import Changelog, learn_topic
@@ -137,6 +138,8 @@ class Worker:
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, self._on_signal, signum)
+        # What every task waits on, for an operator who asks (docs/operating/outages.md).
+        loop.add_signal_handler(signal.SIGUSR1, log_task_dump)
 
     def _on_signal(self, signum: int) -> None:
         if self._stopping.is_set():

@@ -165,3 +165,26 @@ async def test_a_commit_stuck_on_lost_partitions_does_not_hold_back_the_next_one
     stopping.set()
     await task
     await loop.finish()
+
+
+async def test_documents_lost_before_their_first_step_leave_the_window() -> None:
+    """Partitions lost the moment their records were started: the tasks are cancelled before
+    they ever run, and the in-flight window must still give their room back (it was counted in
+    the coroutine, which never ran, and the worker then stayed paused for good)."""
+    clock = [0.0]
+    membership, coordinator = standing(clock)
+    consumer = FakeConsumer()
+    consumer.assign(P0)
+    consumer.feed(P0, [b"a", b"b", b"c"])
+    loop, _ = make_loop(consumer, Gated(), membership, discarded=[])
+    loop.on_assigned({P0})
+    await until(lambda: P0 not in loop.restoring, consumer)
+    records = (await consumer.getmany())[P0]
+    for record in records:
+        loop._start(P0, record)  # as the loop does, with no await before the revocation
+    assert loop.in_flight.documents == 3
+    clock[0] += 7.0
+    coordinator.generation = -1
+    await loop.on_revoked({P0})
+    assert loop.in_flight.documents == 0
+    assert loop.in_flight.bytes == 0

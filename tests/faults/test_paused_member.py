@@ -126,3 +126,71 @@ async def test_a_member_resumed_after_its_session_expired_retracts_what_another_
     assert not stale, f"{len(stale)} chunks of deleted documents are still in the sink"
     assert held == expected
     assert await kafka_io.dead_letters(kafka_bootstrap, settings.dlq_topic) == []
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("guarantee", ["at-least-once", "exactly-once"])
+async def test_a_member_paused_while_busy_works_on_once_its_partitions_come_back(
+    kafka_bootstrap: str, topic_names: dict[str, str], tmp_path: Path, guarantee: str
+) -> None:
+    """Paused (SIGSTOP) with documents in flight and writes queued, resumed after its session
+    expired: it drops what it had, rejoins, and chunks everything that comes after, alone."""
+    settings: Settings = kafka_io.make_settings(
+        kafka_bootstrap,
+        topic_names,
+        strategy="sentence",
+        strategy_params=PARAMS,
+        processing_guarantee=guarantee,
+        session_timeout_ms=str(_SESSION_MS),
+        heartbeat_interval_ms="1000",
+        max_in_flight_documents="16",
+        linger_ms="50",  # writes sit queued when the pause comes
+    )
+    await kafka_io.create(settings, partitions=2)
+    topic = settings.input_topic
+    log_a, log_b = tmp_path / "a.log", tmp_path / "b.log"
+    first = [f"d{n}" for n in range(400)]
+    later = [f"x{n}" for n in range(40)]
+    a = kafka_io.worker_process(settings, log_a)
+    procs: list[subprocess.Popen[bytes]] = [a]
+    try:
+        await _assigned_both(log_a, 0)
+        await produce(kafka_bootstrap, topic, [(d.encode(), _document(d)) for d in first])
+        for _ in range(600):  # busy: some committed, more to do
+            committed = await kafka_io.committed_offsets(kafka_bootstrap, settings.group_id)
+            if sum(committed.values()) >= 40:
+                break
+            await asyncio.sleep(0.05)
+        a.send_signal(signal.SIGSTOP)
+        b = kafka_io.worker_process(settings, log_b)
+        procs.append(b)
+        await _assigned_both(log_b, 0)
+        await kafka_io.wait_committed_to_end(kafka_bootstrap, settings.group_id, topic, 120)
+        assigned_a = len(kafka_io.log_events(log_a, "partitions assigned"))
+        a.send_signal(signal.SIGCONT)
+        for _ in range(1200):
+            if len(kafka_io.log_events(log_a, "partitions assigned")) > assigned_a:
+                break
+            await asyncio.sleep(0.1)
+        b.send_signal(signal.SIGTERM)
+        assert b.wait(timeout=90) == 0
+        await _assigned_both(log_a, assigned_a)
+        assert kafka_io.log_events(log_a, "partitions lost")
+        await produce(kafka_bootstrap, topic, [(d.encode(), _document(d)) for d in later])
+        await produce(kafka_bootstrap, topic, [(d.encode(), None) for d in first[:100]])
+        await kafka_io.wait_committed_to_end(kafka_bootstrap, settings.group_id, topic, 120)
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGCONT)
+                proc.send_signal(signal.SIGTERM)
+        for proc in procs:
+            proc.wait(timeout=90)
+
+    isolation = "read_committed" if guarantee == "exactly-once" else "read_uncommitted"
+    held = await sink_contents(
+        kafka_bootstrap, settings.output_topic, tmp_path / "sink.db", isolation_level=isolation
+    )
+    truth = Truth(texts={d: _text(d) for d in first[100:] + later})
+    assert held == expected_chunks(truth, settings)
+    assert await kafka_io.dead_letters(kafka_bootstrap, settings.dlq_topic) == []

@@ -38,6 +38,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from aiokafka import TopicPartition
 from aiokafka.errors import CommitFailedError, KafkaError
@@ -73,7 +74,7 @@ class InFlight:
     """Each partition's documents in flight, with their offsets (an exactly-once commit waits
     for those up to its cut), and the window's totals."""
 
-    tasks: dict[TopicPartition, dict[asyncio.Task[None], int]] = field(default_factory=dict)
+    tasks: dict[TopicPartition, dict[asyncio.Task[bool], int]] = field(default_factory=dict)
     documents: int = 0
     bytes: int = 0
 
@@ -385,7 +386,9 @@ class Commits:
             },
         )
         self._metrics.partitions_lost.inc(len(lost))
-        tasks = {task: tp for tp in lost for task in self._in_flight.tasks.get(tp, {})}
+        tasks: dict[asyncio.Task[Any], TopicPartition] = {
+            task: tp for tp in lost for task in self._in_flight.tasks.get(tp, {})
+        }
         # An exactly-once commit under way cannot succeed any more (the producers are fenced,
         # and closed below): left waiting on a closed producer, it would hold every later
         # commit back for good.

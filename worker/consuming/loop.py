@@ -30,6 +30,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 
 from aiokafka import ConsumerRebalanceListener, TopicPartition
 from aiokafka.structs import ConsumerRecord
@@ -297,15 +298,25 @@ class ConsumeLoop:
         self.in_flight.bytes += size
         self.work_rate.taken(size, time.monotonic())
         if self._transactions is None:
-            task = asyncio.create_task(self._process(tp, record, size))
+            task = asyncio.create_task(self._process(tp, record))
         else:  # its writes go into its partition's transaction (worker.kafka.transactions)
             context = contextvars.copy_context()
             context.run(INPUT_PARTITION.set, tp.partition)
             context.run(INPUT_OFFSET.set, record.offset)
-            task = asyncio.create_task(self._process(tp, record, size), context=context)
+            task = asyncio.create_task(self._process(tp, record), context=context)
         tasks = self.in_flight.tasks.setdefault(tp, {})
         tasks[task] = record.offset
         task.add_done_callback(lambda done: tasks.pop(done, None))
+        # The window's accounting on the task, not in its coroutine: a task cancelled before
+        # its first step (partitions lost the moment it was started) never runs a line of it.
+        task.add_done_callback(partial(self._ended, size))
+
+    def _ended(self, size: int, task: asyncio.Task[bool]) -> None:
+        self.in_flight.documents -= 1
+        self.in_flight.bytes -= size
+        done = not task.cancelled() and task.exception() is None and task.result()
+        self.work_rate.finished(size if done else 0, time.monotonic())
+        self._finished.set()
 
     def _apply_backpressure(self) -> Verdict:
         """The verdict, logged and counted; the loop pauses the client (after taking what it
@@ -330,9 +341,8 @@ class ConsumeLoop:
             log.info("backpressure", extra={**summary, "paused_now": self.paused})
         return verdict
 
-    async def _process(
-        self, tp: TopicPartition, record: ConsumerRecord[bytes, bytes], size: int
-    ) -> None:
+    async def _process(self, tp: TopicPartition, record: ConsumerRecord[bytes, bytes]) -> bool:
+        """Handle one record; whether it finished (its offset may then be committed)."""
         rec = InputRecord(
             topic=tp.topic,
             partition=tp.partition,
@@ -342,15 +352,13 @@ class ConsumeLoop:
             headers=list(record.headers),
             timestamp_ms=record.timestamp,
         )
-        done = False
         try:
             await self._process_record(rec)
-            done = True
-            self.commits.tracker.mark_done(tp, record.offset)
         except asyncio.CancelledError:
             raise
         except PermissionRefused as exc:  # a missing ACL: only a new grant fixes it
             self._stop_refused(exc)
+            return False
         except Exception as exc:
             if isinstance(exc, TransactionFailed) and self.commits.lost():
                 # Exactly-once, the partition lost (fenced by its new owner): the document is
@@ -359,7 +367,7 @@ class ConsumeLoop:
                     "document abandoned: its partition was lost",
                     extra={"partition": tp.partition, "offset": record.offset},
                 )
-                return
+                return False
             # Not the input's fault and not a transient Kafka error: a bug. The offset must
             # not be skipped, and silently stalling the partition is worse than a restart.
             log.exception(
@@ -367,11 +375,9 @@ class ConsumeLoop:
                 extra={"partition": tp.partition, "offset": record.offset},
             )
             self._failure.stop(exc)
-        finally:
-            self.in_flight.documents -= 1
-            self.in_flight.bytes -= size
-            self.work_rate.finished(size if done else 0, time.monotonic())
-            self._finished.set()
+            return False
+        self.commits.tracker.mark_done(tp, record.offset)
+        return True
 
     # -- rebalancing ------------------------------------------------------------------------
 
