@@ -188,3 +188,35 @@ async def test_documents_lost_before_their_first_step_leave_the_window() -> None
     await loop.on_revoked({P0})
     assert loop.in_flight.documents == 0
     assert loop.in_flight.bytes == 0
+
+
+async def test_a_failed_transaction_restarts_its_partition_from_the_last_commit() -> None:
+    """A commit that fails for a reason of the moment (a broker outage) is aborted: the
+    partition restarts from its last committed transaction, under a new producer, with its
+    documents done again, and the worker goes on, not stopped."""
+    from aiokafka.errors import KafkaError
+
+    clock = [0.0]
+    membership, _ = standing(clock)
+    broker = Broker()
+    txns = member(broker, input_topic=P0.topic)
+    consumer = FakeConsumer()
+    consumer.assign(P0)
+    documents = Documents(txns)
+    loop, stopping = make_loop(consumer, documents, membership, transactions=txns)
+    loop.on_assigned({P0})
+    task = asyncio.create_task(loop.run())
+    await until(lambda: P0 not in loop.restoring, consumer)
+    first = producer(txns, 0)
+    first.fail_next_commit = KafkaError("Unexpected error during batch delivery")
+    consumer.feed(P0, [b"0", b"1"])
+    await until(lambda: "abort" in first.log, consumer)  # its transaction aborted
+    consumer.feed(P0, [b"0", b"1"])  # seeking back to the committed offset reads them again
+    await until(lambda: producer(txns, 0) is not first and bool(broker.committed), consumer)
+    (records, offsets), *_ = broker.committed[first.tid]
+    assert sorted(records) == ["chunks:0", "chunks:1"]  # done again, in the new transaction
+    assert offsets == {P0: 2}
+    assert loop.fatal is None
+    stopping.set()
+    await task
+    await loop.finish()

@@ -35,6 +35,7 @@ class FakeProducer:
         self.pending: list[str] = []  # records of the open transaction
         self.offsets: dict[TopicPartition, int] = {}
         self.fail_next_send: BaseException | None = None
+        self.fail_next_commit: BaseException | None = None  # as a broker outage fails one
         self.commit_gate: asyncio.Event | None = None  # set: commits return (None: at once)
 
     def _fenced(self) -> bool:
@@ -63,6 +64,9 @@ class FakeProducer:
     async def commit_transaction(self) -> None:
         if self.commit_gate is not None:
             await self.commit_gate.wait()
+        if self.fail_next_commit is not None:
+            error, self.fail_next_commit = self.fail_next_commit, None
+            raise error
         if self._fenced():
             raise ProducerFenced()
         self.log.append("commit")

@@ -11,9 +11,11 @@ Invariants:
   time: each partition's transaction is closed to the documents after the highest offset that
   has written into it, those up to it finish, and the transaction commits with its offset;
   meanwhile the loop keeps taking records and later documents keep chunking, only their writes
-  wait for the next transaction. A failed transaction stops the worker (``fatal``), unless the
-  member's partitions were lost meanwhile (then the new owner fenced it, and the revocation
-  that follows drops them).
+  wait for the next transaction. A failed transaction (a write refused, its commit failed, as
+  during a broker outage) is aborted, and its partition restarts from its last committed
+  transaction once the member can vouch for its membership (Kafka Streams revives a corrupted
+  task the same way); if the member was lost meanwhile, the revocation drops the partition
+  instead. A refusal by the ACLs stops the worker.
 - While Kafka is unreachable nothing is committed (a commit would wait for the group
   coordinator); the offsets stay committable. Every commit is bounded.
 - Delete markers expire after the commits that pass them, only for partitions still owned.
@@ -136,6 +138,9 @@ class Commits:
         self._expiring: asyncio.Task[None] | None = None
         # The exactly-once commit under way beside the loop (None: none yet).
         self._committing: asyncio.Task[None] | None = None
+        # Exactly-once: partitions whose transaction failed, to restart from their last
+        # committed transaction (ConsumeLoop revives them).
+        self.broken: set[TopicPartition] = set()
 
     # -- while consuming ---------------------------------------------------------------------
 
@@ -297,18 +302,28 @@ class Commits:
                 failed.add(tp)
                 self._metrics.commit_failures.inc()
                 await txns.abort(tp.partition)
-                if self.lost():  # fenced by the partition's new owner: the revocation follows
-                    log.warning(
-                        "transaction not committed: this member's partitions were lost",
+                denied = refused(result)
+                if denied is not None:  # only a new grant fixes it
+                    log.error(
+                        "transaction refused; stopping the worker",
                         extra={"partition": tp.partition, "error": repr(result)},
                     )
+                    self._failure.stop(denied)
                     continue
-                log.error(
-                    "transaction failed; stopping the worker",
-                    extra={"partition": tp.partition, "error": repr(result)},
-                )
-                self._failure.stop(refused(result) or result)
+                self.broken_partition(tp, result)
         return failed
+
+    def broken_partition(self, tp: TopicPartition, error: BaseException) -> None:
+        """Exactly-once: ``tp``'s transaction failed and was (or will be) aborted. Its partition
+        restarts from its last committed transaction (the loop revives it) once this member
+        can vouch for its membership again; if it was lost meanwhile (fenced by its new owner),
+        the revocation drops it instead."""
+        if tp not in self.broken:
+            log.warning(
+                "transaction failed: the partition restarts from its last committed transaction",
+                extra={"partition": tp.partition, "error": repr(error), "lost": self.lost()},
+            )
+        self.broken.add(tp)
 
     async def _expire(self, committed: dict[int, int]) -> None:
         assert self._states is not None
@@ -473,5 +488,24 @@ class Commits:
 
     def forget(self, partitions: set[TopicPartition]) -> None:
         self.tracker.forget(partitions)
+        self.broken -= partitions
         for tp in partitions:
             self.ages.forget(tp)
+
+    async def restart(self, partitions: set[TopicPartition]) -> None:
+        """Exactly-once: put broken partitions back as they were at their last committed
+        transaction (the loop then restores them as on an assignment): cancel their documents,
+        abort what is left of their transactions, forget their offsets and their local state
+        (it may hold states of the aborted transaction), checkpoint nothing."""
+        tasks = [t for tp in partitions for t in self._in_flight.tasks.get(tp, {})]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks)
+        if self._transactions is not None:
+            for tp in partitions:
+                await self._transactions.abort(tp.partition)
+        if self._states is not None:
+            numbers = {tp.partition for tp in partitions}
+            await self._states.release(numbers, set(), None)
+        self.forget(partitions)

@@ -48,6 +48,7 @@ from worker.kafka.transactions import (
     INPUT_OFFSET,
     INPUT_PARTITION,
     PartitionTransactions,
+    TransactionBroken,
     TransactionFailed,
 )
 from worker.observability.backlog import CommitAges, WorkRate
@@ -172,6 +173,7 @@ class ConsumeLoop:
             room_bytes = s.max_in_flight_bytes - self.in_flight.bytes
             room = min(room, max(1, room_bytes // s.max_document_bytes))
             self._retry_stuck()
+            self._restart_broken()
             try:
                 # Paused, nothing can come: poll without waiting (it keeps the member in the
                 # group) and wait below for a document to finish instead. Fetched records
@@ -360,11 +362,11 @@ class ConsumeLoop:
             self._stop_refused(exc)
             return False
         except Exception as exc:
-            if isinstance(exc, TransactionFailed) and self.commits.lost():
-                # Exactly-once, the partition lost (fenced by its new owner): the document is
-                # abandoned with it, and the revocation that follows drops the partition.
+            if isinstance(exc, TransactionFailed) and self._transaction_gone(tp, exc):
+                # Exactly-once: the document is abandoned with its partition's transaction; the
+                # partition restarts from its last committed one, or (lost) is dropped.
                 log.debug(
-                    "document abandoned: its partition was lost",
+                    "document abandoned: its partition's transaction failed",
                     extra={"partition": tp.partition, "offset": record.offset},
                 )
                 return False
@@ -378,6 +380,41 @@ class ConsumeLoop:
             return False
         self.commits.tracker.mark_done(tp, record.offset)
         return True
+
+    def _transaction_gone(self, tp: TopicPartition, exc: TransactionFailed) -> bool:
+        """Whether a document's transaction failure is its partition's, to recover from by a
+        restart (or a drop), rather than a bug."""
+        if isinstance(exc, TransactionBroken):
+            self.commits.broken_partition(tp, exc)
+            return True
+        # Its transaction aborted under it: lost, being restarted, or let go.
+        return (
+            self.commits.lost()
+            or tp in self.commits.broken
+            or tp in self.restoring
+            or tp not in self.owned
+        )
+
+    def _restart_broken(self) -> None:
+        """Exactly-once: restart the partitions whose transaction failed, once this member can
+        vouch for its membership (a member that cannot may have been replaced: the new owner's
+        producers must not be fenced by ours)."""
+        broken = self.commits.broken
+        if not broken or self.commits.lost():
+            return
+        tps = broken & self.owned
+        broken.clear()
+        if not tps:
+            return
+        log.warning(
+            "partitions restarted from their last committed transaction",
+            extra={"partitions": sorted(f"{tp.topic}:{tp.partition}" for tp in tps)},
+        )
+        self._held.drop(tps)
+        self._consumer.pause(*tps)
+        self._assignment.restoring |= tps
+        self._metrics.restoring_partitions.set(len(self.restoring))
+        self._restores.restart(tps, self.commits.restart)
 
     # -- rebalancing ------------------------------------------------------------------------
 

@@ -72,7 +72,13 @@ _STOP_TIMEOUT_S = 10.0
 
 class TransactionFailed(RuntimeError):
     """A partition's transaction cannot commit: fenced by a newer owner, or a write or the
-    commit failed. Not retried: the worker stops, and the partition's next owner starts
+    commit failed. Not retried here: the partition restarts from its last committed
+    transaction (worker.consuming.commits), or, where nothing explains it, the worker stops."""
+
+
+class TransactionBroken(TransactionFailed):
+    """The partition's transaction failed (a write refused, its commit or its next begin
+    failed, as during a broker outage): it can only be aborted, and the partition restarted
     from its last committed transaction."""
 
 
@@ -214,7 +220,7 @@ class PartitionTransactions:
             if txn is None:
                 raise TransactionFailed(f"no transaction open for input partition {partition}")
             if txn.failed is not None:
-                raise TransactionFailed(f"partition {partition}: {txn.failed!r}")
+                raise TransactionBroken(f"partition {partition}: {txn.failed!r}") from txn.failed
             if txn.bound is None or offset <= txn.bound:
                 break
             await txn.reopened.wait()
@@ -248,7 +254,7 @@ class PartitionTransactions:
         if txn is None:
             raise TransactionFailed(f"no transaction open for input partition {partition}")
         if txn.failed is not None:
-            raise TransactionFailed(f"partition {partition}: {txn.failed!r}")
+            raise TransactionBroken(f"partition {partition}: {txn.failed!r}") from txn.failed
         if offset is None and txn.began is None:
             return False
         began = txn.began if txn.began is not None else self._clock()
@@ -261,7 +267,7 @@ class PartitionTransactions:
             await txn.producer.commit_transaction()
         except Exception as exc:
             txn.failed = exc
-            raise TransactionFailed(f"partition {partition}: commit failed: {exc!r}") from exc
+            raise TransactionBroken(f"partition {partition}: commit failed: {exc!r}") from exc
         self._metrics.transactions_committed.inc()
         self._metrics.transaction_seconds.observe(self._clock() - began)
         txn.began = None
@@ -270,7 +276,7 @@ class PartitionTransactions:
             await txn.producer.begin_transaction()
         except Exception as exc:
             txn.failed = exc
-            raise TransactionFailed(f"partition {partition}: begin failed: {exc!r}") from exc
+            raise TransactionBroken(f"partition {partition}: begin failed: {exc!r}") from exc
         return True
 
     async def abort(self, partition: int) -> None:
@@ -322,7 +328,7 @@ class PartitionTransactions:
         if not _ADMITTED.get():
             raise TransactionFailed(f"partition {partition}: a write before admit()")
         if txn.failed is not None:
-            raise TransactionFailed(f"partition {partition}: {txn.failed!r}")
+            raise TransactionBroken(f"partition {partition}: {txn.failed!r}") from txn.failed
         if txn.began is None:
             txn.began = self._clock()
         return partition, txn

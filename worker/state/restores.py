@@ -18,14 +18,35 @@ from typing import Any, Generic, TypeVar
 P = TypeVar("P", bound=Hashable)
 
 
+RestoreFn = Callable[[list[P]], Coroutine[Any, Any, None]]
+
+
 class Restores(Generic[P]):
-    def __init__(self, restore: Callable[[list[P]], Coroutine[Any, Any, None]]) -> None:
+    def __init__(self, restore: RestoreFn[P]) -> None:
         self._restore = restore
         self._tasks: dict[P, asyncio.Task[None]] = {}
+        self._how: dict[asyncio.Task[None], RestoreFn[P]] = {}  # what each task runs
 
     def start(self, partitions: Iterable[P]) -> None:
-        tps = list(partitions)
-        task = asyncio.create_task(self._run(tps))
+        self._launch(list(partitions), self._restore)
+
+    def restart(
+        self, partitions: Iterable[P], reset: Callable[[set[P]], Coroutine[Any, Any, None]]
+    ) -> None:
+        """Restore ``partitions`` again, once ``reset`` (awaited first, in the same task) has
+        put them back as they were at their last commit; a revocation meanwhile cancels both,
+        and the partitions that stay are reset and restored by a task of their own."""
+
+        async def again(batch: list[P]) -> None:
+            await reset(set(batch))
+            await self._restore(batch)
+
+        self._launch(list(partitions), again)
+
+    def _launch(self, tps: list[P], how: RestoreFn[P]) -> None:
+        task = asyncio.create_task(self._run(tps, how))
+        self._how[task] = how
+        task.add_done_callback(self._how.pop)
         for tp in tps:
             self._tasks[tp] = task
 
@@ -33,17 +54,20 @@ class Restores(Generic[P]):
         tasks = {self._tasks.pop(tp) for tp in revoked if tp in self._tasks}
         for task in tasks:
             task.cancel()
-        kept = {tp for tp, task in self._tasks.items() if task in tasks}
-        if kept:
-            self.start(kept)
+        kept: dict[asyncio.Task[None], list[P]] = {}
+        for tp, task in self._tasks.items():
+            if task in tasks:
+                kept.setdefault(task, []).append(tp)
+        for task, tps in kept.items():
+            self._launch(tps, self._how.get(task, self._restore))
 
     def cancel_all(self) -> None:
         for task in set(self._tasks.values()):
             task.cancel()
 
-    async def _run(self, tps: list[P]) -> None:
+    async def _run(self, tps: list[P], restore: RestoreFn[P]) -> None:
         try:
-            await self._restore(tps)
+            await restore(tps)
         finally:
             for tp in tps:
                 if self._tasks.get(tp) is asyncio.current_task():
