@@ -1,5 +1,5 @@
 """A token piece over the cap is cut by the compiled cores themselves, with the twin's own
-``units.cut_word``, and the chunks are the twin's.
+``word_cuts.cut_word``, and the chunks are the twin's.
 
 Before, a core that met such a piece (a base64 blob, a long URL, a run of one character)
 returned None and the whole document went to the Python twin: 1 % of the bytes of Debian's
@@ -23,7 +23,8 @@ from worker.chunking.rules.lexical import LexicalChunker, LexicalParams
 from worker.chunking.rules.sentence import SentenceChunker, SentenceParams
 from worker.chunking.rules.sizing import Sizing
 from worker.chunking.text.tokens import PieceCounter, piece_counter
-from worker.chunking.text.units import cut_word, word_cutter
+from worker.chunking.text.units import word_cutter
+from worker.chunking.text.word_cuts import cut_word
 from worker.chunking.types import Chunk, ContentType
 
 pytestmark = pytest.mark.skipif(

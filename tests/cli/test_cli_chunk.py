@@ -258,3 +258,39 @@ def test_output_streams_per_document(tmp_path: Path) -> None:
         assert proc.wait(timeout=120) == 0
     assert rest
     assert [row["doc_id"] for row in rest] == ["-"] * len(rest)
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize(
+    "strategy", ["sentence", "adaptive", "lexical", "semantic", "sdpm", "context"]
+)
+def test_a_hash_without_spaces_is_cut_to_the_character_cap(strategy: str, tmp_path: Path) -> None:
+    """Issue 46's reproduction, as a user runs it, on the real models: a hash of 300,000 hex
+    digits (one unknown token to WordPiece) was one chunk of 300,021 characters and 8 tokens
+    in every strategy. Now no chunk is over 16 characters a token of the window (254)."""
+    import random
+
+    from tokenizers import Tokenizer
+
+    from worker.chunking.text.character_cap import CHARACTERS_PER_TOKEN
+    from worker.models.reference import find
+
+    digits = random.Random(46).randbytes(150_000).hex()
+    path = tmp_path / "hex.txt"
+    path.write_text(f"Here is a hash: {digits} end.\n", encoding="utf-8")
+    text = path.read_text(encoding="utf-8")
+    rows = chunk(strategy, str(path))
+    retrieval = find("retrieval", None)
+    assert retrieval.window == 254
+    tokenizer = Tokenizer.from_file(str(retrieval.tokenizer))
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    assert len(rows) >= len(text) // (CHARACTERS_PER_TOKEN * 254)
+    solid = "".join("".join(str(r["text"]).split()) for r in rows)  # every character, in order
+    assert solid == "".join(text.split())
+    for row in rows:
+        body = str(row["text"])
+        assert len(body) <= CHARACTERS_PER_TOKEN * 254
+        assert body == text[int(str(row["start_index"])) : int(str(row["end_index"]))]
+        assert row["token_count"] == len(tokenizer.encode(body, add_special_tokens=False).ids)
+        assert int(str(row["token_count"])) <= 254

@@ -40,13 +40,14 @@ import msgspec
 
 from worker.chunking import _native as native
 from worker.chunking.rules.sizing import Sizing, own_sizing
+from worker.chunking.text.character_cap import cap_chunks
 from worker.chunking.text.density import DocumentProfile, detect_language, native_tables
 from worker.chunking.text.lexicon import ARABIC_COMPLEX_MIN_LETTERS
 from worker.chunking.text.packing import Sizes, pack
 from worker.chunking.text.segment import ABBREVIATIONS, fence_lines
 from worker.chunking.text.structure import GLUE, LINE
 from worker.chunking.text.units import Measure, Units, WordCutter, read_units, word_cutter
-from worker.chunking.types import Chunk, ContentType
+from worker.chunking.types import Chunk, ContentType, Metadata
 
 NAME = "adaptive"
 LANGUAGES = ("auto", "ar", "en")
@@ -111,8 +112,8 @@ def _pick(override: object, value: object) -> object:
 
 
 # The compiled core (``_adaptive_core.c``): the whole of chunk_reference() for a document in
-# one call, with the same rules and the same output; a token piece over the cap is cut by
-# units.cut_word (None instead: the core returns None and the document needs the twin).
+# one call, with the same rules and the same output; a word over the cap is cut by
+# word_cuts.cut_word (None instead: the core returns None and the document needs the twin).
 _NativeChunk = Callable[
     [
         str,
@@ -200,6 +201,8 @@ class AdaptiveChunker:
         self.sizes = Sizes(cap - room, max(1, cap // 8))
         """Packing's sizes: the chunk's own units leave room for the overlap (at most a quarter
         of the cap) in front of them; the minimum is an eighth of the cap."""
+        self.characters = self.sizing.character_cap(cap)
+        """The hard cap in characters beside the cap in tokens (None in characters)."""
 
     @classmethod
     def from_params(cls, params: AdaptiveParams, sizing: Sizing | None = None) -> AdaptiveChunker:
@@ -255,9 +258,15 @@ class AdaptiveChunker:
             p.language,
             memory,
             None if counter is None else counter.count_pieces,
-            None if counter is None else word_cutter(counter),
+            word_cutter(counter),
         )
-        return self.chunk_reference(text, doc_id, source) if chunks is None else chunks
+        if chunks is None:
+            return self.chunk_reference(text, doc_id, source)
+        return self._capped(text, chunks)
+
+    def _capped(self, text: str, chunks: list[Chunk]) -> list[Chunk]:
+        """``chunks`` within the character cap; a piece's ``char_count`` is its own."""
+        return cap_chunks(text, chunks, self.characters, self._sizes()[2], _counted)
 
     def chunk_reference(self, text: str, doc_id: str = "", source: str = "") -> list[Chunk]:
         """The pure-Python definition of :meth:`chunk` (the compiled core's twin)."""
@@ -309,7 +318,7 @@ class AdaptiveChunker:
                 metadata.update(extra)
             size = units.before_end[last] - units.before_start[carried]
             chunks.append(Chunk(text[start:end], start, end, size, NAME, metadata))
-        return chunks
+        return self._capped(text, chunks)
 
     def chunk_documents(self, docs: Iterable[Document | Mapping[str, str]]) -> list[Chunk]:
         """Chunks of every document in order; ``doc_id``/``source`` go into metadata."""
@@ -320,6 +329,11 @@ class AdaptiveChunker:
             else:
                 chunks.extend(self.chunk(doc["text"], doc.get("doc_id", ""), doc.get("source", "")))
         return chunks
+
+
+def _counted(metadata: Metadata, text: str) -> Metadata:
+    metadata["char_count"] = len(text)
+    return metadata
 
 
 def carried_starts(

@@ -41,6 +41,7 @@ from worker.chunking.rules.lexical_ladder import (
 from worker.chunking.rules.lexical_words import DocumentWords, keyword_count, word_count
 from worker.chunking.rules.sizing import Sizing, own_sizing
 from worker.chunking.text import lexicon
+from worker.chunking.text.character_cap import CharacterCap, cap_chunks
 from worker.chunking.text.lexicon import LEXICAL_MAX_CHARS
 from worker.chunking.text.packing import Sizes, is_anchor, pack
 from worker.chunking.text.segment import ABBREVIATIONS
@@ -57,7 +58,7 @@ from worker.chunking.text.structure import (
 )
 from worker.chunking.text.tokens import PieceCounter
 from worker.chunking.text.units import Measure, Units, WordCutter, read_units, word_cutter
-from worker.chunking.types import Chunk, ContentType
+from worker.chunking.types import Chunk, ContentType, Metadata
 
 __all__ = ["LADDER", "OPENING_RULES", "LexicalChunker", "LexicalParams", "chunk_reference"]
 
@@ -131,11 +132,12 @@ def chunk_reference(
     content_type: ContentType = "text/plain",
     sizes: Sizes | None = None,
     counter: PieceCounter | None = None,
+    characters: CharacterCap | None = None,
 ) -> list[Chunk]:
     """The strategy in Python: the reference that defines what ``_lexical_core`` returns
     (``sizes``: the cap's, 1,500 characters by default; ``counter``: tokens, else
-    characters). ``content_type`` is accepted for the registry's contract: plain text and
-    markdown are read alike."""
+    characters; ``characters``: the hard cap in characters beside tokens). ``content_type`` is
+    accepted for the registry's contract: plain text and markdown are read alike."""
     sizes = sizes or Sizes(LEXICAL_MAX_CHARS)
     measure = Measure(text, counter)
     blocks = read_blocks(text)
@@ -148,7 +150,14 @@ def chunk_reference(
     if chunks:
         for chunk, value in zip(chunks, _densities(text, chunks, words), strict=True):
             chunk.metadata["keyword_density"] = value
-    return chunks
+    return cap_chunks(text, chunks, characters, sizes.cap, _own_density)
+
+
+def _own_density(metadata: Metadata, text: str) -> Metadata:
+    """A piece cut for the character cap: its own ``keyword_density``."""
+    count = word_count(text)
+    metadata["keyword_density"] = round(keyword_count(text) / count, 4) if count else 0.0
+    return metadata
 
 
 def anchors(units: Units, found: list[str | None]) -> list[bool]:
@@ -282,6 +291,8 @@ class LexicalChunker:
         self.params = params or LexicalParams()
         self.sizing = own_sizing(self.params.tokenizer) if sizing is None else sizing
         self.sizes = Sizes(self.sizing.cap(self.params.chunk_size, characters=LEXICAL_MAX_CHARS))
+        self.characters = self.sizing.character_cap(self.sizes.cap)
+        """The hard cap in characters beside the cap in tokens (None in characters)."""
         self._native = NATIVE_CHUNK if native else None
 
     def chunk(
@@ -296,10 +307,10 @@ class LexicalChunker:
             counter = self.sizing.counter
             memory = None if counter is None else native.piece_memory(counter, _CORE[1])
             count = None if counter is None else counter.count_pieces
-            cut = None if counter is None else word_cutter(counter)
+            cut = word_cutter(counter)
             chunks = self._native(text, doc_id, source, self.sizes.cap, memory, count, cut)
             if chunks is not None:
-                return chunks
+                return cap_chunks(text, chunks, self.characters, self.sizes.cap, _own_density)
         return self.chunk_reference(text, doc_id, source, content_type=content_type)
 
     def chunk_reference(
@@ -317,6 +328,7 @@ class LexicalChunker:
             content_type=content_type,
             sizes=self.sizes,
             counter=self.sizing.counter,
+            characters=self.characters,
         )
 
 
@@ -347,7 +359,7 @@ def _configure(core: ModuleType) -> None:
 
 
 # text, doc_id, source, cap, the cores' memory of piece counts and the PieceCounter's
-# count_pieces (None, None: characters) and units.cut_word for a token piece over the cap ->
+# count_pieces (None, None: characters) and word_cuts.cut_word for a word over the cap ->
 # chunks, or None when the document needs the twin.
 _NativeChunk = Callable[
     [

@@ -24,6 +24,7 @@ import msgspec
 
 from worker.chunking import _native as native
 from worker.chunking.rules.sizing import SENTENCE_TOKENS, Sizing, own_sizing
+from worker.chunking.text.character_cap import cap_chunks
 from worker.chunking.text.packing import Sizes, pack
 from worker.chunking.text.segment import ABBREVIATIONS
 from worker.chunking.text.tokens import PieceCounter
@@ -47,8 +48,8 @@ def _configure(core: ModuleType) -> None:
 
 
 # text, cap, the core's memory of piece counts for the tokenizer and the PieceCounter's
-# count_pieces (None, None: characters), units.cut_word for a token piece over the cap ->
-# chunks, or None when the document needs the twin (such a piece and no cut_word).
+# count_pieces (None, None: characters), word_cuts.cut_word for a word over the cap ->
+# chunks, or None when the document needs the twin (such a word and no cut_word).
 _NativeChunk = Callable[
     [str, int, object | None, Callable[[list[str]], list[int]] | None, WordCutter | None],
     list[Chunk] | None,
@@ -113,21 +114,22 @@ class SentenceChunker:
         self.params = params or SentenceParams()
         self.sizing = own_sizing(self.params.tokenizer) if sizing is None else sizing
         self.sizes = Sizes(self.sizing.cap(self.params.chunk_size, tokens=SENTENCE_TOKENS))
+        self.characters = self.sizing.character_cap(self.sizes.cap)
+        """The hard cap in characters beside the cap in tokens (None in characters)."""
 
     def chunk(self, text: str, *, content_type: ContentType = "text/plain") -> list[Chunk]:
         """Chunks of ``text``: the compiled core when it is built, else
         :meth:`chunk_reference`; both return the same chunks."""
         if NATIVE_CHUNK is not None:
             counter = self.sizing.counter
+            cut = word_cutter(counter)
             if counter is None:
-                chunks = NATIVE_CHUNK(text, self.sizes.cap, None, None, None)
+                chunks = NATIVE_CHUNK(text, self.sizes.cap, None, None, cut)
             else:
                 memory = _memory(counter)
-                chunks = NATIVE_CHUNK(
-                    text, self.sizes.cap, memory, counter.count_pieces, word_cutter(counter)
-                )
+                chunks = NATIVE_CHUNK(text, self.sizes.cap, memory, counter.count_pieces, cut)
             if chunks is not None:
-                return chunks
+                return cap_chunks(text, chunks, self.characters, self.sizes.cap)
         return self.chunk_reference(text, content_type=content_type)
 
     def chunk_reference(
@@ -150,4 +152,4 @@ class SentenceChunker:
                     metadata={"chunk_index": index},
                 )
             )
-        return chunks
+        return cap_chunks(text, chunks, self.characters, sizes.cap)

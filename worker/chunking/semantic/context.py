@@ -10,8 +10,9 @@ share their topic.
 3. each core's centroid is the size-weighted mean of its unit vectors. Up to ``window_size``
    units before and after the core are candidates, judged one by one, nearest first: a
    candidate is kept when its cosine similarity to the centroid is *above*
-   ``similarity_threshold`` and the chunk still fits ``chunk_size``. Kept context therefore need
-   not touch the core;
+   ``similarity_threshold`` and the chunk still fits ``chunk_size`` (and in tokens the character
+   cap: :mod:`worker.chunking.text.character_cap`). Kept context therefore need not touch the
+   core;
 4. the chunk text is the kept pieces in document order joined by
    :data:`~worker.chunking.types.SPAN_JOINER`, listed in ``spans`` (``None`` when the chunk is one
    contiguous slice). Metadata records the core span, each kept unit with its similarity,
@@ -113,7 +114,12 @@ class ContextChunker:
         self.cap = whole.cap
         # A core is cut to leave room for context, but an atom that fits the whole chunk stays
         # whole (then it leaves none).
-        self.core = Bounds(core_cap, min(whole.minimum, core_cap // 4), atom_cap=whole.cap)
+        self.core = Bounds(
+            core_cap,
+            min(whole.minimum, core_cap // 4),
+            atom_cap=whole.cap,
+            characters=whole.characters,
+        )
         self.overlap = whole.cap // 8 if p.overlap is None else p.overlap
 
     @property
@@ -187,7 +193,8 @@ class ContextChunker:
             start = int(layout.starts[unit])
             if plan.size([Span(start, int(layout.ends[prior_stop - 1]))]) > self.overlap:
                 break
-            if plan.size([Span(start, core.end)]) > self.core.cap:
+            carried_core = Span(start, core.end)
+            if plan.size([carried_core]) > self.core.cap or not self.core.holds([carried_core]):
                 break
             carried += 1
         if not carried:
@@ -232,7 +239,7 @@ class ContextChunker:
                 dropped += 1
                 continue
             trial = self._spans(text, layout, core, [*kept, unit])
-            if plan.size(trial) > self.cap:
+            if plan.size(trial) > self.cap or not self.core.holds(trial):
                 dropped += 1
                 dropped_for_size += 1
                 continue

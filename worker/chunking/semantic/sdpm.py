@@ -4,7 +4,8 @@
 2. each chunk's vector is the size-weighted mean of its unit vectors — nothing is re-embedded;
 3. each chunk is compared with the chunks up to ``skip_window`` positions ahead;
 4. the most similar one whose cosine similarity is *above* the merge level and whose merged span
-   fits the cap is merged together with everything between them, so the output stays
+   fits the cap (in tokens, and in characters: :mod:`worker.chunking.text.character_cap`) is
+   merged together with everything between them, so the output stays
    contiguous (``skip_window=1`` merges neighbours, 2 may bridge one chunk, and so on);
 5. passes repeat until one makes no merge.
 
@@ -269,7 +270,8 @@ class SDPMChunker:
                     fit = fits.get((left.first, right.stop))
                     if fit is None:
                         span = Span(spans[left.first].start, spans[right.stop - 1].end)
-                        fit = fits[(left.first, right.stop)] = plan.size([span]) <= cap
+                        fit = plan.size([span]) <= cap and self.bounds.holds([span])
+                        fits[(left.first, right.stop)] = fit
                     if fit:
                         best = (similarity, j, level)
                 if best is None:

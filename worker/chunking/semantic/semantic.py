@@ -84,7 +84,7 @@ def bounds_of(chunk_size: int | None, min_chunk_size: int | None, sizing: Sizing
             f"min_chunk_size ({minimum}) must be at most a quarter of the cap ({cap}): "
             "pieces of a block too large for one chunk must keep it too"
         )
-    return Bounds(cap, minimum)
+    return Bounds(cap, minimum, characters=sizing.character_cap(cap))
 
 
 def make_chunk(plan: SentencePlan, span: Span, strategy: str, metadata: Metadata) -> Chunk:

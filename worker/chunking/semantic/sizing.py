@@ -30,11 +30,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
+from worker.chunking.text.character_cap import CharacterCap, characters_for
 from worker.chunking.text.tokens import (
     CHARACTER,
     PIECE_CACHE_LIMIT,
     CharacterCounter,
     TokenCounter,
+    remember,
 )
 from worker.chunking.text.tokens import _load_tokenizer as load_tokenizer
 from worker.models.manifest import ManifestError
@@ -167,8 +169,7 @@ class TokenizerUnit:
             else:
                 whole.append(i)
         if split and text_counts is not None:
-            counted = text_counts([texts[i] for i, _ in split])
-            counts[[i for i, _ in split]] = counted
+            counts[[i for i, _ in split]] = text_counts([texts[i] for i, _ in split])
         elif split:
             known = self._memory.known
             wanted = {p for _, pieces in split for p in pieces}
@@ -177,15 +178,17 @@ class TokenizerUnit:
                 # Afresh, with every piece this call needs (the ones known so far included).
                 known = self._memory.known = {}
                 missing = list(wanted)
+            counted: dict[str, int] = {}  # this call's: the long ones are not remembered
             if missing:
                 done, missing = take(self._wordpiece, missing)
-                known.update((piece, len(ids)) for piece, ids in done)
+                counted.update((piece, len(ids)) for piece, ids in done)
                 for at in range(0, len(missing), _COUNT_BATCH):
                     part = missing[at : at + _COUNT_BATCH]
                     encodings = self._tokenizer.encode_batch_fast(part, add_special_tokens=False)
-                    known.update(zip(part, (len(e.ids) for e in encodings), strict=True))
+                    counted.update(zip(part, (len(e.ids) for e in encodings), strict=True))
+                remember(known, counted)
             for i, pieces in split:
-                counts[i] = sum(known[p] for p in pieces)
+                counts[i] = sum(counted[p] if p in counted else known[p] for p in pieces)
         for at in range(0, len(whole), _COUNT_BATCH):
             indexes = whole[at : at + _COUNT_BATCH]
             encodings = self._tokenizer.encode_batch_fast(
@@ -257,6 +260,13 @@ class Sizing:
         """``chunk_size`` lowered to the window: the rest of a longer chunk would never reach
         its vector."""
         return chunk_size if self.window is None else min(chunk_size, self.window)
+
+    def character_cap(self, cap: int) -> CharacterCap | None:
+        """The hard cap in characters of chunks of at most ``cap`` in this unit (None in
+        characters, where ``cap`` is one already): :mod:`..text.character_cap`."""
+        if self.characters:
+            return None
+        return CharacterCap(characters_for(self.window, cap), self.counter.count)
 
 
 CHARACTERS = Sizing(CharacterCounter(), None, None)
