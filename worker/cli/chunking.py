@@ -103,22 +103,22 @@ def parse_param_flags(items: Sequence[str] | None) -> dict[str, str]:
 
 def run_chunk(args: argparse.Namespace) -> int:
     from worker.chunking import registry
-    from worker.inference.serving import inference_settings, resolve
+    from worker.cli.strategy_params import parse_strategy_params
+    from worker.inference.serving import build_context, build_strategy, inference_settings
 
     strategy = registry.get(args.strategy)
     params = parse_param_flags(args.param)
-    from worker.cli.strategy_params import parse_strategy_params
-
     parse_strategy_params(strategy, params)  # before any model check or file read
     check_openable(args.files)
     # A strategy may name its model (`context`'s embedding_model); --model wins.
     named = args.model or params.get("embedding_model")
     settings = inference_settings()
     # The roles resolved exactly as the worker resolves them: same models, same chunks.
-    refs = resolve(settings, boundary=strategy.needs_model, retrieval=False, model_dir=named)
-    context = registry.BuildContext(boundary=refs.boundary, retrieval=refs.retrieval)
-    built = registry.build(args.strategy, params, context)
-    return asyncio.run(chunk_files(built, args.files, args.content_type, settings, refs.boundary))
+    context = build_context(args.strategy, settings, model_dir=named)
+    built = build_strategy(args.strategy, params, context)
+    return asyncio.run(
+        chunk_files(built, args.files, args.content_type, settings, context.boundary)
+    )
 
 
 async def chunk_files(
