@@ -204,6 +204,11 @@ class AdaptiveChunker:
         self.characters = self.sizing.character_cap(cap)
         """The hard cap in characters beside the cap in tokens (None in characters)."""
 
+    @property
+    def resolved(self) -> AdaptiveParams:
+        """The parameters with the unset sizes as this chunker resolved them in its unit."""
+        return self.params
+
     @classmethod
     def from_params(cls, params: AdaptiveParams, sizing: Sizing | None = None) -> AdaptiveChunker:
         return cls(

@@ -295,6 +295,11 @@ class LexicalChunker:
         """The hard cap in characters beside the cap in tokens (None in characters)."""
         self._native = NATIVE_CHUNK if native else None
 
+    @property
+    def resolved(self) -> LexicalParams:
+        """The parameters with the unset sizes as this chunker resolved them in its unit."""
+        return msgspec.structs.replace(self.params, chunk_size=self.sizes.cap)
+
     def chunk(
         self,
         text: str,

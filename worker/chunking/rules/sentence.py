@@ -117,6 +117,11 @@ class SentenceChunker:
         self.characters = self.sizing.character_cap(self.sizes.cap)
         """The hard cap in characters beside the cap in tokens (None in characters)."""
 
+    @property
+    def resolved(self) -> SentenceParams:
+        """The parameters with the unset sizes as this chunker resolved them in its unit."""
+        return msgspec.structs.replace(self.params, chunk_size=self.sizes.cap)
+
     def chunk(self, text: str, *, content_type: ContentType = "text/plain") -> list[Chunk]:
         """Chunks of ``text``: the compiled core when it is built, else
         :meth:`chunk_reference`; both return the same chunks."""

@@ -126,6 +126,17 @@ class ContextChunker:
     def bounds(self) -> Bounds:
         return self.core
 
+    @property
+    def resolved(self) -> ContextParams:
+        """The parameters with the unset sizes as this chunker resolved them in its unit."""
+        return msgspec.structs.replace(
+            self.params,
+            chunk_size=self.cap,
+            core_size=self.core.cap,
+            overlap=self.overlap,
+            min_chunk_size=self.core.minimum,
+        )
+
     def plan(self, text: str, *, content_type: ContentType = "text/plain") -> SentencePlan:
         return plan_document(
             text,

@@ -192,6 +192,13 @@ class SDPMChunker:
         self.sizing = self._semantic.sizing
         self.bounds = self._semantic.bounds
 
+    @property
+    def resolved(self) -> SDPMParams:
+        """The parameters with the unset sizes as this chunker resolved them in its unit."""
+        return msgspec.structs.replace(
+            self.params, chunk_size=self.bounds.cap, min_chunk_size=self.bounds.minimum
+        )
+
     def plan(self, text: str, *, content_type: ContentType = "text/plain") -> SentencePlan:
         return self._semantic.plan(text, content_type=content_type)
 

@@ -143,6 +143,13 @@ class SemanticChunker:
         self.counter: TokenCounter = self.sizing.counter
         self.bounds = bounds_of(self.params.chunk_size, self.params.min_chunk_size, self.sizing)
 
+    @property
+    def resolved(self) -> SemanticParams:
+        """The parameters with the unset sizes as this chunker resolved them in its unit."""
+        return msgspec.structs.replace(
+            self.params, chunk_size=self.bounds.cap, min_chunk_size=self.bounds.minimum
+        )
+
     def plan(self, text: str, *, content_type: ContentType = "text/plain") -> SentencePlan:
         p = self.params
         return plan_document(
