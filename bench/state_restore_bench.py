@@ -100,7 +100,7 @@ async def restore(bootstrap: str, topic: str, partitions: int, state_dir: str) -
         records = sum(r.records for r in restored)
         seconds = time.perf_counter() - started
         documents = sum(store.count(p) for p in range(partitions))
-        await changelog.checkpoint(list(range(partitions)))  # as a clean hand-over does
+        changelog.checkpoint({r.partition: r.end for r in restored})  # as a clean hand-over does
     finally:
         await reader.stop()
         store.close()

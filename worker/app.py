@@ -6,7 +6,7 @@ Invariants:
   directory without a model, a broker refusing our credentials or TLS, a missing topic, a
   record limit above the topics'), before any record is consumed.
 - A Kafka that is not there (yet) is not a configuration error: the worker waits for it, up
-  and unready, and rides out an outage later the same way (worker.kafka.reachability).
+  and unready, and rides out an outage later the same way (worker.kafka.link).
 - Ready (``/readyz``) means consuming for real: model loaded when one is needed, Kafka
   reachable, group joined, producer up.
 - Shutdown (a signal or :meth:`Worker.request_stop`): stop fetching, drain in-flight documents
@@ -16,7 +16,7 @@ Invariants:
 The pieces, each readable alone: :mod:`worker.consuming.loop` (fetch, backpressure, commits,
 rebalance), :mod:`worker.handling.handler` (one record → chunk events or a dead letter),
 :mod:`worker.pipeline` (the chunking dispatch), :mod:`worker.inference.serving` (the model and
-its batcher), :mod:`worker.kafka.clients` (client construction), :mod:`worker.kafka.reachability`
+its batcher), :mod:`worker.kafka.clients` (client construction), :mod:`worker.kafka.link`
 (waiting for Kafka, watching it), :mod:`worker.kafka.producers` (a producer replaced when it
 breaks), :mod:`worker.observability.sampler` (the gauges), :mod:`worker.runtime.loop_lag`.
 """
@@ -49,18 +49,20 @@ from worker.kafka.clients import (
     make_producer,
     topic_configs,
     topic_record_limits,
-    topics_used,
     written_topics,
 )
+from worker.kafka.link import KafkaLink
+from worker.kafka.membership import Membership
 from worker.kafka.permissions import PermissionRefused
 from worker.kafka.producers import RenewingProducer
 from worker.kafka.publisher import Publisher
-from worker.kafka.reachability import KafkaLink
+from worker.kafka.startup_topics import check_topics
 from worker.kafka.transactions import PartitionTransactions
 from worker.models.backend import EmbeddingBackend
 from worker.observability.health import HealthServer
 from worker.observability.metrics import Metrics
 from worker.observability.sampler import Sampler
+from worker.observability.task_dump import log_task_dump
 from worker.runtime import cgroups, collector, resources
 from worker.runtime.loop_lag import watch_loop_lag
 from worker.state.changelog import Changelog, learn_topic
@@ -122,6 +124,9 @@ class Worker:
         self._background: set[asyncio.Task[None]] = set()
         self._stopping = asyncio.Event()
         self.kafka = KafkaLink(settings, self.metrics, self._stopping)
+        # What this member can vouch for in its group; at-least-once fences its own writes by it
+        # (worker.kafka.membership).
+        self._membership = Membership(settings.session_timeout_ms)
         self._end_offsets: dict[TopicPartition, int] = {}  # read by the Kafka watch
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -133,6 +138,8 @@ class Worker:
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, self._on_signal, signum)
+        # What every task waits on, for an operator who asks (docs/operating/outages.md).
+        loop.add_signal_handler(signal.SIGUSR1, log_task_dump)
 
     def _on_signal(self, signum: int) -> None:
         if self._stopping.is_set():
@@ -158,10 +165,12 @@ class Worker:
             "restoring_partitions": []
             if running is None
             else sorted(tp.partition for tp in running.loop.restoring),
+            "topics_missing": sorted(self.kafka.missing_topics),
         }
         ready = (
             self.state is State.RUNNING
             and self.kafka.up
+            and not self.kafka.missing_topics
             and all(checks[k] for k in ("model_loaded", "group_joined", "producer_connected"))
             and not (running is not None and (running.loop.stuck or running.loop.restoring))
         )
@@ -263,6 +272,11 @@ class Worker:
                 states,
                 s.documents_topic,
             )
+
+            def discard_writes(error: BaseException) -> None:
+                publisher.discard(error)  # first: nothing more is handed to the producer
+                producer.discard(error)
+
             loop = ConsumeLoop(
                 consumer,
                 s,
@@ -273,6 +287,8 @@ class Worker:
                 states=states,
                 kafka_up=lambda: self.kafka.up,
                 transactions=transactions,
+                membership=self._membership,
+                discard_writes=discard_writes,
             )
             self._running = _Running(consumer, producer, loop, models)
             consumer.subscribe([s.input_topic], listener=loop.listener())
@@ -290,6 +306,8 @@ class Worker:
             await loop.run()
             self.state = State.DRAINING
             await loop.finish()
+            # Everything was let go: the producer's flush is no longer fenced by the group.
+            self._membership.release()
         self.state = State.STOPPED
         log.info("stopped", extra=self.metrics.totals()._asdict())
         if isinstance(loop.fatal, PermissionRefused):  # a configuration error: exit status 2
@@ -332,16 +350,19 @@ class Worker:
         )
 
     async def _open_session(self) -> _Session:
-        """One start-up attempt (worker.kafka.reachability retries it): start the clients and check
+        """One start-up attempt (worker.kafka.link retries it): start the clients and check
         the topics; on any failure, stop what was made and raise."""
         s = self.settings
-        producer = RenewingProducer(s)
+        # At-least-once: the producer sends only while this member can vouch for its place in
+        # the group. Exactly-once has Kafka's fence (the transactional producers').
+        producer = RenewingProducer(s, None if exactly_once(s) else self._membership.may_send)
         consumer = make_consumer(s)
         reader = make_changelog_reader(s) if s.document_lifecycle else None
         clients = [c for c in (producer, consumer, reader) if c is not None]
         try:
             for client in clients:
                 await client.start()
+            self._membership.attach(consumer)
             await self._check_topics(consumer)
             # The producer learns every topic it writes before the group is joined: otherwise
             # the first document after a start waited for that metadata request and the
@@ -420,16 +441,11 @@ class Worker:
         await asyncio.gather(*self._background, return_exceptions=True)
 
     async def _check_topics(self, consumer: AIOKafkaConsumer) -> None:
-        topics = await consumer.topics()
+        """Every topic there (a missing one is waited for: worker.kafka.startup_topics), the
+        state changelog co-partitioned and compacted, and every written topic taking records
+        as large as the worker sends."""
         s = self.settings
-        needed = {t.name: t.setting for t in topics_used(s)}
-        missing = [t for t in needed if t not in topics]
-        if missing:
-            settings = "/".join(needed[t] for t in missing)
-            raise ConfigError(
-                f"topics missing on {s.bootstrap_servers}: {', '.join(missing)} "
-                f"(check CHUNKSTREAM_{settings}, or create them with `chunkstream topics`)"
-            )
+        await check_topics(consumer, s)
         if s.document_lifecycle:
             await self._check_state_topic(consumer)
         # The producer batches many small records up to max_record_bytes; a topic that accepts

@@ -26,6 +26,8 @@ MiB = 1024 * 1024
 EXACTLY_ONCE_COMMIT_INTERVAL_MS = 100
 
 Positive = Annotated[int, msgspec.Meta(ge=1)]
+# A document's metadata holds at most 64 entries (worker.wire.events.MAX_METADATA_ENTRIES).
+MAX_ROW_METADATA = 64
 
 
 class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -40,6 +42,7 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # in a compacted changelog topic co-partitioned with the input.
     document_lifecycle: bool = True
     state_topic: str = ""  # "" = "<group_id>-document-state-changelog" (Kafka Streams' naming)
+    create_state_topic: bool = True  # created when missing, as Kafka Streams' internal topics
     state_dir: str | None = None
     documents_topic: str | None = None
     unchanged_chunks: Literal["emit", "skip"] = "emit"
@@ -47,6 +50,16 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     strategy_params: dict[str, str] = msgspec.field(default_factory=dict)
     allowed_strategies: list[str] = msgspec.field(default_factory=list)
     encoding: Literal["msgpack", "json", "connect-json"] = "msgpack"
+    # Input mapping (docs/operating/from-a-table.md): `row` reads each input record as one table
+    # row, a flat JSON object (a Debezium change event after ExtractNewRecordState), and the
+    # row_* settings name the columns that become the document's fields.
+    input_format: Literal["document", "row"] = "document"
+    row_id: str = "id"
+    row_text: str = "text"
+    row_version: str | None = None
+    row_content_type: str | None = None
+    row_metadata: list[str] = msgspec.field(default_factory=list)
+    row_unavailable_value: str = "__debezium_unavailable_value"
     max_document_bytes: Positive = 10 * MiB
     max_record_bytes: Annotated[int, msgspec.Meta(ge=64 * 1024)] = 1 * MiB
     max_chunks_per_document: Positive = 20_000
@@ -111,6 +124,9 @@ SETTING_HELP: dict[str, str] = {
     "false: append-only",
     "state_topic": "compacted changelog of what the worker remembers per document, "
     "co-partitioned with the input (empty = `<group_id>-document-state-changelog`)",
+    "create_state_topic": "create the state topic at start-up when it is missing (compacted, "
+    "the input's partition count and replication factor), as Kafka Streams creates its internal "
+    "topics; false where the worker may not create topics: it then waits for the topic",
     "state_dir": "directory of the local state store (a cache of the state topic, rebuilt from "
     "it; a kept directory restores faster after a restart); unset = a temporary directory",
     "documents_topic": "optional topic of DocumentChunksEvents: each document's current chunk "
@@ -123,6 +139,23 @@ SETTING_HELP: dict[str, str] = {
     "(comma-separated; `*` = any; empty = overrides refused)",
     "encoding": "encoding of produced events: `msgpack`, `json` or `connect-json` "
     "(Kafka Connect's JSON envelope)",
+    "input_format": "`document` (DocumentEvents, msgpack or JSON) or `row`: a flat JSON object "
+    "of a table's columns (a Debezium change event flattened by ExtractNewRecordState; Connect's "
+    "envelope is unwrapped), mapped by the `row_*` settings (docs/operating/from-a-table.md)",
+    "row_id": "with `row`: the column holding the document id (a number becomes its decimal "
+    "text, as Connect's StringConverter writes the key)",
+    "row_text": "with `row`: the column holding the text to chunk",
+    "row_version": "with `row`: the column whose value becomes the version, always as an opaque "
+    "string (offset order decides, so a restored database whose values restart lower still "
+    "wins); unset = none",
+    "row_content_type": "with `row`: the column holding the content type (`text/markdown` or "
+    "`markdown`/`md`, `text/plain` or `plain`/`text`; null = `text/plain`); unset = "
+    "`text/plain`",
+    "row_metadata": "with `row`: columns copied into the document's metadata, under their names "
+    "(comma-separated; scalar values)",
+    "row_unavailable_value": "with `row`: a mapped column holding this text is a value the change "
+    "event did not carry (an unchanged TOASTed column): the record is dead-lettered "
+    "(`unavailable_value`) and the document's chunks stay",
     "max_document_bytes": "larger input records are dead-lettered unparsed",
     "max_record_bytes": "largest record the producer sends, Kafka's max.request.size "
     "(keep ≤ the topics' max.message.bytes)",
@@ -189,7 +222,7 @@ SETTING_HELP: dict[str, str] = {
 }
 
 SECRET_FIELDS = frozenset({"sasl_password"})
-_LIST_FIELDS = frozenset({"allowed_strategies", "forward_headers"})
+_LIST_FIELDS = frozenset({"allowed_strategies", "forward_headers", "row_metadata"})
 _MAP_FIELDS = frozenset({"strategy_params"})
 
 
@@ -362,6 +395,25 @@ def _check_consistency(s: Settings) -> None:
         if path is not None and not os.path.isdir(path):
             raise bad(field, f"no such directory: {path}")
     _check_producer(s, bad)
+    _check_row_mapping(s, bad)
+
+
+def _check_row_mapping(s: Settings, bad: Callable[[str, str], ConfigError]) -> None:
+    """The columns a row mapping names: each at most once, none blank."""
+    named: dict[str, str] = {}
+    columns = [("row_id", s.row_id), ("row_text", s.row_text)]
+    columns += [(f, c) for f in ("row_version", "row_content_type") if (c := getattr(s, f))]
+    columns += [("row_metadata", column) for column in s.row_metadata]
+    for field, column in columns:
+        if not column.strip():
+            raise bad(field, "must name a column")
+        if column in named and field != "row_metadata":
+            raise bad(field, f"column {column!r} is already {env_name(named[column])}")
+        named.setdefault(column, field)
+    if len(s.row_metadata) > MAX_ROW_METADATA:
+        raise bad("row_metadata", f"{len(s.row_metadata)} columns (limit {MAX_ROW_METADATA})")
+    if not s.row_unavailable_value:
+        raise bad("row_unavailable_value", "must not be empty")
 
 
 def _check_producer(s: Settings, bad: Callable[[str, str], ConfigError]) -> None:

@@ -74,6 +74,14 @@ class KeyMismatch(DocumentError):
     kind = "key_mismatch"
 
 
+class UnavailableValue(DocumentError):
+    """A mapped column of a table row holds the placeholder of a value its change event did not
+    carry (an unchanged TOASTed column): chunking the placeholder would retract the real
+    chunks (worker.wire.rows)."""
+
+    kind = "unavailable_value"
+
+
 class UnkeyedTombstone(DocumentError):
     """A null value without a key: a tombstone must say which document it deletes."""
 
@@ -93,6 +101,7 @@ ERROR_KINDS: tuple[str, ...] = tuple(
             UnknownStrategy,
             KeyMismatch,
             UnkeyedTombstone,
+            UnavailableValue,
             StrategyNotAllowed,
             InvalidStrategyParams,
             ChunkingFailed,

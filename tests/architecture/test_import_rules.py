@@ -108,6 +108,7 @@ def room_of(module: str) -> str:
 KAFKA_EDGE = (
     "worker.kafka",
     "worker.consuming.loop",
+    "worker.consuming.commits",  # commits offsets and transactions: the consumer edge
     "worker.consuming.client",  # the consumer's methods the loop uses (a Protocol)
     "worker.consuming.prefetch",  # the consumer's records held at a pause: part of the loop
     "worker.consuming.unreadable",  # reads aiokafka's own tracebacks: the consumer edge
@@ -199,7 +200,7 @@ PURE = (
     "worker.wire", "worker.state.decisions", "worker.consuming.offsets",
     "worker.consuming.backpressure", "worker.inference.batch_policy", "worker.errors",
     "worker.pipeline", "worker.handling.resolver", "worker.runtime.loop_lag",
-    "worker.kafka.connectivity", "worker.observability.backlog",
+    "worker.kafka.link_policy", "worker.observability.backlog",
 )  # fmt: skip
 IO_MODULES = (
     *IO, "tokenizers", "worker.kafka.clients", "worker.consuming.loop", "worker.app",

@@ -15,10 +15,7 @@ import asyncio
 import datetime as dt
 import json
 import signal
-import socket
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -27,32 +24,14 @@ import pytest
 from tests.support import kafka_io
 from tests.support.lifecycle_changelog import PARAMS, changelog, expected_chunks, sink_contents
 from tests.support.lifecycle_changelog import produce as produce_records
-from tests.support.network import free_port
+from tests.support.network import free_port, port_accepts, until
+from tests.support.network import try_get as http_get
 from tests.support.private_broker import PrivateBroker
-from worker.kafka.connectivity import JITTER, PROBE_CAP_S
+from worker.kafka.link_policy import JITTER, PROBE_CAP_S
 
 pytestmark = pytest.mark.kafka
 
 OUTAGE_S = 60.0
-
-
-def http_get(port: int, path: str) -> tuple[int, str] | None:
-    """(status, body) of a GET on the worker's metrics port; None if nothing answers."""
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as response:
-            return int(response.status), response.read().decode()
-    except urllib.error.HTTPError as error:
-        return int(error.code), error.read().decode()
-    except OSError:
-        return None
-
-
-def port_accepts(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-    except OSError:
-        return False
-    return True
 
 
 def failures(port: int) -> float:
@@ -82,14 +61,6 @@ async def committed_at_least(
 
 def log_time(entry: dict[str, Any]) -> float:
     return dt.datetime.fromisoformat(entry["time"]).timestamp()
-
-
-async def until(condition: Any, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not await asyncio.to_thread(condition):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout_s} s: {what}")
-        await asyncio.sleep(0.2)
 
 
 def each_kind_logged_once(log: Path) -> list[str]:

@@ -15,7 +15,7 @@ from tests.support.consume_loop import P0, P1, Gated, until
 from tests.support.fake_kafka import FakeConsumer
 from worker.config import load_settings
 from worker.consuming.loop import ConsumeLoop
-from worker.kafka import connectivity
+from worker.kafka import link_policy
 from worker.observability.metrics import Metrics
 from worker.state.changelog import Restored
 
@@ -67,7 +67,7 @@ class FlakyStates:
         self.attempts += 1
         if self.attempts <= 2:
             raise KafkaTimeoutError()
-        return [Restored(partition, 0, 0.0, False) for partition in partitions]
+        return [Restored(partition, 0, 0.0, False, 0) for partition in partitions]
 
     def documents(self, partition: int) -> int:
         return 0
@@ -87,7 +87,7 @@ class FlakyStates:
 async def test_a_restore_failing_on_kafka_is_tried_again_and_a_shutdown_while_down_is_clean(
     monkeypatch: Any,
 ) -> None:
-    monkeypatch.setattr(connectivity, "INITIAL_S", 0.001)  # retries without the real waits
+    monkeypatch.setattr(link_policy, "INITIAL_S", 0.001)  # retries without the real waits
     consumer = FakeConsumer()
     consumer.assign(P0)
     consumer.feed(P0, [b"a"])
@@ -121,7 +121,7 @@ class GatedStates(FlakyStates):
     async def restore(self, partitions: list[int], committed: Any = None) -> list[Restored]:
         self.restores.append(list(partitions))
         await self.gate.wait()
-        return [Restored(partition, 0, 0.0, False) for partition in partitions]
+        return [Restored(partition, 0, 0.0, False, 0) for partition in partitions]
 
 
 async def test_one_restore_covers_an_assignment_and_a_partial_revoke_restarts_the_rest() -> None:

@@ -209,3 +209,37 @@ def test_uncompressed_topics_need_the_producers_batch_size() -> None:
             max_record_bytes=1024 * 1024,
             uncompressed_topics=["state"],
         )
+
+
+async def test_a_document_cancelled_while_it_waits_leaves_its_batch_to_the_others() -> None:
+    """Documents share a batch's acknowledgement: a revocation cancelling one of them (its
+    partition let go) must not cancel the acknowledgement the others wait for, or they end
+    without finishing and their offsets are never committed."""
+    producer = HeldProducer()
+    publisher = publisher_for(producer)
+    first, _ = await publisher.stage_encoded("d", [b"a"], [b"1"])
+    second, _ = await publisher.stage_encoded("d", [b"b"], [b"2"])
+    assert first == second  # one batch
+    cancelled = asyncio.create_task(publisher.wait(first))
+    kept = asyncio.create_task(publisher.wait(second))
+    await asyncio.sleep(0.01)
+    cancelled.cancel()
+    await asyncio.sleep(0)
+    producer.release()
+    await asyncio.wait_for(kept, 5)  # not cancelled with the other
+    assert cancelled.cancelled()
+
+
+async def test_acknowledged_offsets_and_a_discard_of_what_was_not_handed_over() -> None:
+    producer = FakeProducer(partitions=2)
+    publisher = publisher_for(producer)
+    assert publisher.acknowledged("state", 1) is None
+    await publisher.publish("state", 1, [(b"a", b"1", []), (b"b", b"2", [])])
+    await publisher.publish("state", 1, [(b"c", b"3", [])])
+    assert publisher.acknowledged("state", 1) == 2  # offsets 0, 1 and 2
+    acks = publisher.stage("state", 1, [(b"d", b"4", [])])
+    publisher.discard(KafkaTimeoutError("lost"))  # before its lane could hand it over
+    with pytest.raises(KafkaTimeoutError):
+        await publisher.wait(acks)
+    assert [key for _, key, _, _ in producer.sent] == [b"a", b"b", b"c"]
+    assert publisher.acknowledged("state", 1) == 2

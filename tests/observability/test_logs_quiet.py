@@ -34,6 +34,6 @@ def test_only_the_client_and_the_known_retry_lines_are_quieted() -> None:
     quiet = QuietRepeats(window_s=60.0, clock=lambda: 0.0)
     for _ in range(3):
         assert quiet.filter(record("worker.handling.handler", "dead letter"))
-        assert quiet.filter(record("worker.kafka.reachability", "kafka unreachable"))
+        assert quiet.filter(record("worker.kafka.link", "kafka unreachable"))
     assert quiet.filter(record("worker.handling.handler", "publish failed; retrying"))
     assert not quiet.filter(record("worker.handling.handler", "publish failed; retrying"))

@@ -28,6 +28,8 @@ from tests.support.secure_broker import (
     secure_env,
     spawn,
 )
+from worker.kafka.clients import create_topics as create_topics_as_admin
+from worker.kafka.clients import worker_topics
 
 pytestmark = pytest.mark.kafka
 
@@ -179,4 +181,46 @@ async def test_a_topic_the_user_may_not_write_stops_the_worker_naming_the_acls(
     # Nothing was skipped: the documents are still to do (their offsets not committed).
     assert not await kafka_io.committed_offsets(
         acl_broker.broker.bootstrap, topic_names["group_id"]
+    )
+
+
+async def test_a_state_topic_the_user_may_not_create_is_waited_for_naming_the_grant(
+    acl_broker: SecureBroker, topic_names: dict[str, str], tmp_path: Path
+) -> None:
+    """Creation allowed (the default) but not granted: the worker does not exit; it waits for
+    the state topic, saying how to grant Create or switch the creation off, and goes on once
+    something else (here an administrator, in a cluster a topic operator) creates it."""
+    grant(acl_broker, strimzi_grants(topic_names))  # no Create
+    settings = kafka_io.make_settings(acl_broker.broker.bootstrap, topic_names)
+    topics, configs = worker_topics(settings, 2)
+    changelog = state_topic(topic_names)
+    await create_topics_as_admin(
+        settings, {t: n for t, n in topics.items() if t != changelog}, configs=configs
+    )
+    docs = make_docs(10, seed=64)
+    await kafka_io.produce_raw(
+        acl_broker.broker.bootstrap, topic_names["input_topic"], kafka_io.encode_documents(docs)
+    )
+    env = secure_env(acl_broker, topic_names, tmp_path)
+    log = tmp_path / "worker.log"
+    proc = spawn(env, log)
+    try:
+        waiting = await kafka_io.wait_for_log(log, "waiting for topics", timeout_s=120)
+        assert waiting["missing"] == [changelog]
+        assert "refused by the broker's ACLs" in waiting["reason"]
+        assert "CHUNKSTREAM_CREATE_STATE_TOPIC=false" in waiting["reason"]
+        await asyncio.sleep(3)
+        assert proc.poll() is None, "the worker exited instead of waiting"
+        await create_topics_as_admin(
+            settings, {changelog: topics[changelog]}, configs={changelog: configs[changelog]}
+        )
+        await kafka_io.wait_committed_to_end(
+            acl_broker.broker.bootstrap, topic_names["group_id"], topic_names["input_topic"], 120
+        )
+        proc.send_signal(signal.SIGTERM)
+        assert await asyncio.to_thread(proc.wait, 60) == 0, log.read_text()[-3000:]
+    finally:
+        proc.kill()
+    check_complete(
+        docs, await kafka_io.chunk_events(acl_broker.broker.bootstrap, topic_names["output_topic"])
     )

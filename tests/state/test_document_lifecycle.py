@@ -252,11 +252,6 @@ async def test_a_hand_over_with_abandoned_documents_waits_for_their_state_record
     handler = lifecycle_handler(producer, tmp_path)
     states = handler._states
     assert states is not None
-
-    async def no_checkpoint(partitions: list[int]) -> None:  # no changelog reader here
-        return None
-
-    monkeypatch.setattr(states._changelog, "checkpoint", no_checkpoint)
     staged, _ = states.stage(1, "d", DocumentState(3, None, b""))
     await asyncio.sleep(0.01)  # handed to the client, not acknowledged
     await states.release({1}, clean={1})  # clean: nothing of it can be on its way

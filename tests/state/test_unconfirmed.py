@@ -62,30 +62,23 @@ def test_past_the_cap_the_offset_range_stands_for_the_ids(monkeypatch: Any) -> N
     assert tracker.outstanding
 
 
-class EndOffsets:
-    """The one call a checkpoint makes of the changelog's reader."""
-
-    def __init__(self) -> None:
-        self.asked: list[list[int]] = []
-
-    async def end_offsets(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
-        self.asked.append([tp.partition for tp in tps])
-        return {tp: 7 for tp in tps}
-
-
 class NoPublisher:
     def unsettled(self, *_: Any) -> set[Any]:
         return set()
 
+    def acknowledged(self, *_: Any) -> int | None:
+        return None
+
 
 async def test_a_partition_with_unconfirmed_states_is_not_checkpointed(tmp_path: Path) -> None:
     store = SqliteStateStore(tmp_path / "state.sqlite")
-    reader = EndOffsets()
-    changelog = Changelog(reader, "state", store)
+    changelog = Changelog(None, "state", store)
     states = DocumentStates(store, NoPublisher(), changelog, Metrics())  # type: ignore[arg-type]
     tracker = Unconfirmed(committed=5)
     tracker.seen("d", state(6))
-    states._unconfirmed[0] = tracker  # what a restore of partition 0 would have learned
+    # What a restore of partitions 0 and 1 to the changelog's offset 7 would have learned.
+    states._restored_to.update({0: 7, 1: 7})
+    states._unconfirmed[0] = tracker
     states._unconfirmed[1] = Unconfirmed(committed=5)
     assert states.unconfirmed(0, "d", state(6))
     assert not states.unconfirmed(1, "d", state(6))
@@ -97,6 +90,7 @@ async def test_a_partition_with_unconfirmed_states_is_not_checkpointed(tmp_path:
     tracker = Unconfirmed(committed=5)
     tracker.seen("d", state(6))
     states._unconfirmed[0] = tracker
+    states._restored_to[0] = 7
     states.applied(0, "d", state(8), state(6), encode_state(state(8)))
     assert not states.unconfirmed(0, "d", state(8))
     await states.release({0}, clean={0})

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from aiokafka import TopicPartition
-from aiokafka.structs import ConsumerRecord, OffsetAndMetadata
+from aiokafka.structs import ConsumerRecord, OffsetAndMetadata, RecordMetadata
 from numpy.typing import NDArray
 
 
@@ -180,6 +180,9 @@ class FakeBatch:
     def close(self) -> None:
         self.closed = True
 
+    def record_count(self) -> int:
+        return len(self.records)
+
 
 class FakeProducer:
     """The producer methods :class:`worker.kafka.publisher.Publisher` uses: every send (a record or
@@ -194,6 +197,15 @@ class FakeProducer:
         self.fail_next: list[Exception | None] = []  # None lets that send through
         self.batch_capacity = batch_capacity
         self.batches = 0
+        self._ends: dict[tuple[str, int], int] = {}  # each partition's next offset
+
+    def _append(self, topic: str, partition: int | None, count: int) -> RecordMetadata:
+        """The partition's log takes ``count`` records: their base offset, as a broker acks."""
+        where = (topic, partition or 0)
+        base = self._ends.get(where, 0)
+        self._ends[where] = base + count
+        tp = TopicPartition(topic, partition or 0)
+        return RecordMetadata(topic, partition or 0, tp, base, -1, 0, 0)
 
     async def partitions_for(self, topic: str) -> set[int]:
         return set(self._partitions)
@@ -205,13 +217,13 @@ class FakeProducer:
         key: bytes | None = None,
         headers: object = None,
         partition: int | None = None,
-    ) -> asyncio.Future[None]:
+    ) -> asyncio.Future[RecordMetadata]:
         if self.fail_next and (error := self.fail_next.pop(0)) is not None:
             raise error
         self.sent.append((topic, key, value, partition))
         self.headers.append(list(headers or []))  # type: ignore[call-overload]
-        ack: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        ack.set_result(None)
+        ack: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
+        ack.set_result(self._append(topic, partition, 1))
         return ack
 
     def create_batch(self) -> FakeBatch:
@@ -219,7 +231,7 @@ class FakeProducer:
 
     async def send_batch(
         self, batch: FakeBatch, topic: str, *, partition: int
-    ) -> asyncio.Future[None]:
+    ) -> asyncio.Future[RecordMetadata]:
         if not batch.closed:
             raise AssertionError("a batch handed over while still open")
         if self.fail_next and (error := self.fail_next.pop(0)) is not None:
@@ -227,8 +239,8 @@ class FakeProducer:
         self.batches += 1
         self.sent.extend((topic, key, value, partition) for key, value, _ in batch.records)
         self.headers.extend(headers for _, _, headers in batch.records)
-        ack: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        ack.set_result(None)
+        ack: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
+        ack.set_result(self._append(topic, partition, batch.record_count()))
         return ack
 
 
@@ -237,17 +249,17 @@ class HeldProducer(FakeProducer):
 
     def __init__(self) -> None:
         super().__init__(partitions=2)
-        self.held: list[asyncio.Future[None]] = []
+        self.held: list[tuple[asyncio.Future[RecordMetadata], RecordMetadata]] = []
 
     async def send_batch(
         self, batch: object, topic: str, *, partition: int
-    ) -> asyncio.Future[None]:
-        await super().send_batch(batch, topic, partition=partition)  # type: ignore[arg-type]
-        held: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self.held.append(held)
+    ) -> asyncio.Future[RecordMetadata]:
+        sent = await super().send_batch(batch, topic, partition=partition)  # type: ignore[arg-type]
+        held: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
+        self.held.append((held, sent.result()))
         return held
 
     def release(self) -> None:
-        for held in self.held:
+        for held, metadata in self.held:
             if not held.done():
-                held.set_result(None)
+                held.set_result(metadata)

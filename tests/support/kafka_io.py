@@ -64,8 +64,8 @@ async def produce_raw(
     producer = AIOKafkaProducer(
         bootstrap_servers=bootstrap, acks="all", max_request_size=16 * 1024 * 1024
     )
-    await producer.start()
-    try:
+    try:  # stopped even when it could not start (a broker away): or it is left unclosed
+        await producer.start()
         acks = [
             await producer.send(topic, value=v, key=k, headers=h, partition=partition)
             for k, v, h in records

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -54,3 +56,29 @@ async def scrape(port: int) -> dict[str, dict[tuple[tuple[str, str], ...], float
 
 def total(samples: dict[str, dict[tuple[tuple[str, str], ...], float]], name: str) -> float:
     return sum(samples.get(name, {}).values())
+
+
+def try_get(port: int, path: str) -> tuple[int, str] | None:
+    """(status, body) of a GET on a worker's metrics port; None if nothing answers (yet)."""
+    try:
+        return _get(port, path)
+    except OSError:
+        return None
+
+
+def port_accepts(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+    except OSError:
+        return False
+    return True
+
+
+async def until(condition: Callable[[], object], timeout_s: float, what: str) -> None:
+    """Poll ``condition`` (a blocking call: run in a thread) until it holds, or fail naming
+    ``what``."""
+    deadline = time.monotonic() + timeout_s
+    while not await asyncio.to_thread(condition):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout_s} s: {what}")
+        await asyncio.sleep(0.2)

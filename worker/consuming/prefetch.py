@@ -4,13 +4,13 @@ after them.
 Why: aiokafka drops the records it has buffered for a partition that is paused when they are
 next asked for, and fetches them again after the resume. A fetch response holds up to
 ``max_partition_fetch_bytes`` per partition (the document limit: megabytes), while a pause
-comes once the in-flight window is full (a few hundred documents): most of every response was
-thrown away and read again: the worker read its input from the broker several times over
-(tests/broker/test_full_worker.py counts the bytes received). Taking the rest of the buffered
-records just before pausing keeps them: the memory is the response the client held, now
-here (decoded: at most one fetch response's bytes are taken, since compressed input grows;
-the rest is left to be fetched again), and the client's partitions stay paused until it is
-empty, so no second response is fetched beside it.
+comes once the in-flight window is full (a few hundred documents): left to the client, most of
+every response would be thrown away and read again, and the worker would read its input from
+the broker several times over (tests/broker/test_full_worker.py counts the bytes received).
+Taking the rest of the buffered records just before pausing keeps them: the memory is the
+response the client held, now here (decoded: at most one fetch response's bytes are taken,
+since compressed input grows; the rest is left to be fetched again), and the client's
+partitions stay paused until it is empty, so no second response is fetched beside it.
 
 Invariants:
 

@@ -48,8 +48,8 @@ from worker.errors import (
 from worker.handling.resolver import StrategyResolver
 from worker.handling.turns import DocumentTurns
 from worker.kafka import permissions
-from worker.kafka.connectivity import Backoff, Kind
-from worker.kafka.publisher import Publisher, refused
+from worker.kafka.link_policy import Backoff, Kind
+from worker.kafka.publisher import Publisher, too_large
 from worker.observability.metrics import Metrics
 from worker.pipeline import EmbedFn, ModelRequired, chunk_document
 from worker.state import decisions
@@ -58,6 +58,7 @@ from worker.wire.codec import Headers, decode_document
 from worker.wire.event_bytes import ChunkEventWriter
 from worker.wire.events import DocumentChunksEvent, DocumentEvent, SourceRecord
 from worker.wire.records import InputRecord, chunk_ids, dead_letter, doc_version
+from worker.wire.rows import RowMapping, decode_row
 from worker.wire.state_record import DocumentState
 from worker.wire.tracecontext import HeaderPropagation
 
@@ -121,6 +122,7 @@ class DocumentHandler:
         self._retrieval: EmbedFn | None = None if models is None else models.retrieval.submit
         self._retrieval_label = None if models is None else models.retrieval_label
         self._propagation = HeaderPropagation(settings.forward_headers)
+        self._rows = row_mapping(settings)
         self._by_strategy: dict[str, tuple[Any, Any, Any]] = {}
         self._states = states  # None: append-only (CHUNKSTREAM_DOCUMENT_LIFECYCLE=false)
         self._documents_topic = documents_topic
@@ -152,9 +154,14 @@ class DocumentHandler:
             except UnicodeDecodeError:
                 return _Subject(None, None, InvalidUtf8("the tombstone's key is not UTF-8"))
         try:
-            doc = decode_document(
-                rec.value, rec.headers, max_bytes=self.settings.max_document_bytes
-            )
+            if self._rows is None:
+                doc = decode_document(
+                    rec.value, rec.headers, max_bytes=self.settings.max_document_bytes
+                )
+            else:
+                doc = decode_row(
+                    rec.value, rec.headers, self._rows, max_bytes=self.settings.max_document_bytes
+                )
         except DocumentError as failure:
             return _Subject(None, None, failure)
         if self._states is not None and rec.key is not None and rec.key != doc.id.encode():
@@ -304,9 +311,9 @@ class DocumentHandler:
             # read topic configs): the record is dead-lettered, and whatever of it landed is
             # withdrawn first, or the sink would keep a mix of two versions for good.
             if states is None:
-                raise refused(exc) from None
+                raise too_large(exc) from None
             await self._withdraw(partition, doc_id, state, previous, headers)
-            raise _Withdrawn(str(refused(exc))) from None
+            raise _Withdrawn(str(too_large(exc))) from None
         if states is not None:
             states.applied(partition, doc_id, state, previous, encoded)
 
@@ -425,3 +432,17 @@ class DocumentHandler:
                     extra={**where, "error": repr(exc), "retry_in_s": round(delay, 1)},
                 )
                 await asyncio.sleep(delay)
+
+
+def row_mapping(settings: Settings) -> RowMapping | None:
+    """The row mapping of ``CHUNKSTREAM_INPUT_FORMAT=row`` (None: the input is documents)."""
+    if settings.input_format != "row":
+        return None
+    return RowMapping(
+        id=settings.row_id,
+        text=settings.row_text,
+        version=settings.row_version,
+        content_type=settings.row_content_type,
+        metadata=tuple(settings.row_metadata),
+        unavailable_value=settings.row_unavailable_value,
+    )

@@ -24,7 +24,7 @@ from aiokafka.helpers import create_ssl_context
 
 from worker.config import Settings, batch_bytes, exactly_once, read_password_file, state_topic
 from worker.errors import ConfigError
-from worker.kafka.connectivity import Failure, Kind
+from worker.kafka.link_policy import Failure, Kind
 from worker.runtime.resources import fetch_max_bytes
 
 
@@ -219,6 +219,36 @@ async def create_topics(
             await admin.create_topics(new)
     finally:
         await admin.close()
+
+
+@dataclass(frozen=True)
+class TopicCreated:
+    """What :func:`create_topic_like` asked for, and the broker's answer (0: created)."""
+
+    error_code: int
+    partitions: int
+    replication: int
+
+
+async def create_topic_like(
+    settings: Settings, name: str, like: str, config: Mapping[str, str]
+) -> TopicCreated:
+    """Create topic ``name`` with the partition count and replication factor of topic ``like``
+    (which must exist) and ``config``. The broker's per-topic error code is returned, not
+    raised: the caller decides what "already exists" or "not allowed" means."""
+    admin = AIOKafkaAdminClient(**connection_options(settings))
+    await admin.start()
+    try:
+        (described,) = await admin.describe_topics([like])
+        partitions = described["partitions"]
+        replication = max(len(p["replicas"]) for p in partitions)
+        response = await admin.create_topics(
+            [NewTopic(name, len(partitions), replication, topic_configs=dict(config))]
+        )
+    finally:
+        await admin.close()
+    code = {topic: code for topic, code, *_ in response.topic_errors}.get(name, 0)
+    return TopicCreated(int(code), len(partitions), replication)
 
 
 async def topic_configs(

@@ -16,6 +16,9 @@ Invariants:
   marks it, and the next send first replaces it (one replacement at a time).
 - The replaced producer is stopped in the background: it flushes what it still holds (each
   batch succeeds or fails; its documents retry either way).
+- With a fence (``may_send``: worker.kafka.membership), every producer made here sends only
+  while it allows; :meth:`RenewingProducer.discard` fails what the current one still queues
+  (the partitions were lost).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -36,6 +40,7 @@ from aiokafka.errors import (
 
 from worker.config import Settings
 from worker.kafka.clients import make_producer
+from worker.kafka.membership import discard_queued, hold_sends
 
 log = logging.getLogger(__name__)
 
@@ -49,8 +54,9 @@ class RenewingProducer:
     """The producer methods :class:`worker.kafka.publisher.Publisher` and the service use, on the
     current :class:`AIOKafkaProducer`."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, may_send: Callable[[], bool] | None = None) -> None:
         self._settings = settings
+        self._may_send = may_send
         self.current: AIOKafkaProducer = make_producer(settings)
         self.broken: BaseException | None = None
         self.renewals = 0
@@ -60,6 +66,15 @@ class RenewingProducer:
 
     async def start(self) -> None:
         await self.current.start()
+        self._fence(self.current)
+
+    def _fence(self, producer: AIOKafkaProducer) -> None:
+        if self._may_send is not None:
+            hold_sends(producer, self._may_send)
+
+    def discard(self, error: BaseException) -> None:
+        """Fail every batch the current producer still queues (none of it may land any more)."""
+        discard_queued(self.current, error)
 
     async def stop(self) -> None:
         """Flush and close (bounded: during an outage nothing can be flushed)."""
@@ -138,6 +153,7 @@ class RenewingProducer:
             except BaseException:
                 await _stop(fresh)
                 raise
+            self._fence(fresh)
             old, self.current = self.current, fresh
             log.warning(
                 "producer replaced: it could not deliver again",

@@ -17,6 +17,13 @@ Invariants:
   records were appended (:class:`_Lane`), so a document's records keep their order across
   batch boundaries, and the idempotent producer keeps that order on the broker.
 - A chunk event that cannot fit one record is refused before anything of its document is sent.
+- Batches are shared by documents, so a document stops waiting for an acknowledgement without
+  cancelling it (a cancelled document must not fail the others in its batch).
+- The highest offset acknowledged in each (topic, partition) is known
+  (:meth:`Publisher.acknowledged`: the state changelog's checkpoints name only what was written
+  and applied: worker.state.documents).
+- :meth:`Publisher.discard` fails every batch not yet handed to the client: a member whose
+  partitions were lost sends nothing of theirs afterwards (worker.consuming.commits).
 
 Why record batches of our own: sending each chunk event with ``producer.send`` costs a
 coroutine, a future and a callback per event, which was most of the worker's CPU outside
@@ -78,11 +85,12 @@ class _Batch:
 class _Lane:
     """One output partition's batches not yet handed to the client, oldest first."""
 
-    __slots__ = ("driver", "open", "pending", "sealed")
+    __slots__ = ("driver", "handing", "open", "pending", "sealed")
 
     def __init__(self) -> None:
         self.open: _Batch | None = None  # still taking records
         self.sealed: deque[_Batch] = deque()  # full, waiting for their turn
+        self.handing: _Batch | None = None  # being handed to the client
         self.driver: asyncio.Task[None] | None = None  # hands batches over while any wait
         # Acknowledgements of its batches not yet settled (a hand-over waits for them).
         self.pending: set[asyncio.Future[None]] = set()
@@ -128,6 +136,8 @@ class Publisher:
         # little of them for CPU on the worker and the broker (docs/benchmarks.md).
         self._uncompressed = frozenset(uncompressed_topics)
         self._batch_bytes = batch_bytes or 0
+        # The highest offset acknowledged per (topic, partition).
+        self._acknowledged: dict[tuple[str, int], int] = {}
 
     @property
     def content_headers(self) -> Headers:
@@ -158,7 +168,7 @@ class Publisher:
         try:
             await self.wait(acks)
         except (MessageSizeTooLargeError, RecordTooLargeError) as exc:
-            raise refused(exc) from None
+            raise too_large(exc) from None
         return published
 
     async def stage_encoded(
@@ -211,7 +221,9 @@ class Publisher:
         tracebacks would pile up on one exception object)."""
         try:
             for acked in acks:
-                await acked
+                # Shielded: a batch's acknowledgement is shared by every document in it, and
+                # cancelling one of them must not cancel it for the others.
+                await asyncio.shield(acked)
         except (MessageSizeTooLargeError, RecordTooLargeError):
             raise
         except KafkaError as exc:
@@ -297,24 +309,54 @@ class Publisher:
                 # Closed before it is queued: nothing may join a batch once the client may
                 # have given it its sequence number.
                 batch.builder.close()
+                lane.handing = batch  # until queued or failed (a cancellation fails it)
                 try:
                     delivered = await self._producer.send_batch(
                         batch.builder, topic, partition=partition
                     )
                 except Exception as exc:  # no room within request_timeout_ms, producer closed
+                    lane.handing = None
                     _fail(batch.acked, exc)
                     continue
-                delivered.add_done_callback(partial(_settle, batch.acked, topic))
+                lane.handing = None
+                count = batch.builder.record_count()
+                delivered.add_done_callback(
+                    partial(self._delivered, batch.acked, topic, partition, count)
+                )
         except asyncio.CancelledError:
-            # Only at loop teardown: nobody may wait forever on a batch that will not go.
-            stopped = KafkaError("publisher stopped before the batch was sent")
-            for batch in [*lane.sealed, *([lane.open] if lane.open else [])]:
-                _fail(batch.acked, stopped)
-            lane.sealed.clear()
-            lane.open = None
+            # Only at loop teardown or a discard: nobody may wait forever on a batch that will
+            # not go.
+            _fail_lane(lane, KafkaError("publisher stopped before the batch was sent"))
             raise
         finally:
             lane.driver = None
+
+    def _delivered(
+        self,
+        acked: asyncio.Future[None],
+        topic: str,
+        partition: int,
+        count: int,
+        delivered: asyncio.Future[Any],
+    ) -> None:
+        if not delivered.cancelled() and delivered.exception() is None:
+            last = delivered.result().offset + count - 1
+            key = (topic, partition)
+            if last > self._acknowledged.get(key, -1):
+                self._acknowledged[key] = last
+        _settle(acked, topic, delivered)
+
+    def acknowledged(self, topic: str, partition: int) -> int | None:
+        """The highest offset of ``topic``'s ``partition`` acknowledged to this publisher."""
+        return self._acknowledged.get((topic, partition))
+
+    def discard(self, error: BaseException) -> None:
+        """Fail every batch not yet handed to the client, with ``error``: the partitions whose
+        documents staged them were lost, and none of it may land now."""
+        for lane in self._lanes.values():
+            if lane.driver is not None:
+                lane.driver.cancel()  # it fails the batch in hand and the rest
+            _fail_lane(lane, error)
 
     async def admit(self) -> None:
         """Exactly-once: let the current document into its partition's open transaction before
@@ -331,7 +373,7 @@ class Publisher:
         await ack
 
 
-def refused(exc: KafkaError) -> OutputRecordTooLarge:
+def too_large(exc: KafkaError) -> OutputRecordTooLarge:
     """The broker's "too large" as the document's error: a topic's own max.message.bytes is
     below ours, and no retry can succeed."""
     return OutputRecordTooLarge(
@@ -351,6 +393,17 @@ def _settle(acked: asyncio.Future[None], topic: str, delivered: asyncio.Future[A
         _fail(acked, error)
     else:
         acked.set_result(None)
+
+
+def _fail_lane(lane: _Lane, error: BaseException) -> None:
+    for batch in [
+        *([lane.handing] if lane.handing else []),
+        *lane.sealed,
+        *([lane.open] if lane.open else []),
+    ]:
+        _fail(batch.acked, error)
+    lane.sealed.clear()
+    lane.open = None
 
 
 def _fail(acked: asyncio.Future[None], error: BaseException) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import shutil
-import tempfile
 from pathlib import Path
 
 import onnx
@@ -25,6 +24,7 @@ from worker.model_making.source import (
     default_source_label,
     read_source,
 )
+from worker.model_making.staging import staged_directory
 from worker.models.manifest import (
     BUILDER_VERSION,
     INT8_MODEL_NAME,
@@ -47,18 +47,8 @@ INT8_RECIPE = "onnxruntime.quantize_dynamic(per_channel=True, weight_type=QInt8,
 def build_model(source_dir: Path | None, out_dir: Path, *, int8: bool = False) -> Manifest:
     """Build (or rebuild) the model directory ``out_dir`` from ``source_dir``."""
     source = read_source(source_dir if source_dir is not None else default_source_dir())
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-    staging.chmod(0o755)  # mkdtemp makes it private; the model is not a secret
-    try:
-        manifest = _build_into(source, staging, int8=int8)
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        staging.rename(out_dir)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return manifest
+    with staged_directory(out_dir) as staging:
+        return _build_into(source, staging, int8=int8)
 
 
 def ensure_model(source_dir: Path | None, out_dir: Path, *, int8: bool = False) -> Manifest:

@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import shutil
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +34,7 @@ from numpy.typing import NDArray
 
 from worker.model_making import static_fit
 from worker.model_making.encoder_passes import Encoder, Progress
+from worker.model_making.staging import staged_directory
 from worker.model_making.static_write import write_static_manifest, write_static_model
 from worker.model_making.training_corpus import (
     DEFAULT_CORPUS_DIR,
@@ -107,10 +106,7 @@ def distill(
     states = encoder.corpus(sentences, progress=stage("corpus sentences", len(sentences)))
     matrix = fit(single.astype(np.float64), states.state_sums, states.state_counts, recipe)
 
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-    staging.chmod(0o755)
-    try:
+    with staged_directory(out_dir) as staging:
         write_static_model(
             staging,
             matrix,
@@ -138,12 +134,6 @@ def distill(
             files={name: sha256_file(staging / name) for name in files},
         )
         write_static_manifest(staging, manifest)
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        staging.rename(out_dir)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return manifest
 
 

@@ -47,7 +47,7 @@ class QuietRepeats(logging.Filter):
     During an outage aiokafka logs each failed reconnect, metadata refresh and fetch, many
     lines for every second the broker is down (tests/broker/test_kafka_outage.py counts them),
     and each document in flight logs each publish retry, while the worker says once what is
-    wrong (worker.kafka.reachability). A line that comes back after its window carries how many
+    wrong (worker.kafka.link). A line that comes back after its window carries how many
     were left out (``repeated``)."""
 
     def __init__(self, window_s: float = 60.0, clock: Callable[[], float] = time.monotonic) -> None:

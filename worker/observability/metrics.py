@@ -245,6 +245,16 @@ class Metrics:
         self.rebalances = Counter(
             p + "rebalances_total", "Partition assignments received", registry=r
         )
+        self.missing_topics = Gauge(
+            p + "missing_topics",
+            "Topics the worker needs that did not exist at its last start-up attempt",
+            registry=r,
+        )
+        self.partitions_lost = Counter(
+            p + "partitions_lost_total",
+            "Partitions revoked after this member's session expired or its generation ended",
+            registry=r,
+        )
         self.loop_lag = Histogram(
             p + "event_loop_lag_seconds",
             "How late the event loop ran a 100 ms timer",

@@ -35,7 +35,7 @@ async def wait_while(tasks: set[F], deadline_s: float, worth_it: Callable[[], bo
 
 
 async def finish_or_cancel(
-    tasks: dict[asyncio.Task[None], K], deadline_s: float, worth_it: Callable[[], bool]
+    tasks: dict[asyncio.Task[Any], K], deadline_s: float, worth_it: Callable[[], bool]
 ) -> set[K]:
     """:func:`wait_while` on ``tasks``, then cancel those still pending (logged as abandoned)
     and wait for them to end; the keys of the cancelled ones."""

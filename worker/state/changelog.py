@@ -12,7 +12,12 @@ Invariants:
   first row changes.
 - Restoring reads up to the end offset taken when it starts: only this worker writes the
   partition while it owns it, and it writes nothing there before the restore ends (the input
-  partition stays paused meanwhile).
+  partition stays paused meanwhile). That end is returned (:class:`Restored`): with the
+  offsets this worker's own writes were acknowledged at, it is what a checkpoint may name.
+- A checkpoint names a changelog offset below which the store has applied every record: never
+  the changelog's end as read at hand-over, which may be past records of another member that
+  this store never read (a member paused past its session timeout, whose partitions were
+  written by others meanwhile: worker.consuming.commits).
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ class Restored:
     records: int
     seconds: float
     from_checkpoint: bool
+    end: int  # the changelog offset the store now reflects up to
 
 
 async def learn_topic(consumer: AIOKafkaConsumer, topic: str) -> None:
@@ -131,7 +137,7 @@ class Changelog:
                 # tracking the topic (an empty assignment drops it from the metadata).
                 consumer.pause(*starts)
         seconds = time.perf_counter() - started
-        return [Restored(p, records[p], seconds, usable[p]) for p in partitions]
+        return [Restored(p, records[p], seconds, usable[p], ends[p]) for p in partitions]
 
     def _apply(
         self,
@@ -149,10 +155,9 @@ class Changelog:
             where = f"{self.topic}[{partition}]"
             raise ChangelogUnreadable(f"{where}: not a document state ({exc})") from exc
 
-    async def checkpoint(self, partitions: Sequence[int]) -> None:
-        """After a clean hand-over (every state write acknowledged and applied locally): the
-        store reflects each partition's changelog up to its current end."""
-        if not partitions:
-            return
-        for partition, end in (await self.end_offsets(partitions)).items():
-            self.store.set_checkpoint(partition, end)
+    def checkpoint(self, applied: Mapping[int, int]) -> None:
+        """After a clean hand-over: the store reflects each partition's changelog up to the
+        offset given, below which it has applied every record (the restore's end, or past the
+        last of this worker's own records acknowledged since)."""
+        for partition, offset in applied.items():
+            self.store.set_checkpoint(partition, offset)

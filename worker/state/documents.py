@@ -68,7 +68,7 @@ class DocumentStates:
         self._publisher = publisher
         self._changelog = changelog
         self._metrics = metrics
-        # One changelog reader: restores and checkpoints take turns on it.
+        # One changelog reader: restores take turns on it.
         self._reading = asyncio.Lock()
         # Delete markers per partition (document id → offset of its delete), to expire.
         self._markers: dict[int, dict[str, int]] = {}
@@ -80,6 +80,9 @@ class DocumentStates:
         # Their gauges, looked up once per assignment (a labels() lookup per document cost
         # more than the count it sets).
         self._gauges: dict[int, Any] = {}
+        # The changelog offset each partition's restore read up to: a checkpoint names it, or
+        # the offset past this worker's own last acknowledged record since.
+        self._restored_to: dict[int, int] = {}
 
     def get(self, partition: int, doc_id: str) -> DocumentState | None:
         return self.store.get(partition, doc_id)
@@ -135,6 +138,7 @@ class DocumentStates:
         async with self._reading:
             restored = await self._changelog.restore(partitions, trackers)
         for partition, done in zip(partitions, restored, strict=True):
+            self._restored_to[partition] = done.end
             if partition in trackers:
                 self._unconfirmed[partition] = trackers[partition]
             self._markers[partition] = dict(self.store.markers(partition))
@@ -160,10 +164,13 @@ class DocumentStates:
         return self._documents.get(partition, 0)
 
     async def release(
-        self, partitions: set[int], clean: set[int], worth_it: Callable[[], bool] = lambda: True
+        self,
+        partitions: set[int],
+        clean: set[int],
+        worth_it: Callable[[], bool] | None = lambda: True,
     ) -> None:
         """Let go of partitions; checkpoint those handed over cleanly (every state write of
-        theirs acknowledged and applied locally).
+        theirs acknowledged and applied locally), at the offset the store has applied.
 
         A partition let go with documents abandoned at the drain deadline may still have their
         records on the way: state records (staged beside the chunk events) and chunk events.
@@ -171,29 +178,40 @@ class DocumentStates:
         state, a retraction) would bring back what that undid. So the writes already staged
         are given a short while to settle first, while ``worth_it()`` (Kafka is reachable):
         every lane but the other partitions' state. Kafka's own answer, fencing a zombie's
-        writes, needs transactions."""
+        writes, needs transactions. ``worth_it`` None: the partitions were lost, and their
+        unsent writes were discarded instead (worker.consuming.commits)."""
         unclean = partitions - clean
         # A partition still holding unconfirmed states is not checkpointed: the next owner
         # must read them from the changelog to know them (worker.state.unconfirmed).
         clean = {p for p in clean if not self._outstanding(p)}
-        if unclean:
+        if unclean and worth_it is not None:
             topic = self.topic
             unsettled = self._publisher.unsettled(lambda t, p: t != topic or p in unclean)
             if await wait_while(unsettled, LATE_STATE_WAIT_S, worth_it):
                 log.warning(
                     "records still unsettled at hand-over", extra={"partitions": sorted(unclean)}
                 )
+        applied = {p: self._applied_to(p) for p in clean if p in self._restored_to}
         for partition in partitions:
             self._markers.pop(partition, None)
             self._unconfirmed.pop(partition, None)
             self._documents.pop(partition, None)
             self._gauges.pop(partition, None)
+            self._restored_to.pop(partition, None)
             with contextlib.suppress(KeyError):  # never sampled
                 self._metrics.state_documents.remove(str(partition))
         self.store.flush()
-        if clean:
-            async with self._reading:
-                await self._changelog.checkpoint(sorted(clean))
+        self._changelog.checkpoint(applied)
+
+    def _applied_to(self, partition: int) -> int:
+        """The changelog offset below which the local store has applied every record of
+        ``partition``: what its restore read, then this worker's own writes (while it owns the
+        partition nobody else writes there; each of its states is applied once acknowledged,
+        and a clean hand-over has none in flight). Not the changelog's end: records another
+        member wrote while this one was paused lie beyond what it applied."""
+        acknowledged = self._publisher.acknowledged(self.topic, partition)
+        restored = self._restored_to[partition]
+        return restored if acknowledged is None else max(restored, acknowledged + 1)
 
     def _outstanding(self, partition: int) -> bool:
         tracker = self._unconfirmed.get(partition)

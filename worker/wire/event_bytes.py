@@ -12,13 +12,13 @@ Invariants:
 - The document's shared values (id, version, count, strategy, metadata, source record,
   timestamp, source, language, model) are computed once per document, not per event.
 
-Why: the per-event cost of the definition was building each ``ChunkEvent`` from keyword
-arguments (msgspec parses keywords one by one) plus a ``None`` check per optional field; here
-each event is one positional construction and one encode, which costs less CPU per event
+Why: the definition's per-event cost is building each ``ChunkEvent`` from keyword arguments
+(msgspec parses keywords one by one) plus a ``None`` check per optional field; here each event
+is one positional construction and one encode, which costs less CPU per event
 (``bench/event_path_bench.py`` runs both writers; docs/benchmarks.md). Writing the bytes from
-pre-encoded pieces (the document's parts encoded once, each chunk's values encoded and
-joined) cost the same as this, with several C calls per event instead of two; this is the
-simpler of the two.
+pre-encoded pieces (the document's parts encoded once, each chunk's values encoded and joined)
+costs the same as this, with several C calls per event instead of two; this is the simpler of
+the two.
 """
 
 from __future__ import annotations
@@ -57,9 +57,11 @@ _FIELDS = (
     "embedding",
     "embedding_model",
 )
-if ChunkEvent.__struct_fields__[: len(_FIELDS)] != _FIELDS:
+# Exactly the fields, not a prefix: a field appended to ChunkEvent and unknown here would go
+# out with its default from the positional construction below, silently.
+if ChunkEvent.__struct_fields__ != _FIELDS:
     raise ImportError(
-        "worker.wire.event_bytes: ChunkEvent's fields moved; update _FIELDS and values"
+        "worker.wire.event_bytes: ChunkEvent's fields changed; update _FIELDS and values"
     )
 
 

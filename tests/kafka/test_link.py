@@ -1,5 +1,5 @@
-"""Reaching Kafka: the retry policy and the link's state (worker/kafka/connectivity.py, pure), the
-classification of connection errors, and the start-up wait (worker/kafka/reachability.py) driven
+"""Reaching Kafka: the retry policy and the link's state (worker/kafka/link_policy.py, pure), the
+classification of connection errors, and the start-up wait (worker/kafka/link.py) driven
 with
 stand-ins for the network. The real broker: tests/broker/test_kafka_outage.py."""
 
@@ -22,9 +22,9 @@ from aiokafka.errors import (
 from worker.config import load_settings
 from worker.errors import ConfigError
 from worker.kafka import clients as kafka
-from worker.kafka import connectivity
-from worker.kafka import reachability as kafka_link
-from worker.kafka.connectivity import (
+from worker.kafka import link as kafka_link
+from worker.kafka import link_policy
+from worker.kafka.link_policy import (
     ATTEMPT_CAP_S,
     FATAL_AT_START,
     INITIAL_S,
@@ -116,9 +116,9 @@ def test_connection_errors_are_classified(error: BaseException, kind: Kind) -> N
 
 @pytest.fixture
 def fast(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(connectivity, "INITIAL_S", 0.001)
-    monkeypatch.setattr(connectivity, "PROBE_CAP_S", 0.004)
-    monkeypatch.setattr(connectivity, "ATTEMPT_CAP_S", 0.004)
+    monkeypatch.setattr(link_policy, "INITIAL_S", 0.001)
+    monkeypatch.setattr(link_policy, "PROBE_CAP_S", 0.004)
+    monkeypatch.setattr(link_policy, "ATTEMPT_CAP_S", 0.004)
 
 
 def link_with(
@@ -156,7 +156,7 @@ async def test_start_up_waits_logging_each_kind_once(
             raise KafkaConnectionError("Unable to bootstrap")
         return "session"
 
-    with caplog.at_level(logging.INFO, logger="worker.kafka.reachability"):
+    with caplog.at_level(logging.INFO, logger="worker.kafka.link"):
         assert await link.connect(attempt) == "session"
     assert attempts == 3
     down = [r for r in caplog.records if r.getMessage() == "kafka unreachable"]

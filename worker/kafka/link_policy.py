@@ -1,6 +1,6 @@
 """Reaching Kafka, decided without doing any I/O: which failures stop the worker at start-up,
 how long to wait before the next attempt, and when a failure is news worth a log line. The
-I/O is :mod:`worker.kafka.reachability` (and the classification of a connection error,
+I/O is :mod:`worker.kafka.link` (and the classification of a connection error,
 :func:`worker.kafka.clients.classify_connection`); time and randomness are passed in, like
 :mod:`worker.inference.batch_policy`.
 
@@ -10,9 +10,8 @@ The split (docs/operating/outages.md, "Broker outages"):
   refuses the worker's own configuration — SASL authentication failed, the SASL mechanism is not
   offered, the broker's certificate is not trusted, the TLS handshake fails. A retry cannot fix
   them, and a crash loop with the reason in ``kubectl logs`` is the loudest place to say so
-  before anything is consumed. (Missing topics and a wrongly laid out state topic are fatal too:
-  :mod:`worker.app` checks them once connected, as Kafka Streams refuses missing source
-  topics.)
+  before anything is consumed. (A wrongly laid out state topic is fatal too: :mod:`worker.app`
+  checks it once connected. Missing topics are waited for: worker.kafka.startup_topics.)
 - *Transient*: everything that says "Kafka is not there (yet)" — refused, unresolvable name,
   timeout, unreachable network, a connection closed, a broker that accepts connections but
   does not serve yet. The worker waits, unready, and tries again.
@@ -80,7 +79,7 @@ def cap_for(kind: Kind) -> float:
 
 class Backoff:
     """Capped exponential backoff with jitter; the cap follows the failure's kind. The worker's
-    one backoff: reaching Kafka, restoring state (worker.kafka.reachability.retrying) and
+    one backoff: reaching Kafka, restoring state (worker.kafka.link.retrying) and
     publishing (worker.handling.handler) all wait by it."""
 
     def __init__(self, rand: Callable[[], float] = random.random) -> None:

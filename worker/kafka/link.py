@@ -1,7 +1,7 @@
 """Kafka's reachability while the worker lives: wait for it at start-up, watch it while running.
 
 - **Start-up** (:meth:`KafkaLink.connect`): while no bootstrap server accepts a TCP connection,
-  probe at most ``PROBE_CAP_S`` apart (:mod:`worker.kafka.connectivity`); once one does, run
+  probe at most ``PROBE_CAP_S`` apart (:mod:`worker.kafka.link_policy`); once one does, run
   the start-up attempt (start the clients, check the topics). A failed attempt is classified by
   connecting once by hand (:func:`worker.kafka.clients.classify_connection`): what the broker
   refuses (credentials, mechanism, TLS trust) stops the worker with a message naming the
@@ -12,6 +12,9 @@
   fails, Kafka is down: readiness says why, commits wait, the clients reconnect by themselves;
   when it answers again, it is up. The SASL password file is read again on every check and a
   changed password handed to the running clients for their next connections.
+- A topic the worker needs that does not exist yet (worker.kafka.startup_topics) is waited for
+  the same way: the attempt is made again every few seconds, unready meanwhile, the missing
+  topics named by ``/readyz``, the log (once per change) and ``chunkstream_missing_topics``.
 - Each kind of failure is logged once, when it starts (a new kind is logged again), and the
   recovery once, with how long it took; ``chunkstream_kafka_connection_failures_total{kind}``
   counts every failed attempt.
@@ -32,8 +35,9 @@ from aiokafka.errors import KafkaError
 from worker.config import Settings
 from worker.errors import ConfigError
 from worker.kafka.clients import classify_connection, reachable, renew_password
-from worker.kafka.connectivity import UNREACHABLE, Backoff, Failure, Kind, Link
+from worker.kafka.link_policy import UNREACHABLE, Backoff, Failure, Kind, Link
 from worker.kafka.permissions import refused
+from worker.kafka.startup_topics import TopicsMissing
 from worker.observability.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -44,10 +48,12 @@ T = TypeVar("T")
 # counts as down. Generous: a loaded broker answering in seconds is slow, not gone.
 WATCH_EVERY_S = 5.0
 CHECK_TIMEOUT_S = 10.0
+# While topics are missing: how often the start-up attempt looks again.
+TOPICS_RECHECK_S = 2.0
 
 
 class KafkaLink:
-    """The worker's view of Kafka (:class:`~worker.kafka.connectivity.Link`) and the loops that
+    """The worker's view of Kafka (:class:`~worker.kafka.link_policy.Link`) and the loops that
     keep it current."""
 
     def __init__(
@@ -65,6 +71,8 @@ class KafkaLink:
         self._stopping = stopping
         self._clock = clock
         self._backoff = Backoff(rand)
+        # The topics the last start-up attempt found missing (name → the setting naming it).
+        self.missing_topics: dict[str, str] = {}
 
     @property
     def up(self) -> bool:
@@ -77,7 +85,8 @@ class KafkaLink:
         """``attempt``'s result once it succeeds; None if a stop was requested first.
 
         ``attempt`` must clean up after itself when it raises. A :class:`KafkaError` from it
-        is classified; :class:`~worker.errors.ConfigError` (a missing topic) passes through."""
+        is classified; :class:`TopicsMissing` is waited out; a
+        :class:`~worker.errors.ConfigError` passes through."""
         while not self._stopping.is_set():
             failure = await reachable(self.settings)
             if failure is None:
@@ -85,12 +94,18 @@ class KafkaLink:
                     log.info("kafka accepts connections: connecting")
                 try:
                     result = await attempt()
+                except TopicsMissing as missing:
+                    self._came_up()  # Kafka answered: only the topics are not there yet
+                    self._topics_missing(missing)
+                    await self._sleep(TOPICS_RECHECK_S)
+                    continue
                 except (KafkaError, OSError, TimeoutError) as exc:
                     failure = await self._classify(exc)
                     if failure.fatal_at_start and not self.state.ever_up:
                         raise ConfigError(failure.detail) from None
                 else:
                     self._came_up()
+                    self._topics_missing(None)
                     return result
             self._went_down(failure)
             await self._pause(failure.kind)
@@ -127,6 +142,19 @@ class KafkaLink:
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(WATCH_EVERY_S):
                         await self._stopping.wait()
+
+    def _topics_missing(self, missing: TopicsMissing | None) -> None:
+        topics = {} if missing is None else missing.topics
+        if topics != self.missing_topics:
+            if topics:
+                log.warning(
+                    "waiting for topics",
+                    extra={"missing": sorted(topics), "reason": str(missing)},
+                )
+            else:
+                log.info("topics found", extra={"were_missing": sorted(self.missing_topics)})
+        self.missing_topics = topics
+        self._metrics.missing_topics.set(len(topics))
 
     async def _classify(self, error: BaseException) -> Failure:
         """Why Kafka failed us, from a connection made by hand (``error`` is what the client

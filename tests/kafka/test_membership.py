@@ -1,0 +1,113 @@
+"""The member's standing in its group and the fence it puts on its own writes
+(worker.kafka.membership): the pure rule with numbers, then on the real broker a member frozen
+past its session timeout, as a SIGSTOP freezes it (here: the event loop blocked), whose queued
+record must not reach Kafka after it runs again, and whose client then reports it gone."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+
+import pytest
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+from tests.support import kafka_io
+from worker.kafka.membership import Membership, Standing, discard_queued, hold_sends
+
+SESSION_MS = 6000
+
+
+def test_a_standing_is_vouched_for_a_session_from_the_send_of_its_last_proof() -> None:
+    standing = Standing(session_timeout_s=10.0)
+    assert not standing.vouched(0.0)  # nothing proven yet
+    standing.proven(100.0)
+    assert standing.vouched(109.9)
+    assert not standing.vouched(110.0)  # the coordinator may have expired it by now
+    standing.proven(99.0)  # an older proof answered late proves nothing newer
+    assert not standing.vouched(110.0)
+    standing.proven(108.0)
+    assert standing.vouched(117.0)
+
+
+def test_membership_is_gone_when_the_client_resets_its_generation() -> None:
+    class Coordinator:
+        generation = 5
+        member_id = "m-1"
+
+        async def _do_heartbeat(self) -> bool:
+            return True
+
+    class Consumer:
+        _coordinator = Coordinator()
+
+    now = [0.0]
+    membership = Membership(10_000, clock=lambda: now[0])
+    membership.attach(Consumer())
+    membership.joined()
+    assert membership.vouched()
+    assert not membership.gone
+    Consumer._coordinator.generation = -1  # aiokafka's reset after UNKNOWN_MEMBER_ID
+    assert membership.gone
+    assert not membership.may_send()
+    membership.release()
+    assert membership.may_send()  # after the worker let go of everything (shutdown)
+
+
+async def _join(consumer: AIOKafkaConsumer) -> None:
+    for _ in range(200):
+        await consumer.getmany(timeout_ms=100)
+        if consumer.assignment():
+            return
+    raise TimeoutError("never assigned")
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("fenced", [True, False])
+async def test_a_record_queued_by_a_member_frozen_past_its_session_is_not_sent(
+    kafka_bootstrap: str, topic_names: dict[str, str], fenced: bool
+) -> None:
+    settings = kafka_io.make_settings(kafka_bootstrap, topic_names)
+    await kafka_io.create(settings, partitions=1)
+    consumer = AIOKafkaConsumer(
+        settings.input_topic,
+        bootstrap_servers=kafka_bootstrap,
+        group_id=f"membership-{uuid.uuid4().hex[:8]}",
+        session_timeout_ms=SESSION_MS,
+        heartbeat_interval_ms=1000,
+        enable_auto_commit=False,
+    )
+    producer = AIOKafkaProducer(bootstrap_servers=kafka_bootstrap, linger_ms=50)
+    await consumer.start()
+    await producer.start()
+    membership = Membership(SESSION_MS)
+    membership.attach(consumer)
+    if fenced:
+        hold_sends(producer, membership.may_send)
+    try:
+        await _join(consumer)
+        membership.joined()
+        sent = await producer.send(settings.output_topic, b"before the freeze")
+        await sent  # the fence lets a member in good standing send
+
+        late = await producer.send(settings.output_topic, b"queued at the freeze")
+        # Frozen on purpose, the whole event loop: no task runs, as under SIGSTOP.
+        time.sleep(SESSION_MS / 1000 + 2.0)  # noqa: ASYNC251
+        assert not membership.vouched()  # known the moment it runs again
+        for _ in range(100):  # the next heartbeat tells the client it was expelled
+            if membership.gone:
+                break
+            await asyncio.sleep(0.1)
+        assert membership.gone
+        if fenced:
+            assert not late.done()
+            discard_queued(producer, RuntimeError("lost"))
+            with pytest.raises(RuntimeError):
+                await late
+        else:
+            await late  # without the fence it lands, behind whatever the new owner wrote
+        ends = await kafka_io.end_offsets(kafka_bootstrap, settings.output_topic)
+        assert sum(ends.values()) == (1 if fenced else 2)
+    finally:
+        await producer.stop()
+        await consumer.stop()
