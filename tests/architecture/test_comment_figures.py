@@ -3,8 +3,9 @@ live in the benchmarks' output and on one docs page (docs/benchmarks.md), where 
 again when the code changes.
 
 The rule, on every ``#`` comment (tokenize) and every module, class and function docstring (ast) of
-worker/, and on every comment of its C sources (the compiled cores' ``/* */`` and ``//``): a number directly followed by a unit of measurement fails, naming file:line. The units are
-sizes (B, KB, MB, GB, KiB, MiB, GiB, bytes), times (ns, µs, us, ms, s, seconds, minutes), rates
+worker/, and on every comment of its C sources (the compiled cores' ``/* */`` and ``//``): a
+number directly followed by a unit of measurement fails, naming file:line. The units are sizes
+(B, KB, MB, GB, KiB, MiB, GiB, bytes), times (ns, µs, us, ms, s, seconds, minutes), rates
 (``per second``, ``a second``, ``/s`` as in ``MB/s`` or ``docs/s``), percentages (%) and ratios (a
 number with ``×``, or with ``x`` before faster / slower / more / less / the / its). A unit without a
 number ("in ms", "bytes per event") is a unit, not a figure, and passes; a value the code holds

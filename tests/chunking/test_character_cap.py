@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from tests.support.chunk_invariants import assert_chunks_exact, assert_covers
 from tests.support.clusters import CLUSTERS, documents_with_runs, unspaced_runs
 from tests.support.fake_embedder import embed
+from worker.chunking import _native as native
 from worker.chunking import registry
 from worker.chunking.rules import adaptive, lexical, sentence
 from worker.chunking.rules.adaptive import AdaptiveChunker
@@ -68,10 +69,9 @@ def worker_context(model_dir: Path) -> registry.BuildContext:
 
 
 def twin_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The pure-Python path: every compiled core off."""
-    monkeypatch.setattr(sentence, "NATIVE_CHUNK", None)
-    monkeypatch.setattr(adaptive, "NATIVE_CHUNK", None)
-    monkeypatch.setattr(lexical, "NATIVE_CHUNK", None)
+    """The pure-Python path: every compiled core off (the seam's one switch)."""
+    monkeypatch.setenv(native.PURE_PYTHON_ENV, "1")
+    assert (sentence.compiled(), adaptive.compiled(), lexical.compiled()) == (None, None, None)
 
 
 def rule_chunk(chunker: Any, text: str, content_type: ContentType = "text/plain") -> list[Chunk]:
@@ -206,7 +206,7 @@ def test_words_cut_in_characters_keep_their_clusters_in_both_paths(
 
 
 def embedding_chunker(name: str, tokenizer: str, window: int, cap: int) -> Any:
-    sizing = SemanticSizing(load_unit(tokenizer), window, None)
+    sizing = SemanticSizing(load_unit(tokenizer), window)
     if name == "semantic":
         return SemanticChunker(SemanticParams(chunk_size=cap), sizing=sizing)
     if name == "sdpm":

@@ -22,9 +22,8 @@ SENTENCE_TOKENS = 96
 on the retrieval benchmark's tune split, and still ahead of the window on the report split,
 which it was not chosen on (``python -m bench.retrieval_bench``; docs/benchmarks.md)."""
 DEFAULT_CHARACTERS = 1000
-"""The default cap in characters (``tokenizer="character"`` and no retrieval model)."""
-LEXICAL_CHARACTERS = 1500
-"""``lexical``'s default cap in characters: its design's fixed 1,500."""
+"""The default cap in characters (``tokenizer="character"`` and no retrieval model);
+``lexical``'s is its own (``text/lexicon.py``)."""
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ from worker.chunking.semantic.layout import HEADING, Layout
 from worker.chunking.semantic.model_window import ModelWindow, character_window
 from worker.chunking.semantic.semantic import atom_range, bounds_of, expect_plan
 from worker.chunking.semantic.similarity import cosine
-from worker.chunking.semantic.sizing import Sizing, resolve_sizing
+from worker.chunking.semantic.sizing import Sizing, own_sizing
 from worker.chunking.semantic.units import SentencePlan, UnitVectors, merge_params
 from worker.chunking.text.density import detect_language
 from worker.chunking.types import (
@@ -107,7 +107,7 @@ class ContextChunker:
     ) -> None:
         self.params = p = merge_params(ContextParams, params, overrides)
         self.window = model_window or character_window()
-        self.sizing = sizing or resolve_sizing(p.tokenizer, None)
+        self.sizing = sizing or own_sizing(p.tokenizer)
         self.counter = self.sizing.counter
         whole = bounds_of(p.chunk_size, p.min_chunk_size, self.sizing)
         core_cap = min(whole.cap, p.core_size or max(1, whole.cap * 3 // 4))

@@ -38,7 +38,7 @@ from worker.chunking.semantic.first_pass import (
     plan_document,
 )
 from worker.chunking.semantic.model_window import ModelWindow, character_window
-from worker.chunking.semantic.sizing import Sizing, resolve_sizing
+from worker.chunking.semantic.sizing import Sizing, own_sizing
 from worker.chunking.semantic.units import SentencePlan, UnitVectors, merge_params
 from worker.chunking.text.tokens import TokenCounter
 from worker.chunking.types import Chunk, ContentType, EmbeddingPlan, Metadata, Span
@@ -139,7 +139,7 @@ class SemanticChunker:
     ) -> None:
         self.params = merge_params(SemanticParams, params, overrides)
         self.window = model_window or character_window()
-        self.sizing = sizing or resolve_sizing(self.params.tokenizer, None)
+        self.sizing = sizing or own_sizing(self.params.tokenizer)
         self.counter: TokenCounter = self.sizing.counter
         self.bounds = bounds_of(self.params.chunk_size, self.params.min_chunk_size, self.sizing)
 

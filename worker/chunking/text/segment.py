@@ -306,22 +306,3 @@ def split_to_cap(text: str, span: Span, counter: TokenCounter, cap: int) -> list
         else:
             pieces.extend(_split_characters(text, word, counter, cap))
     return pack_spans(text, pieces, counter, cap)
-
-
-# A blank line: a line break, then only spaces/tabs/CR, then another line break.
-_PARAGRAPH_BREAK = re.compile(r"\n[^\S\n]*\n")
-
-
-def split_paragraphs(text: str) -> list[Span]:
-    """Paragraphs of plain text: pieces separated by blank lines, without surrounding space."""
-    spans: list[Span] = []
-    start = 0
-    for match in _PARAGRAPH_BREAK.finditer(text):
-        span = _strip(text, start, match.start())
-        if span is not None:
-            spans.append(span)
-        start = match.end()
-    span = _strip(text, start, len(text))
-    if span is not None:
-        spans.append(span)
-    return spans
