@@ -43,7 +43,7 @@ from worker.chunking.text.segment import (
     split_sentences,
     split_to_cap,
 )
-from worker.chunking.text.tokens import make_counter
+from worker.chunking.text.tokens import CharacterCounter
 from worker.chunking.types import Chunk, EmbeddingChunker, RuleChunker
 
 Spans = list[tuple[int, int, str]]  # start, end, text
@@ -70,7 +70,7 @@ def chunkers(tokenizer: str | None) -> dict[str, Chunker]:
         for name in ("sentence", "adaptive", "lexical")
     }
     made = {name: _markdown_spans(chunker) for name, chunker in built.items()}
-    counter = make_counter()
+    counter = CharacterCounter()
 
     def greedy(text: str) -> Spans:
         sentences = split_sentences(text, soft_wraps=True)

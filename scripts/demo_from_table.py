@@ -77,9 +77,11 @@ class Table:
         cmd = [str(LOCAL_POSTGRES), "psql", "--dir", str(self.run_dir), "--", "-q"]
         run(cmd, input=statements)
 
-    def rows(self, select: str) -> list[dict[str, Any]]:
-        wrapped = f"SELECT coalesce(json_agg(q), '[]'::json) FROM ({select}) q"
-        cmd = [str(LOCAL_POSTGRES), "psql", "--dir", str(self.run_dir), "--", "-At", "-c", wrapped]
+    def rows(self, select: str, setup: str = "") -> list[dict[str, Any]]:
+        """The rows of ``select`` as JSON objects, ``setup`` run first in the same session."""
+        wrapped = f"{setup}SELECT coalesce(json_agg(q), '[]'::json) FROM ({select}) q"
+        cmd = [str(LOCAL_POSTGRES), "psql", "--dir", str(self.run_dir), "--", "-q", "-At"]
+        cmd += ["-c", wrapped]
         rows: list[dict[str, Any]] = json.loads(run(cmd))
         return rows
 
@@ -246,7 +248,9 @@ def main() -> None:
             "SELECT doc_id, metadata->>'title' AS title, start_index, end_index, "
             f"round((embedding <=> '{literal_vector}'::vector)::numeric, 3) AS distance, "
             "left(regexp_replace(text, '\\s+', ' ', 'g'), 80) AS text FROM chunks "
-            f"ORDER BY embedding <=> '{literal_vector}'::vector LIMIT 3"
+            f"ORDER BY embedding <=> '{literal_vector}'::vector LIMIT 3",
+            # The recipe's hnsw.ef_search (docs/operating/postgres-pgvector.md).
+            setup="SET hnsw.ef_search = 200; ",
         )
         for r in nearest:
             say(

@@ -37,9 +37,17 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 
 from worker.chunking import registry
-from worker.config import Settings, batch_bytes, exactly_once, redacted, state_topic
+from worker.config import (
+    Settings,
+    batch_bytes,
+    exactly_once,
+    invalid_setting,
+    redacted,
+    state_topic,
+    strategy_setting_error,
+)
 from worker.consuming.loop import ConsumeLoop
-from worker.errors import ConfigError, ModelNotBuilt
+from worker.errors import ModelNotBuilt
 from worker.handling.handler import DocumentHandler
 from worker.handling.resolver import PATH_PARAMS, StrategyResolver
 from worker.inference.serving import ModelRefs, Models, boundary_ref, open_models, retrieval_ref
@@ -63,7 +71,7 @@ from worker.observability.health import HealthServer
 from worker.observability.metrics import Metrics
 from worker.observability.sampler import Sampler
 from worker.observability.task_dump import log_task_dump
-from worker.runtime import cgroups, collector, resources
+from worker.runtime import cgroups, garbage_collector, resources
 from worker.runtime.loop_lag import watch_loop_lag
 from worker.state.changelog import Changelog, learn_topic
 from worker.state.documents import DocumentStates
@@ -228,8 +236,8 @@ class Worker:
             stack.push_async_callback(self._stop_background)
             self._spawn(watch_loop_lag(self.metrics))
             models = await self._start_models(stack, refs) if self._needs_model else None
-            # What start-up loaded is never scanned again (worker.runtime.collector).
-            collector.settle()
+            # What start-up loaded is never scanned again (worker.runtime.garbage_collector).
+            garbage_collector.settle()
 
             session = await self.kafka.connect(self._open_session)
             if session is None:  # stopped while waiting for Kafka: nothing was consumed
@@ -392,8 +400,7 @@ class Worker:
             strategy = registry.get(s.strategy)
             strategy.parse_params(s.strategy_params)
         except registry.StrategyError as exc:
-            field = "STRATEGY" if isinstance(exc, registry.NoSuchStrategy) else "STRATEGY_PARAMS"
-            raise ConfigError(f"invalid setting CHUNKSTREAM_{field}: {exc}") from None
+            raise strategy_setting_error(exc) from None
         return strategy
 
     def _resolve_models(self, strategy: registry.Strategy[Any]) -> ModelRefs:
@@ -406,14 +413,12 @@ class Worker:
         try:
             boundary = boundary_ref(s) if needs_boundary else None
         except ModelNotBuilt as exc:
-            raise ConfigError(f"invalid setting CHUNKSTREAM_MODEL_DIR: {exc}") from None
+            raise invalid_setting("model_dir", exc) from None
         try:
             retrieval = retrieval_ref(s)
         except ModelNotBuilt as exc:
             if s.include_embeddings or s.retrieval_model_dir is not None:
-                raise ConfigError(
-                    f"invalid setting CHUNKSTREAM_RETRIEVAL_MODEL_DIR: {exc}"
-                ) from None
+                raise invalid_setting("retrieval_model_dir", exc) from None
             retrieval = None  # rule sizes in characters: docs/concepts/strategies.md
         return ModelRefs(boundary, retrieval)
 
@@ -422,8 +427,7 @@ class Worker:
         try:
             return registry.build(s.strategy, s.strategy_params, context)
         except registry.StrategyError as exc:
-            field = "STRATEGY" if isinstance(exc, registry.NoSuchStrategy) else "STRATEGY_PARAMS"
-            raise ConfigError(f"invalid setting CHUNKSTREAM_{field}: {exc}") from None
+            raise strategy_setting_error(exc) from None
 
     async def _start_models(self, stack: contextlib.AsyncExitStack, refs: ModelRefs) -> Models:
         return await stack.enter_async_context(
@@ -457,10 +461,10 @@ class Worker:
             limits = {}
         for topic, limit in sorted(limits.items()):
             if limit < s.max_record_bytes:
-                raise ConfigError(
-                    f"invalid setting CHUNKSTREAM_MAX_RECORD_BYTES (--max-record-bytes): "
+                raise invalid_setting(
+                    "max_record_bytes",
                     f"{s.max_record_bytes} is above max.message.bytes={limit} of topic "
-                    f"{topic}; lower it to at most {limit} or raise the topic's limit"
+                    f"{topic}; lower it to at most {limit} or raise the topic's limit",
                 )
 
     async def _check_state_topic(self, consumer: AIOKafkaConsumer) -> None:
@@ -471,10 +475,11 @@ class Worker:
         ours = consumer.partitions_for_topic(topic) or set()
         inputs = consumer.partitions_for_topic(s.input_topic) or set()
         if len(ours) != len(inputs):
-            raise ConfigError(
-                f"invalid setting CHUNKSTREAM_STATE_TOPIC: {topic} has {len(ours)} partitions, "
+            raise invalid_setting(
+                "state_topic",
+                f"{topic} has {len(ours)} partitions, "
                 f"the input topic {s.input_topic} {len(inputs)}; the state changelog must be "
-                "co-partitioned with the input (same partition count)"
+                "co-partitioned with the input (same partition count)",
             )
         try:
             configs = await topic_configs(s, [topic], ["cleanup.policy"])
@@ -483,10 +488,11 @@ class Worker:
             return
         policy = configs.get(topic, {}).get("cleanup.policy")
         if policy is not None and "compact" not in policy:
-            raise ConfigError(
-                f"invalid setting CHUNKSTREAM_STATE_TOPIC: {topic} has cleanup.policy={policy}; "
+            raise invalid_setting(
+                "state_topic",
+                f"{topic} has cleanup.policy={policy}; "
                 "the state changelog must be compacted (cleanup.policy=compact), or its old "
-                "states are deleted by retention and documents are forgotten"
+                "states are deleted by retention and documents are forgotten",
             )
 
 

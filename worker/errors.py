@@ -2,7 +2,8 @@
 
 Every failure that is the *input's* fault maps to one :class:`DocumentError` subclass; its
 ``kind`` is the dead-letter event's ``error_kind`` and a metrics label, so the set is closed
-and the strings never change once published.
+and the strings never change once published. The subclasses are the list: docs/reference/
+events.md's table of dead letters names each one (tests/architecture/test_reference_docs.py).
 """
 
 from __future__ import annotations
@@ -86,30 +87,6 @@ class UnkeyedTombstone(DocumentError):
     """A null value without a key: a tombstone must say which document it deletes."""
 
     kind = "unkeyed_tombstone"
-
-
-ERROR_KINDS: tuple[str, ...] = tuple(
-    sorted(
-        cls.kind
-        for cls in (
-            DocumentError,
-            Undecodable,
-            InvalidUtf8,
-            SchemaViolation,
-            DocumentTooLarge,
-            HeadersTooLarge,
-            UnknownStrategy,
-            KeyMismatch,
-            UnkeyedTombstone,
-            UnavailableValue,
-            StrategyNotAllowed,
-            InvalidStrategyParams,
-            ChunkingFailed,
-            OutputRecordTooLarge,
-            TooManyChunks,
-        )
-    )
-)
 
 
 class ConfigError(ValueError):

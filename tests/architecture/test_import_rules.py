@@ -89,7 +89,7 @@ ROOM_DEPENDS: dict[str, tuple[str, ...]] = {
         "worker._version", "worker.errors", "worker.config", "worker.observability",
         "worker.runtime", "worker.wire", "worker.kafka", "worker.state", "worker.chunking",
         "worker.pipeline", "worker.models", "worker.inference", "worker.app",
-        "worker.model_making",
+        "worker.model_making", "worker.handling",  # tail maps table rows as the handler does
     ),
     "worker": ("worker._version",),  # the public surface imports its names on first use
 }  # fmt: skip

@@ -1,6 +1,9 @@
 """The reference pages name what the code has, and nothing that is gone: every setting of the
-worker's Settings struct is a row of docs/reference/settings.md (with its flag and default), and
-every `chunkstream` subcommand has its section in docs/reference/cli.md. (The metrics page has
+worker's Settings struct is a row of docs/reference/settings.md (with its flag and default), the
+page's tables are what `chunkstream settings` prints from the settings' declarations, every
+dead-letter kind (a worker.errors.DocumentError subclass) is a row of docs/reference/events.md
+and named in the README, and every `chunkstream` subcommand has its section in
+docs/reference/cli.md. (The metrics page has
 its own test, tests/observability/test_metrics_doc.py.)"""
 
 from __future__ import annotations
@@ -10,7 +13,8 @@ import re
 from pathlib import Path
 
 from worker.cli import build_parser
-from worker.config import Settings, env_name, flag_name
+from worker.config import Settings, env_name, flag_name, settings_table
+from worker.errors import DocumentError
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "reference"
 SETTINGS_HEADER = ["variable", "flag", "type", "default", "meaning"]
@@ -56,6 +60,37 @@ def test_every_setting_is_documented_and_none_that_is_gone() -> None:
         field = fields[variable]
         assert flag == flag_name(field), variable
         assert default == shown_default(getattr(defaults, field)), f"{variable}'s default"
+
+
+def test_the_settings_page_holds_what_chunkstream_settings_prints() -> None:
+    page = (DOCS / "settings.md").read_text(encoding="utf-8")
+    assert settings_table() in page, "settings.md is stale: paste `chunkstream settings`"
+
+
+def error_kinds() -> set[str]:
+    """The ``error_kind`` of every DocumentError subclass, however deep."""
+    kinds: set[str] = set()
+    pending = list(DocumentError.__subclasses__())
+    while pending:
+        cls = pending.pop()
+        kinds.add(cls.kind)
+        pending += cls.__subclasses__()
+    return kinds
+
+
+def test_every_dead_letter_kind_is_documented_and_none_that_is_gone() -> None:
+    events = (DOCS / "events.md").read_text(encoding="utf-8")
+    table = events[events.index("### Dead letters") :].split("\n## ")[0]
+    body = table[table.index("|---|") :]  # the rows under the header
+    rows = set(re.findall(r"^\| `([a-z_0-9]+)` \|", body, flags=re.MULTILINE))
+    kinds = error_kinds()
+    assert {"undecodable", "too_many_chunks", "unkeyed_tombstone"} <= kinds  # the walk found them
+    assert sorted(kinds - rows) == [], "dead-letter kinds missing from reference/events.md"
+    assert sorted(rows - kinds) == [], "reference/events.md names dead-letter kinds that are gone"
+    readme = (DOCS.parents[1] / "README.md").read_text(encoding="utf-8")
+    after = readme[readme.index("stable `error_kind`") :]
+    listed = re.split(r"\)\s+and\s+the\s+original", after)[0]
+    assert set(re.findall(r"`([a-z_0-9]+)`", listed)) - {"error_kind"} == kinds
 
 
 def subcommands(parser: argparse.ArgumentParser, prefix: str = "") -> set[str]:

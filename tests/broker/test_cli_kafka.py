@@ -1,15 +1,23 @@
-"""The people-facing commands against the real broker: produce, tail, lag, topics,
-and local-kafka's idempotent start."""
+"""The people-facing commands against the real broker: produce, tail, lag, topics, delete and
+sink (a topic the cluster does not have is one line, exit 1, without waiting on it), the
+warning about a misspelt setting, and local-kafka's idempotent start. (tail's decoding and
+`--max`: tests/broker/test_cli_tail.py.)"""
 
 from __future__ import annotations
 
 import asyncio
 import codecs
+import json
+import os
+import signal
 import subprocess
 import sys
+import time
+import uuid
 from pathlib import Path
 
 import pytest
+from aiokafka.admin import AIOKafkaAdminClient
 
 from tests.support import kafka_io
 from worker.app import Worker
@@ -162,6 +170,94 @@ async def test_topics_produce_run_tail_and_lag(
     )
     assert missing.returncode == 1
     assert "not found" in missing.stderr
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["produce", "--topic", "{topic}", "README.md"],
+        ["tail", "--topic", "{topic}", "--idle-timeout", "60"],
+        ["tail", "--topic", "{topic}", "--json", "--max", "1"],
+        ["lag", "--topic", "{topic}", "--wait", "60"],
+        ["delete", "--topic", "{topic}", "doc-1"],
+        ["sink", "--topic", "{topic}", "--db", "{db}", "--idle-timeout", "60"],
+    ],
+    ids=lambda command: "-".join(c for c in command[:4] if "{" not in c),
+)
+async def test_a_topic_the_cluster_does_not_have_is_one_line_and_status_1(
+    command: list[str], kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    topic = f"no-such-topic-{uuid.uuid4().hex[:8]}"
+    db = tmp_path / "sink.db"
+    argv = [part.format(topic=topic, db=db) for part in command]
+    began = time.monotonic()
+    result = await asyncio.to_thread(cli, *argv, "--bootstrap-servers", kafka_bootstrap)
+    elapsed = time.monotonic() - began
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr == (
+        f"chunkstream: topic {topic!r} not found on {kafka_bootstrap} (or not visible to this "
+        "client): check --topic, or create it with `chunkstream topics`\n"
+    )
+    # Asked before any client waits on the topic: aiokafka waits for a missing topic's
+    # metadata for its 40 s request timeout (and ignored --idle-timeout and --wait meanwhile).
+    # Not a speed figure: a bound well under that wait, far above a normal run.
+    assert elapsed < 30
+    assert not db.exists()  # the sink made no database for a topic it cannot read
+    # Nothing was created on the way (brokers may auto-create a topic asked for by name).
+    admin = AIOKafkaAdminClient(bootstrap_servers=kafka_bootstrap)
+    await admin.start()
+    try:
+        existing = await admin.list_topics()
+    finally:
+        await admin.close()
+    assert len(existing) > 0
+    assert topic not in existing
+
+
+async def test_a_misspelt_setting_is_a_warning_naming_the_setting_meant(
+    kafka_bootstrap: str, topic_names: dict[str, str], tmp_path: Path
+) -> None:
+    """The issue: CHUNKSTREAM_STRATEGIE=lexical was ignored without a word (the worker ran
+    `sentence`). It is still not a setting, but the worker says so at start-up, and so does
+    every other command."""
+    settings = kafka_io.make_settings(kafka_bootstrap, topic_names)
+    await kafka_io.create(settings, partitions=1)
+    document = DocumentEvent(id="doc-1", text="# Title\n\nOne sentence. Another one.")
+    await kafka_io.produce_raw(
+        kafka_bootstrap, topic_names["input_topic"], kafka_io.encode_documents([document])
+    )
+    log = tmp_path / "worker.log"
+    worker = kafka_io.worker_process(settings, log, {"CHUNKSTREAM_STRATEGIE": "lexical"})
+    try:
+        await kafka_io.wait_committed_to_end(
+            kafka_bootstrap, topic_names["group_id"], topic_names["input_topic"], timeout_s=120
+        )
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        assert await asyncio.to_thread(worker.wait, 120) == 0
+    warning = (
+        "CHUNKSTREAM_STRATEGIE is not a chunkstream setting; ignored "
+        "(did you mean CHUNKSTREAM_STRATEGY?)"
+    )
+    lines = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+    warned = [line for line in lines if line["message"] == warning]
+    assert [(w["level"], w["logger"]) for w in warned] == [("warning", "worker.config")]
+    assert lines.index(warned[0]) < lines.index(kafka_io.log_events(log, "starting")[0])
+    assert kafka_io.log_events(log, "starting")[0]["config"]["strategy"] == "sentence"
+    chunks = await kafka_io.chunk_events(kafka_bootstrap, topic_names["output_topic"])
+    assert {c.strategy for c in chunks} == {"sentence"}  # a warning, not a setting
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CHUNKSTREAM_")}
+    lag = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "worker.cli", "lag", "--bootstrap-servers", kafka_bootstrap,
+         "--topic", topic_names["input_topic"]],
+        capture_output=True, text=True, cwd=REPO, timeout=120,
+        env={**env, "CHUNKSTREAM_STRATEGIE": "lexical", "CHUNKSTREAM_TEST_BOOTSTRAP": "x:1"},
+    )  # fmt: skip
+    assert lag.returncode == 0
+    assert lag.stderr == f"chunkstream: warning: {warning}\n"  # ours, not a setting: no warning
 
 
 def test_local_kafka_second_start_is_a_no_op(kafka_broker: tuple[str, Path | None]) -> None:

@@ -8,10 +8,10 @@ from hypothesis import strategies as st
 
 from tests.support.chunk_invariants import assert_all
 from tests.support.texts import any_text
+from tests.support.token_counters import make_counter
 from worker.chunking import registry
 from worker.chunking.rules.adaptive import AdaptiveChunker
 from worker.chunking.text.density import density
-from worker.chunking.text.tokens import make_counter
 from worker.chunking.types import Chunk, RuleChunker
 
 CHARS = make_counter()

@@ -8,11 +8,11 @@ from hypothesis import strategies as st
 
 from tests.support.chunk_invariants import assert_all
 from tests.support.texts import any_text
+from tests.support.token_counters import make_counter
 from worker.chunking import registry
 from worker.chunking._native import PURE_PYTHON_ENV
 from worker.chunking.rules import lexical
 from worker.chunking.rules.lexical import LADDER, LexicalChunker, LexicalParams, primary_reason
-from worker.chunking.text.tokens import make_counter
 from worker.chunking.types import Chunk, RuleChunker
 
 CHARS = make_counter()

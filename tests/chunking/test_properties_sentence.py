@@ -7,9 +7,9 @@ from hypothesis import strategies as st
 
 from tests.support.chunk_invariants import assert_all, assert_spans_exact
 from tests.support.texts import any_text
+from tests.support.token_counters import make_counter
 from worker.chunking.rules.sentence import SentenceChunker, SentenceParams
 from worker.chunking.text.segment import split_sentences, split_to_cap
-from worker.chunking.text.tokens import make_counter
 from worker.chunking.types import Span
 
 CHARS = make_counter()

@@ -6,6 +6,7 @@ from collections.abc import Callable
 import pytest
 
 from tests.support.chunk_invariants import assert_spans_exact
+from tests.support.token_counters import make_counter
 from worker.chunking.text import segment
 from worker.chunking.text.segment import (
     pack_spans,
@@ -13,7 +14,6 @@ from worker.chunking.text.segment import (
     split_to_cap,
     split_words,
 )
-from worker.chunking.text.tokens import make_counter
 from worker.chunking.text.word_cuts import longest_prefix_within
 from worker.chunking.types import Span
 

@@ -3,9 +3,9 @@ from __future__ import annotations
 import pytest
 
 from tests.support.chunk_invariants import assert_all
+from tests.support.token_counters import make_counter
 from worker.chunking import registry
 from worker.chunking.rules.sentence import SentenceChunker, SentenceParams
-from worker.chunking.text.tokens import make_counter
 from worker.chunking.types import RuleChunker
 
 TEXT = (

@@ -30,12 +30,13 @@ from hypothesis import strategies as st
 from tests.support.chunk_invariants import assert_all
 from tests.support.corpus import gather
 from tests.support.structure_oracle import heading_only, split_fences
+from tests.support.token_counters import make_counter
 from worker.chunking import registry
 from worker.chunking.rules.adaptive import AdaptiveChunker
 from worker.chunking.rules.lexical import LexicalChunker, LexicalParams
 from worker.chunking.rules.sentence import SentenceChunker, SentenceParams
 from worker.chunking.rules.sizing import CHARACTERS, Sizing
-from worker.chunking.text.tokens import PieceCounter, TokenCounter, make_counter, piece_counter
+from worker.chunking.text.tokens import PieceCounter, TokenCounter, piece_counter
 from worker.chunking.types import Chunk
 
 WORDS = [

@@ -2,8 +2,9 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.token_counters import make_counter
 from worker.chunking.text import tokens
-from worker.chunking.text.tokens import CharacterCounter, TokenCounter, make_counter
+from worker.chunking.text.tokens import CharacterCounter, TokenCounter
 
 
 def test_character_is_the_default_unit() -> None:
@@ -15,8 +16,8 @@ def test_character_is_the_default_unit() -> None:
     assert counter.count("héllo 世界") == 8
 
 
-def test_tokenizer_counts_without_special_tokens(tokenizer_path: str) -> None:
-    counter = make_counter(tokenizer_path)
+def test_the_whole_text_reference_counts_without_special_tokens(tokenizer_path: str) -> None:
+    counter = make_counter(tokenizer_path)  # the tests' reference (tests/support)
     assert counter.unit == tokenizer_path
     assert counter.count("") == 0
     # WordPiece splits "hello world" into two tokens; [CLS]/[SEP] must not be counted.
@@ -24,17 +25,17 @@ def test_tokenizer_counts_without_special_tokens(tokenizer_path: str) -> None:
     assert counter.count("hello world " * 300) == 600, "counting must not truncate"
 
 
-def test_tokenizer_is_loaded_once_per_path(tokenizer_path: str) -> None:
-    first = make_counter(tokenizer_path)
-    second = make_counter(tokenizer_path)
-    assert first._tokenizer is second._tokenizer  # type: ignore[attr-defined]
+def test_a_tokenizer_is_loaded_once_per_path(tokenizer_path: str) -> None:
+    first = tokens.PieceCounter(tokenizer_path)
+    second = tokens.PieceCounter(str(tokenizer_path).replace("/", "//"))  # another spelling
+    assert first._tokenizer is second._tokenizer
     assert len(tokens._TOKENIZERS) >= 1
 
 
 @pytest.mark.parametrize("unit", ["", "/nonexistent/tokenizer.json"])
 def test_bad_unit_is_refused(unit: str) -> None:
     with pytest.raises(ValueError, match="tokenizer"):
-        make_counter(unit)
+        tokens.PieceCounter(unit)
 
 
 def test_unreadable_tokenizer_file_is_refused(tmp_path: object) -> None:
@@ -43,7 +44,7 @@ def test_unreadable_tokenizer_file_is_refused(tmp_path: object) -> None:
     bad = Path(str(tmp_path)) / "tokenizer.json"
     bad.write_text("{not json")
     with pytest.raises(ValueError, match="cannot load tokenizer"):
-        make_counter(str(bad))
+        tokens.PieceCounter(str(bad))
 
 
 def test_the_piece_memory_starting_afresh_keeps_every_piece_of_the_call(

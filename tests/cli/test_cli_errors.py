@@ -102,7 +102,7 @@ def test_the_worker_without_a_built_model_names_the_setting_and_the_command(
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     last = result.stderr.strip().splitlines()[-1]  # after the JSON start-up banner
-    assert last.startswith("chunkstream: invalid setting CHUNKSTREAM_MODEL_DIR: ")
+    assert last.startswith("chunkstream: invalid setting CHUNKSTREAM_MODEL_DIR (--model-dir): ")
     assert f"`chunkstream model build --out {tmp_path}`" in last
 
 

@@ -17,6 +17,11 @@ from tests.support.network import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted(p.name for p in (REPO / "examples").iterdir() if p.is_file())
+EDITED = "examples/retrieval-notes.txt"
+DELETED = "examples/api-reference.md"
+# A chunk event as `chunkstream tail` prints it: doc #index/count [start:end] ..., and a tombstone.
+CHUNK_LINE = re.compile(r"^ {3}(\S+) #(\d+)/(\d+) \[(\d+):(\d+)\] \d+ tok \w+: (.*)$")
+TOMBSTONE_LINE = re.compile(r"^ {3}TOMBSTONE [0-9a-f]{32} of (\S+)$")
 
 
 def sink_after(output: str, step: str) -> dict[str, int]:
@@ -44,38 +49,68 @@ def run_demo(tmp_path: Path, *args: str) -> str:
     return output
 
 
-def check_the_sink(output: str) -> dict[str, int]:
-    """The sink the demo showed after each step; what it holds at the end."""
+def check_the_edit(output: str, run_dir: Path, chunks_now: int) -> None:
+    """What the demo lists as the chunk topic's records of the edit: the new version's chunk
+    events, each of its chunks once and none of the first version's (their offsets are checked
+    against the edited file the demo produced), then the tombstones of the retracted chunks."""
+    block = output.split("records of this edit", 1)[1].split("\n", 1)[1].split("\n==", 1)[0]
+    lines = block.splitlines()
+    chunks = [m for m in map(CHUNK_LINE.match, lines) if m is not None]
+    tombstones = [m for m in map(TOMBSTONE_LINE.match, lines) if m is not None]
+    assert len(chunks) + len(tombstones) == len(lines), block
+    assert chunks, block
+    assert tombstones, block
+    assert lines.index(tombstones[0].string) == len(chunks), "tombstones come after the events"
+    assert {m[1] for m in chunks} | {m[1] for m in tombstones} == {EDITED}
+    assert sorted(int(m[2]) for m in chunks) == list(range(1, chunks_now + 1))
+    assert {int(m[3]) for m in chunks} == {chunks_now}
+    text = (run_dir / "edit" / EDITED).read_text(encoding="utf-8")
+    for m in chunks:
+        preview = m[6].removesuffix("...")
+        assert text[int(m[4]) : int(m[5])].replace("\n", "⏎ ").startswith(preview), m.string
+
+
+def check_the_sink(output: str, run_dir: Path) -> dict[str, int]:
+    """The sink the demo showed after each step, the edit's records, the summary; what the
+    sink holds at the end."""
     first = sink_after(output, "the first versions")
     assert sorted(first) == [f"examples/{name}" for name in EXAMPLES]
     assert all(n > 0 for n in first.values())
     edited = sink_after(output, "the edit")
     assert set(edited) == set(first)
+    check_the_edit(output, run_dir, edited[EDITED])
     # The delete removed one document's chunks and nothing else.
     deleted = sink_after(output, "the delete")
-    assert "examples/api-reference.md" not in deleted
-    assert deleted == {d: n for d, n in edited.items() if d != "examples/api-reference.md"}
-    # The edit retracted chunks: tombstones on the chunk topic.
-    assert "TOMBSTONE" in output.split("== editing", 1)[1].split("== the sink after", 1)[0]
+    assert DELETED not in deleted
+    assert deleted == {d: n for d, n in edited.items() if d != DELETED}
 
-    summary = re.search(r"== summary: (\d+) documents, (\d+) chunks, (\d+) dead letters", output)
+    summary = re.search(
+        r"== summary: (\d+) documents, then 1 edit and 1 delete \((\d+) input records\); "
+        r"(\d+) chunk events; the sink ends with (\d+) documents, (\d+) chunks; "
+        r"(\d+) dead letters",
+        output,
+    )
     assert summary is not None, output[-2000:]
-    documents, _, dead_letters = (int(g) for g in summary.groups())
-    # Every example, then the edited one again and the delete's tombstone.
-    assert documents >= len(first) + 1
+    documents, records, events, left, held, dead_letters = (int(g) for g in summary.groups())
+    assert documents == len(EXAMPLES)
+    assert records == len(EXAMPLES) + 2  # the first versions, the edit, the delete
+    # Every first version's chunks, then every chunk of the edited version (unchanged ones are
+    # emitted again by default); a delete publishes only tombstones.
+    assert events == sum(first.values()) + edited[EDITED]
+    assert (left, held) == (len(deleted), sum(deleted.values()))
     assert dead_letters == 0
     return deleted
 
 
 def test_the_demo_runs_end_to_end(tmp_path: Path) -> None:
     output = run_demo(tmp_path)
-    check_the_sink(output)
+    check_the_sink(output, tmp_path / "demo")
     assert "== the index" not in output
 
 
 def test_the_demo_into_postgres_keeps_the_index_equal_to_the_sink(tmp_path: Path) -> None:
     output = run_demo(tmp_path, "--index")
-    check_the_sink(output)
+    check_the_sink(output, tmp_path / "demo")
     for step in ("the first versions", "the edit", "the delete"):
         index = output.split(
             f"== the index (PostgreSQL table chunks, via Kafka Connect) after: {step}", 1

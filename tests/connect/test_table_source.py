@@ -199,6 +199,8 @@ def edited(text: str, marker: str) -> str:
     return "\n\n".join(paragraphs)
 
 
+# Connect, PostgreSQL and the worker on shared cores: the suite's 300 s is too tight a net.
+@pytest.mark.timeout(900)
 async def test_the_chunk_table_equals_chunking_the_tables_rows(
     kafka_bootstrap: str,
     topic_names: dict[str, str],

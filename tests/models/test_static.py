@@ -285,7 +285,7 @@ async def test_worker_refuses_a_bad_static_model_at_start_up(
     with pytest.raises(ConfigError) as caught:
         await Worker(settings).run()
     message = str(caught.value)
-    assert message.startswith("invalid setting CHUNKSTREAM_MODEL_DIR: ")
+    assert message.startswith("invalid setting CHUNKSTREAM_MODEL_DIR (--model-dir): ")
     assert "\n" not in message
     assert re.search(expected, message)
 

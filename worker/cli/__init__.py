@@ -84,6 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command != "run":  # `run` logs them as JSON lines (kafka_tools.run_worker)
+        warn_unknown_variables()
     try:
         code: int = args.func(args)
         sys.stdout.flush()  # inside the try: a closed pipe is reported here, not at exit
@@ -99,6 +101,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     return code
+
+
+def warn_unknown_variables() -> None:
+    """One ``chunkstream: warning:`` line per ``CHUNKSTREAM_*`` variable that is no setting of
+    ours: a misspelt setting would otherwise be ignored without a word."""
+    from worker.config import unknown_variables
+
+    for warning in unknown_variables(os.environ):
+        print(f"chunkstream: warning: {warning}", file=sys.stderr)
 
 
 def _fail(exc: Exception, status: int) -> int:

@@ -1,12 +1,17 @@
-"""The Kafka commands: ``run`` (the worker) and the operator tools ``produce``, ``tail``,
-``lag`` and ``topics``.
+"""The Kafka commands: ``run`` (the worker) and the operator tools ``produce``, ``tail`` (how it
+decodes and prints records: :mod:`worker.cli.tail`), ``lag`` and ``topics`` (``delete`` and
+``sink`` are :mod:`worker.cli.lifecycle_tools`).
 
 Every tool connects the same way (:func:`add_connection_flags`, :func:`client_settings`,
 :func:`started`), so a broker that cannot be reached, or refuses the client (TLS, SASL), is one
 ``chunkstream:`` line naming the settings to check and exit status 69
 (:class:`~worker.cli.status.KafkaUnreachable`), with every client stopped: no traceback, no
-"Unclosed AIOKafka…" warning. A new tool registers its parser in :func:`add_commands` and opens
-its clients with ``async with started(client, settings)``.
+"Unclosed AIOKafka…" warning. A topic the cluster does not have is one line and exit status 1
+(:func:`topic_partitions`, :class:`~worker.cli.status.TopicNotFound`), asked before any client
+is pointed at the topic: aiokafka waits for a missing topic's metadata for its whole request
+timeout (``request_timeout_ms``) and then raises. A new tool registers its parser in
+:func:`add_commands`, checks its topics with :func:`require_topic` and opens its clients with
+``async with started(client, settings)``.
 
 ``run`` keeps the worker's own start-up behaviour (worker/app.py decides what a missing
 broker means for the worker).
@@ -18,19 +23,20 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import os
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-import msgspec
-from aiokafka.errors import KafkaConnectionError, UnknownTopicOrPartitionError
+from aiokafka.errors import KafkaConnectionError
 
 from worker.cli.inputs import CONTENT_TYPES, STDIN, check_openable, read_document
-from worker.cli.status import KafkaUnreachable
-from worker.errors import CommandError
+from worker.cli.status import KafkaUnreachable, TopicNotFound
 
 if TYPE_CHECKING:
+    from aiokafka.admin import AIOKafkaAdminClient
+
     from worker.config import Settings
 
 SubParsers = argparse._SubParsersAction
@@ -99,6 +105,27 @@ async def started(client: Client, settings: Settings) -> AsyncIterator[Client]:
         await stop()
 
 
+async def topic_partitions(admin: AIOKafkaAdminClient, settings: Settings, topic: str) -> list[int]:
+    """The partitions of ``topic``, from one metadata request for every topic (asking for the
+    topic by name would let brokers with ``auto.create.topics.enable`` create it), or
+    :class:`TopicNotFound`."""
+    for described in await admin.describe_topics():
+        if described["topic"] == topic:
+            return sorted(p["partition"] for p in described["partitions"])
+    raise TopicNotFound(
+        f"topic {topic!r} not found on {settings.bootstrap_servers} (or not visible to this "
+        "client): check --topic, or create it with `chunkstream topics`"
+    )
+
+
+async def require_topic(settings: Settings, topic: str) -> list[int]:
+    """:func:`topic_partitions` on an admin client of its own, for a tool that has none."""
+    from worker.kafka.clients import make_admin
+
+    async with started(make_admin(settings), settings) as admin:
+        return await topic_partitions(admin, settings, topic)
+
+
 def _stop_method(client: KafkaClient) -> Callable[[], Awaitable[None]]:
     for name in ("stop", "close"):  # consumers and producers stop; the admin client closes
         method: Callable[[], Awaitable[None]] | None = getattr(client, name, None)
@@ -112,11 +139,13 @@ def _stop_method(client: KafkaClient) -> Callable[[], Awaitable[None]]:
 
 def run_worker(args: argparse.Namespace) -> int:
     from worker.app import Worker
-    from worker.config import load_settings
+    from worker.config import load_settings, unknown_variables
     from worker.observability import logs
 
     settings = load_settings(vars(args))
     logs.configure(settings.log_level)
+    for warning in unknown_variables(os.environ):
+        logging.getLogger("worker.config").warning(warning)
 
     async def main() -> int:
         worker = Worker(settings)
@@ -138,7 +167,9 @@ def add_produce(sub: SubParsers[argparse.ArgumentParser]) -> None:
         "file is read and checked before the first is sent.",
     )
     add_connection_flags(produce)
-    produce.add_argument("--topic", default="documents")
+    produce.add_argument(
+        "--topic", default=None, help="default: CHUNKSTREAM_INPUT_TOPIC, else documents"
+    )
     produce.add_argument("--encoding", choices=["msgpack", "json"], default="msgpack")
     produce.add_argument("--id-prefix", default="", help="prepended to each file path → doc id")
     produce.add_argument(
@@ -158,6 +189,7 @@ def run_produce(args: argparse.Namespace) -> int:
     from worker.wire.events import DocumentEvent
 
     settings = client_settings(args)
+    topic = args.topic or settings.input_topic
     encoder = EventEncoder(args.encoding)
     check_openable(args.files)
     # Sent records cannot be taken back: every file is decoded once before anything is sent
@@ -168,6 +200,7 @@ def run_produce(args: argparse.Namespace) -> int:
             read_document(name, args.content_type)
 
     async def main() -> int:
+        await require_topic(settings, topic)
         producer = make_document_producer(settings, max_request_size=args.max_request_bytes)
         sent = total_bytes = 0
         began = time.monotonic()
@@ -184,7 +217,7 @@ def run_produce(args: argparse.Namespace) -> int:
                 value = encoder.encode(event)
                 acks.append(
                     await producer.send(
-                        args.topic, value=value, key=event.id.encode(), headers=encoder.headers()
+                        topic, value=value, key=event.id.encode(), headers=encoder.headers()
                     )
                 )
                 sent += 1
@@ -211,89 +244,62 @@ def run_produce(args: argparse.Namespace) -> int:
 
 
 def add_tail(sub: SubParsers[argparse.ArgumentParser]) -> None:
-    tail = sub.add_parser("tail", help="print chunk events (or dead letters) readably")
+    tail = sub.add_parser(
+        "tail",
+        help="print a topic's records readably, decoded as what the topic carries",
+        description="Print every record of a topic from the beginning, one line each: chunk "
+        "events, dead letters, documents, documents-topic events or state records, as the "
+        "topic's role in the settings says (a topic the settings do not name: by each "
+        "record's shape); tombstones as such.",
+    )
     add_connection_flags(tail)
-    tail.add_argument("--topic", default="chunks")
-    tail.add_argument("--max", type=int, default=None, help="stop after N events")
-    tail.add_argument("--idle-timeout", type=float, default=None, help="stop after S idle seconds")
-    tail.add_argument("--json", action="store_true", help="one JSON chunk event per line")
+    tail.add_argument(
+        "--topic", default=None, help="default: CHUNKSTREAM_OUTPUT_TOPIC, else chunks"
+    )
+    tail.add_argument("--max", type=_count, default=None, help="stop after N records")
+    tail.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=None,
+        help="stop after S seconds without a new record (0: at the first empty fetch)",
+    )
+    tail.add_argument("--json", action="store_true", help="one JSON object per record")
     tail.set_defaults(func=run_tail)
 
 
-def describe_event(value: bytes, headers: Sequence[tuple[str, bytes]]) -> str:
-    from worker.errors import DocumentError
-    from worker.wire.codec import decode_as
-    from worker.wire.events import ChunkEvent, DeadLetterEvent
-
+def _count(text: str) -> int:
     try:
-        chunk = decode_as(value, headers, ChunkEvent)
-        preview = chunk.text.replace("\n", "⏎ ")
-        if len(preview) > 100:
-            preview = preview[:97] + "..."
-        return (
-            f"{chunk.doc_id} #{chunk.index + 1}/{chunk.count} "
-            f"[{chunk.start_index}:{chunk.end_index}] {chunk.token_count} tok "
-            f"{chunk.strategy}: {preview}"
-        )
-    except DocumentError:
-        pass
-    try:
-        dead = decode_as(value, headers, DeadLetterEvent)
-        return (
-            f"DEAD LETTER {dead.source.topic}/{dead.source.partition}@{dead.source.offset} "
-            f"{dead.error_kind}: {dead.error_message}"
-        )
-    except DocumentError:
-        return f"(undecodable record, {len(value)} bytes)"
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a count of records (at least 1)")
+    return value
 
 
 def run_tail(args: argparse.Namespace) -> int:
+    from aiokafka import TopicPartition
+
+    # The event types and codecs only when tailing.
+    from worker.cli.tail import Record, carried_by, line_of, print_records
     from worker.kafka.clients import make_reader
 
     settings = client_settings(args)
+    topic = args.topic or settings.output_topic
+    carried = carried_by(topic, settings)
+
+    def show(record: Record) -> str:
+        return line_of(record, carried, args.json)
 
     async def main() -> int:
-        # No group: every partition is read from the beginning, and nothing is committed.
-        try:
-            async with started(make_reader(settings, args.topic), settings) as consumer:
-                return await print_events(consumer, args)
-        except UnknownTopicOrPartitionError:
-            raise CommandError(f"topic {args.topic!r} not found") from None
+        partitions = await require_topic(settings, topic)
+        # No group: every partition from the beginning, nothing committed.
+        async with started(make_reader(settings), settings) as consumer:
+            consumer.assign([TopicPartition(topic, p) for p in partitions])
+            await print_records(consumer, show, limit=args.max, idle_timeout_s=args.idle_timeout)
+        return 0
 
     return asyncio.run(main())
-
-
-async def print_events(consumer: Any, args: argparse.Namespace) -> int:
-    """Records of ``consumer`` as lines on stdout until ``--max`` or ``--idle-timeout``."""
-    from worker.wire.codec import decode_as
-    from worker.wire.events import ChunkEvent
-
-    shown = 0
-    idle_since = time.monotonic()
-    while args.max is None or shown < args.max:
-        batch = await consumer.getmany(timeout_ms=200)
-        records = [r for rs in batch.values() for r in rs]
-        if not records:
-            if args.idle_timeout and time.monotonic() - idle_since > args.idle_timeout:
-                break
-            continue
-        idle_since = time.monotonic()
-        for record in records:
-            headers = list(record.headers)
-            if record.value is None:  # a tombstone: the key says what is deleted
-                key = (record.key or b"").decode(errors="replace")
-                owner = dict(headers).get("chunkstream-doc-id") or b"?"
-                print(f"TOMBSTONE {key} of {owner.decode(errors='replace')}", flush=True)
-                shown += 1
-                continue
-            value = record.value
-            if args.json:
-                event = decode_as(value, headers, ChunkEvent)
-                print(msgspec.json.encode(event).decode(), flush=True)
-            else:
-                print(describe_event(value, headers), flush=True)
-            shown += 1
-    return 0
 
 
 # -- lag ----------------------------------------------------------------------------------------
@@ -302,8 +308,12 @@ async def print_events(consumer: Any, args: argparse.Namespace) -> int:
 def add_lag(sub: SubParsers[argparse.ArgumentParser]) -> None:
     lag = sub.add_parser("lag", help="committed vs end offsets of a consumer group")
     add_connection_flags(lag)
-    lag.add_argument("--group", default="chunkstream")
-    lag.add_argument("--topic", default="documents")
+    lag.add_argument(
+        "--group", default=None, help="default: CHUNKSTREAM_GROUP_ID, else chunkstream"
+    )
+    lag.add_argument(
+        "--topic", default=None, help="default: CHUNKSTREAM_INPUT_TOPIC, else documents"
+    )
     lag.add_argument("--wait", type=float, default=None, help="wait up to S seconds for lag 0")
     lag.set_defaults(func=run_lag)
 
@@ -315,33 +325,36 @@ async def group_lag(settings: Settings, group: str, topic: str) -> dict[int, tup
 
     from worker.kafka.clients import make_admin, make_reader
 
-    async with started(make_reader(settings, topic), settings) as consumer:
-        partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
-        end = await consumer.end_offsets(partitions)
     async with started(make_admin(settings), settings) as admin:
+        partitions = [
+            TopicPartition(topic, p) for p in await topic_partitions(admin, settings, topic)
+        ]
         try:
             committed = await admin.list_consumer_group_offsets(group)
         except (GroupCoordinatorNotAvailableError, CoordinatorLoadInProgressError):
             committed = {}
+    async with started(make_reader(settings), settings) as consumer:
+        end = await consumer.end_offsets(partitions)
     return {
-        tp.partition: (committed[tp].offset if tp in committed else 0, end[tp])
-        for tp in sorted(partitions, key=lambda tp: tp.partition)
+        tp.partition: (committed[tp].offset if tp in committed else 0, end[tp]) for tp in partitions
     }
 
 
 def run_lag(args: argparse.Namespace) -> int:
     settings = client_settings(args)
+    group = args.group or settings.group_id
+    topic = args.topic or settings.input_topic
 
     async def main() -> int:
         deadline = time.monotonic() + (args.wait or 0)
         while True:
-            lag = await group_lag(settings, args.group, args.topic)
+            lag = await group_lag(settings, group, topic)
             behind = sum(max(0, end - done) for done, end in lag.values())
             if behind == 0 or time.monotonic() >= deadline:
                 break
             await asyncio.sleep(0.5)
         for partition, (done, end) in lag.items():
-            print(f"{args.topic}[{partition}] committed={done} end={end} lag={max(0, end - done)}")
+            print(f"{topic}[{partition}] committed={done} end={end} lag={max(0, end - done)}")
         return 0 if behind == 0 or not args.wait else 1
 
     return asyncio.run(main())

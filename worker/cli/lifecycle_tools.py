@@ -8,13 +8,21 @@ import asyncio
 import sys
 from pathlib import Path
 
-from worker.cli.kafka_tools import SubParsers, add_connection_flags, client_settings, started
+from worker.cli.kafka_tools import (
+    SubParsers,
+    add_connection_flags,
+    client_settings,
+    require_topic,
+    started,
+)
 
 
 def add_commands(sub: SubParsers[argparse.ArgumentParser]) -> None:
     delete = sub.add_parser("delete", help="delete documents: send tombstones keyed by their ids")
     add_connection_flags(delete)
-    delete.add_argument("--topic", default="documents")
+    delete.add_argument(
+        "--topic", default=None, help="default: CHUNKSTREAM_INPUT_TOPIC, else documents"
+    )
     delete.add_argument("ids", nargs="+", metavar="ID", help="document ids")
     delete.set_defaults(func=run_delete)
 
@@ -26,7 +34,9 @@ def add_commands(sub: SubParsers[argparse.ArgumentParser]) -> None:
         "key; offsets are committed after the rows are written.",
     )
     add_connection_flags(sink)
-    sink.add_argument("--topic", default="chunks")
+    sink.add_argument(
+        "--topic", default=None, help="default: CHUNKSTREAM_OUTPUT_TOPIC, else chunks"
+    )
     sink.add_argument("--db", required=True, help="SQLite file (created if missing)")
     sink.add_argument("--group", default="chunkstream-sink", help="consumer group")
     sink.add_argument("--idle-timeout", type=float, default=None, help="stop after S idle seconds")
@@ -39,13 +49,14 @@ def run_delete(args: argparse.Namespace) -> int:
     from worker.kafka.clients import make_document_producer
 
     settings = client_settings(args)
+    topic = args.topic or settings.input_topic
 
     async def main() -> int:
+        await require_topic(settings, topic)
         producer = make_document_producer(settings, max_request_size=1024 * 1024)
         async with started(producer, settings):
             acks = [
-                await producer.send(args.topic, value=None, key=doc_id.encode())
-                for doc_id in args.ids
+                await producer.send(topic, value=None, key=doc_id.encode()) for doc_id in args.ids
             ]
             await asyncio.gather(*acks)
         print(f"deleted {len(args.ids)} documents (tombstones sent)", file=sys.stderr)
@@ -59,22 +70,23 @@ def run_sink_command(args: argparse.Namespace) -> int:
     from worker.kafka.clients import make_sink_consumer
 
     settings = client_settings(args)
-    store = SinkStore(Path(args.db))
+    topic = args.topic or settings.output_topic
 
     async def main() -> int:
-        consumer = make_sink_consumer(settings, args.topic, args.group)
-        async with started(consumer, settings):
-            applied = await run_sink(consumer, store, idle_timeout_s=args.idle_timeout)
-        print(f"applied {applied} records to {args.db}", file=sys.stderr)
+        await require_topic(settings, topic)  # before the database file is made
+        store = SinkStore(Path(args.db))
+        try:
+            consumer = make_sink_consumer(settings, topic, args.group)
+            async with started(consumer, settings):
+                applied = await run_sink(consumer, store, idle_timeout_s=args.idle_timeout)
+            print(f"applied {applied} records to {args.db}", file=sys.stderr)
+            if args.show:
+                for row in store.rows():
+                    text = (row.text or "").replace("\n", "⏎ ")
+                    text = text if len(text) <= 80 else text[:77] + "..."
+                    print(f"{row.doc_id} #{row.index} {row.key}: {text}")
+        finally:
+            store.close()
         return 0
 
-    try:
-        code = asyncio.run(main())
-        if args.show:
-            for row in store.rows():
-                text = (row.text or "").replace("\n", "⏎ ")
-                text = text if len(text) <= 80 else text[:77] + "..."
-                print(f"{row.doc_id} #{row.index} {row.key}: {text}")
-        return code
-    finally:
-        store.close()
+    return asyncio.run(main())

@@ -36,8 +36,8 @@ from numpy.typing import NDArray
 from worker.chunking import registry
 from worker.chunking.contract import BuildContext
 from worker.chunking.registry import BuiltStrategy
-from worker.config import Settings, env_name, load_settings
-from worker.errors import ConfigError, ModelNotBuilt
+from worker.config import Settings, env_name, invalid_setting, load_settings
+from worker.errors import ModelNotBuilt
 from worker.inference.batcher import Batcher
 from worker.models.backend import EmbeddingBackend
 from worker.models.manifest import ManifestError
@@ -149,11 +149,11 @@ async def load(
 
     # One session serves every concurrent batch; its threads are shared out among them.
     threads = settings.inference_threads or intra_op_threads_for(settings.concurrent_batches)
-    setting = "MODEL_DIR" if ref.role == "boundary" else "RETRIEVAL_MODEL_DIR"
+    setting = "model_dir" if ref.role == "boundary" else "retrieval_model_dir"
     try:
         backend = await asyncio.to_thread(load_backend, ref, intra_op_threads=threads)
     except ManifestError as exc:  # e.g. a matrix that does not match its manifest
-        raise ConfigError(f"invalid setting CHUNKSTREAM_{setting}: {exc}") from None
+        raise invalid_setting(setting, exc) from None
     compile_static(backend)
     if metrics is not None:
         metrics.model_info.labels(ref.role).info(

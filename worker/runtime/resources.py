@@ -29,8 +29,7 @@ from typing import Literal
 
 import msgspec
 
-from worker.config import Settings
-from worker.errors import ConfigError
+from worker.config import Settings, invalid_setting
 from worker.runtime.cgroups import CgroupLimits
 
 MiB = 1024 * 1024
@@ -316,11 +315,11 @@ def plan(
         s = msgspec.structs.replace(s, max_in_flight_bytes=derived)
     bound = memory_bound(s, strategies, models)
     if memory is not None and bound > memory:
-        raise ConfigError(
-            f"invalid setting CHUNKSTREAM_MAX_IN_FLIGHT_BYTES (--max-in-flight-bytes): "
+        raise invalid_setting(
+            "max_in_flight_bytes",
             f"{s.max_in_flight_bytes} needs up to {bound >> 20} MiB with strategies "
             f"{', '.join(strategies)}, above the memory budget of {memory >> 20} MiB "
-            f"({memory_source}); lower it (or unset it to derive it) or raise the budget"
+            f"({memory_source}); lower it (or unset it to derive it) or raise the budget",
         )
     return Budgets(s, cpu, cpu_source, memory, memory_source, bound, factor, models)
 
@@ -365,11 +364,11 @@ def _largest_window(
     low, high = 1, DEFAULT_IN_FLIGHT_BYTES
     if not fits(low):
         smallest = bound(low)
-        raise ConfigError(
-            f"invalid setting CHUNKSTREAM_MAX_DOCUMENT_BYTES (--max-document-bytes): documents "
-            f"of {s.max_document_bytes} bytes need {smallest >> 20} MiB with strategies "
+        raise invalid_setting(
+            "max_document_bytes",
+            f"documents of {s.max_document_bytes} bytes need {smallest >> 20} MiB with strategies "
             f"{', '.join(strategies)}, above the memory budget of {memory >> 20} MiB; "
-            "lower it, or raise the budget"
+            "lower it, or raise the budget",
         )
     if fits(high):
         return high

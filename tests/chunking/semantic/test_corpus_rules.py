@@ -21,9 +21,9 @@ import pytest
 
 from tests.support.corpus import gather
 from tests.support.embedding import embed_batch
+from tests.support.token_counters import make_counter
 from worker.chunking import registry
 from worker.chunking.text.markdown import Block, split_blocks
-from worker.chunking.text.tokens import make_counter
 from worker.models.reference import describe
 from worker.pipeline import chunk_document_sync
 

@@ -15,10 +15,10 @@ from numpy.typing import NDArray
 
 from tests.support.corpus import gather
 from tests.support.seams import Scores, score, seam_split
+from tests.support.token_counters import make_counter
 from tests.support.window_invariants import assert_contiguous, assert_windows
 from worker.chunking import registry
 from worker.chunking.semantic.semantic import SemanticChunker
-from worker.chunking.text.tokens import make_counter
 from worker.chunking.types import Chunk, EmbeddingChunker
 from worker.models.reference import describe
 

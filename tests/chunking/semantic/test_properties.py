@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from tests.support.fake_embedder import TOPICS, embed, with_embedder
 from tests.support.markdown_docs import documents, keepable
+from tests.support.token_counters import make_counter
 from tests.support.window_invariants import assert_contiguous, assert_windows
 from worker.chunking.semantic.context import ContextChunker
 from worker.chunking.semantic.layout import HEADING, read_atoms
@@ -17,7 +18,7 @@ from worker.chunking.semantic.model_window import ModelWindow
 from worker.chunking.semantic.sdpm import SDPMChunker
 from worker.chunking.semantic.semantic import SemanticChunker
 from worker.chunking.text.markdown import split_blocks
-from worker.chunking.text.tokens import CharacterCounter, TokenCounter, make_counter
+from worker.chunking.text.tokens import CharacterCounter, TokenCounter
 from worker.chunking.types import Chunk
 
 COUNTER = CharacterCounter()

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from tests.support.fake_embedder import RecordingEmbedder, embed, topic_document, with_embedder
+from tests.support.token_counters import make_counter
 from tests.support.window_invariants import assert_contiguous
 from worker.chunking import registry
 from worker.chunking.semantic.first_pass import SENTENCE_BAR, bars
@@ -11,7 +12,7 @@ from worker.chunking.semantic.layout import BLOCK, GLUE, ITEM, SECTION, SENTENCE
 from worker.chunking.semantic.model_window import ModelWindow, character_window
 from worker.chunking.semantic.semantic import SemanticChunker
 from worker.chunking.semantic.units import UnitVectors
-from worker.chunking.text.tokens import CharacterCounter, make_counter
+from worker.chunking.text.tokens import CharacterCounter
 from worker.chunking.types import EmbeddingChunker, Span
 
 COUNTER = CharacterCounter()

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.support.fake_embedder import TOKENIZER, embed, model_ref, topic_document, with_embedder
+from tests.support.token_counters import make_counter
 from tests.support.window_invariants import assert_contiguous, assert_windows
 from worker.chunking import registry, strategies
 from worker.chunking.semantic.context import ContextChunker
@@ -23,7 +24,7 @@ from worker.chunking.semantic.sizing import (
     TokenizerUnit,
     load_unit,
 )
-from worker.chunking.text.tokens import CHARACTER, PIECE_CACHE_LIMIT, CharacterCounter, make_counter
+from worker.chunking.text.tokens import CHARACTER, PIECE_CACHE_LIMIT, CharacterCounter
 from worker.models.reference import ModelRef
 from worker.pipeline import chunk_document_sync
 

@@ -56,23 +56,6 @@ class CharacterCounter:
         return len(text)
 
 
-class TokenizerCounter:
-    """Counts the tokens a Hugging Face tokenizer produces for the text, no special tokens."""
-
-    def __init__(self, path: str, tokenizer: Tokenizer) -> None:
-        self._path = path
-        self._tokenizer = tokenizer
-
-    @property
-    def unit(self) -> str:
-        return self._path
-
-    def count(self, text: str) -> int:
-        if not text:
-            return 0
-        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
-
-
 # Loading a tokenizer.json parses a vocabulary of tens of thousands of entries; every chunker
 # built for the same path shares one instance. Keyed by the resolved path so that two
 # spellings of one file do not load it twice.
@@ -99,18 +82,6 @@ def _load_tokenizer(path: str) -> Tokenizer:
             tokenizer.no_padding()
             _TOKENIZERS[key] = tokenizer
         return tokenizer
-
-
-def make_counter(unit: str = CHARACTER) -> TokenCounter:
-    """A counter for ``unit``: ``"character"`` or the path of a ``tokenizer.json``.
-
-    Raises ``ValueError`` when the unit is empty or the tokenizer file cannot be loaded.
-    """
-    if unit == CHARACTER:
-        return CharacterCounter()
-    if not unit:
-        raise ValueError("token unit must be 'character' or the path of a tokenizer.json")
-    return TokenizerCounter(unit, _load_tokenizer(unit))
 
 
 NOT_SEPARATORS = "\x0b\x0c\x1c\x1d\x1e\x1f\x85"
