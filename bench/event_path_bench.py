@@ -46,6 +46,7 @@ from worker.pipeline import THREAD_CHUNKING_CHARS
 from worker.state.changelog import Changelog
 from worker.state.documents import DocumentStates
 from worker.state.sqlite_store import SqliteStateStore
+from worker.state.writing import open_writes
 from worker.wire.codec import EventEncoder
 from worker.wire.event_bytes import ChunkEventWriter
 from worker.wire.events import DocumentEvent
@@ -71,6 +72,16 @@ class _Builder:
     def close(self) -> None:
         pass
 
+    def record_count(self) -> int:
+        return len(self.records)
+
+
+class _Delivered:
+    """What the client's batch future gives: the batch's first offset."""
+
+    def __init__(self, offset: int) -> None:
+        self.offset = offset
+
 
 class InstantProducer:
     """Every batch acknowledged as soon as it is handed over."""
@@ -85,9 +96,9 @@ class InstantProducer:
         return _Builder(64 * 1024)
 
     async def send_batch(self, batch: _Builder, topic: str, *, partition: int) -> Any:
+        done: asyncio.Future[_Delivered] = asyncio.get_running_loop().create_future()
+        done.set_result(_Delivered(self.records))
         self.records += len(batch.records)
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        done.set_result(None)
         return done
 
 
@@ -118,7 +129,7 @@ async def one_pass(
     with mock.patch.object(handler_module, "ChunkEventWriter", cls):
         handler = DocumentHandler(
             settings, StrategyResolver(default, frozenset(), context), publisher, metrics, None,
-            states,
+            open_writes(settings, publisher, states, metrics),
         )  # fmt: skip
     records = [InputRecord("docs", i % 3, i, None, value, [], 0) for i, value in enumerate(values)]
     started = time.thread_time()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import re
 import subprocess
 import sys
@@ -28,6 +29,8 @@ from worker.config import (
 )
 from worker.errors import ConfigError
 from worker.kafka.clients import make_producer
+from worker.wire.codec import Encoding, EventEncoder
+from worker.wire.events import DocumentChunksEvent, SourceRecord
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -277,21 +280,52 @@ def test_readme_configuration_table_is_current() -> None:
     assert settings_table() in readme, "README's table is stale: paste `chunkstream settings`"
 
 
-def test_with_the_lifecycle_a_document_has_no_more_chunks_than_one_state_record_names() -> None:
-    """The largest state record (a withdrawn version's delete marker: three versions' ids)
-    must fit max_record_bytes with its key, or the partition stalls on a refused state."""
-    from worker.wire.state_record import DocumentState, encode_state
-
-    for limit in (65536, 1024 * 1024, 4 * 1024 * 1024):
-        settings = load_settings({}, env={"CHUNKSTREAM_MAX_RECORD_BYTES": str(limit)})
+def test_the_chunk_cap_derives_from_the_document_limit_unless_set() -> None:
+    """With the defaults, a document within CHUNKSTREAM_MAX_DOCUMENT_BYTES may cut into one
+    chunk per 32 bytes (the state record bounds nothing: it goes out in parts); the setting,
+    when given, is the cap, lifecycle or not."""
+    for limit in (1024 * 1024, 10 * 1024 * 1024, 64 * 1024 * 1024):
+        settings = load_settings({}, env={"CHUNKSTREAM_MAX_DOCUMENT_BYTES": str(limit)})
         cap, setting = chunk_cap(settings)
-        three_versions = bytes(3 * 16 * cap)
-        largest = encode_state(DocumentState(2**62, None, b"", True, retracted=three_versions))
-        assert len(largest) + 256 <= limit  # a 256-byte document id as the key
-        if cap < settings.max_chunks_per_document:
-            assert "MAX_RECORD_BYTES" in setting
-            assert 16 * 3 * (cap + 100) > limit * 0.9  # not needlessly low
-    append_only = load_settings(
-        {}, env={"CHUNKSTREAM_MAX_RECORD_BYTES": "65536", "CHUNKSTREAM_DOCUMENT_LIFECYCLE": "false"}
-    )
-    assert chunk_cap(append_only) == (20_000, "CHUNKSTREAM_MAX_CHUNKS_PER_DOCUMENT")
+        assert cap == limit // 32
+        assert setting.startswith("CHUNKSTREAM_MAX_CHUNKS_PER_DOCUMENT (derived")
+    for lifecycle in ("true", "false"):
+        settings = load_settings(
+            {},
+            env={
+                "CHUNKSTREAM_MAX_CHUNKS_PER_DOCUMENT": "500000",
+                "CHUNKSTREAM_MAX_RECORD_BYTES": "65536",
+                "CHUNKSTREAM_DOCUMENT_LIFECYCLE": lifecycle,
+            },
+        )
+        assert chunk_cap(settings) == (500_000, "CHUNKSTREAM_MAX_CHUNKS_PER_DOCUMENT")
+
+
+@pytest.mark.parametrize("encoding", ["msgpack", "json", "connect-json"])
+def test_with_a_documents_topic_a_document_has_no_more_chunks_than_one_record_names(
+    encoding: Encoding,
+) -> None:
+    """The documents topic's record names every chunk id of its document: at the cap it must
+    still fit max_record_bytes with its key, or the record is refused."""
+    doc_id = "d" * 256
+    for limit in (65536, 1024 * 1024, 4 * 1024 * 1024):
+        settings = load_settings(
+            {},
+            env={
+                "CHUNKSTREAM_MAX_RECORD_BYTES": str(limit),
+                "CHUNKSTREAM_DOCUMENTS_TOPIC": "chunks.documents",
+            },
+        )
+        cap, setting = chunk_cap(settings)
+        assert setting == "CHUNKSTREAM_MAX_RECORD_BYTES (the documents topic's record)"
+        listing = DocumentChunksEvent(
+            doc_id=doc_id,
+            doc_version="v" * 64,
+            chunk_ids=["f" * 32] * cap,
+            strategy="semantic",
+            source=SourceRecord("documents", 11, 2**40),
+            produced_at=dt.datetime.now(dt.UTC),
+        )
+        value = EventEncoder(encoding).encode(listing)
+        assert len(value) + len(doc_id) + 1024 <= limit
+        assert 36 * (cap + 1000) > limit  # not needlessly low

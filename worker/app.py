@@ -76,6 +76,7 @@ from worker.runtime.loop_lag import watch_loop_lag
 from worker.state.changelog import Changelog, learn_topic
 from worker.state.documents import DocumentStates
 from worker.state.sqlite_store import open_store
+from worker.state.writing import open_writes
 from worker.wire.codec import EventEncoder
 
 log = logging.getLogger(__name__)
@@ -277,8 +278,7 @@ class Worker:
                 publisher,
                 self.metrics,
                 models,
-                states,
-                s.documents_topic,
+                open_writes(s, publisher, states, self.metrics),
             )
 
             def discard_writes(error: BaseException) -> None:

@@ -233,11 +233,11 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         about(
             Section.LIMITS,
             "a document cutting into more chunks is dead-lettered (`too_many_chunks`): bounds "
-            "the output one input can cause; with the lifecycle, also at most "
-            "max_record_bytes / 52 (the ids one state record can name)",
-            ge=1,
+            "the output one input can cause (0 = max_document_bytes / 32; with a documents "
+            "topic, also at most the ids one record of max_record_bytes names)",
+            ge=0,
         ),
-    ] = 20_000
+    ] = 0  # 0: chunk_cap() derives it
     max_in_flight_documents: Annotated[
         int, about(Section.CONSUMER, "high watermark: partitions pause above it", ge=1)
     ] = 256
@@ -713,21 +713,31 @@ def batch_bytes(settings: Settings) -> int:
     return settings.batch_size or min(DEFAULT_BATCH_BYTES, settings.max_record_bytes)
 
 
-# Bytes per chunk in the largest state record: three versions' 16-byte ids (a version the
-# broker refused leaves a delete marker naming its own ids, the previous version's and those
-# that one retracted), and room for the record's key and framing.
-_STATE_BYTES_PER_CHUNK = 3 * 16 + 4
+# The fewest document bytes per chunk the derived cap allows. Prose, code, logs and tables cut
+# into chunks several times larger at any size setting; short sections (a changelog's headings)
+# come closest, and keep a margin. A document of a heading every line is dead-lettered.
+DOCUMENT_BYTES_PER_CHUNK = 32
+# A documents-topic record names every chunk id of its document in one record: an id costs
+# this much in the value (a quoted 32-digit string in JSON, a little less in msgpack), beside
+# room for the record's other fields, key and framing.
+_LISTING_BYTES_PER_CHUNK = 36
+_LISTING_ROOM = 8 * 1024
 
 
 def chunk_cap(settings: Settings) -> tuple[int, str]:
-    """The most chunks a document may cut into, and the setting that says so: with the
-    lifecycle, also as many as one state record of ``max_record_bytes`` can name (above it the
-    state record would be refused and stall the partition)."""
+    """The most chunks a document may cut into, and the setting that says so: the setting, or
+    derived from ``max_document_bytes`` (any document within that limit and not made of
+    one-line sections fits); with a documents topic, also as many as one record of
+    ``max_record_bytes`` can name (above it the record would be refused). The state record
+    bounds nothing: a large state goes out in parts (worker.wire.state_record)."""
     cap, setting = settings.max_chunks_per_document, "CHUNKSTREAM_MAX_CHUNKS_PER_DOCUMENT"
-    if settings.document_lifecycle:
-        fits = settings.max_record_bytes // _STATE_BYTES_PER_CHUNK
+    if not cap:
+        cap = max(1, settings.max_document_bytes // DOCUMENT_BYTES_PER_CHUNK)
+        setting += f" (derived: CHUNKSTREAM_MAX_DOCUMENT_BYTES / {DOCUMENT_BYTES_PER_CHUNK})"
+    if settings.documents_topic is not None:
+        fits = (settings.max_record_bytes - _LISTING_ROOM) // _LISTING_BYTES_PER_CHUNK
         if fits < cap:
-            return fits, "CHUNKSTREAM_MAX_RECORD_BYTES (the state record)"
+            return fits, "CHUNKSTREAM_MAX_RECORD_BYTES (the documents topic's record)"
     return cap, setting
 
 

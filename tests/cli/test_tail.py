@@ -26,7 +26,13 @@ from worker.wire.events import (
     RecordHeader,
     SourceRecord,
 )
-from worker.wire.state_record import DocumentState, encode_state
+from worker.wire.state_record import (
+    DocumentState,
+    encode_state,
+    head_of,
+    part_key,
+    split_state,
+)
 
 NOW = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
 SOURCE = SourceRecord("documents", 0, 7)
@@ -162,6 +168,31 @@ def test_a_topic_the_settings_do_not_name_is_read_by_each_records_shape(
     assert record.value is not None
     assert decode(record.value, record.headers, None) == event
     assert decode(record.value, record.headers, type(event)) == event
+
+
+def test_a_split_states_head_and_parts_are_shown_as_such() -> None:
+    """A state too large for one record goes out as parts (keyed by the document id, 0xFF and
+    a digest) and a head naming them (worker.wire.state_record): tail names each."""
+    ids = bytes.fromhex("ab" * 16) * 3
+    whole, values = split_state(DocumentState(7, "3", ids, retracted=ids[:16]), 32)
+    head = FakeRecord(encode_state(head_of(whole)))
+    assert line_of(head, DocumentState, as_json=False) == (
+        "STATE doc-1 from offset 7 version 3: its ids in 2 parts"
+    )
+    assert json.loads(line_of(head, None, as_json=True))["parts"] == [
+        d.hex() for d in whole.digests
+    ]
+    first = FakeRecord(values[0], key=part_key("doc-1", whole.digests[0]))
+    assert line_of(first, DocumentState, as_json=False) == (
+        f"STATE PART {whole.digests[0].hex()} of doc-1: 2 chunk ids, 0 retracted"
+    )
+    second = FakeRecord(values[1], key=part_key("doc-1", whole.digests[1]))
+    assert json.loads(line_of(second, None, as_json=True)) == {
+        "key": "doc-1",
+        "part": whole.digests[1].hex(),
+        "chunk_ids": ["ab" * 16],
+        "retracted": ["ab" * 16],
+    }
 
 
 def test_a_state_record_is_read_by_its_array_shape() -> None:

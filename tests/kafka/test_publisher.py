@@ -18,8 +18,10 @@ from aiokafka.partitioner import murmur2
 from tests.support.fake_kafka import FakeProducer, HeldProducer
 from worker.errors import OutputRecordTooLarge
 from worker.kafka.publisher import Publisher
-from worker.wire.codec import EventEncoder, decode_as
+from worker.state.writing import AppendOnly, Write
+from worker.wire.codec import EventEncoder, Headers, decode_as
 from worker.wire.events import ChunkEvent, SourceRecord
+from worker.wire.state_record import DocumentState
 
 NOW = dt.datetime(2026, 11, 30, tzinfo=dt.UTC)
 
@@ -56,6 +58,29 @@ def publisher_for(producer: FakeProducer, linger_ms: int = 0) -> Publisher:
     )
 
 
+async def publish(
+    publisher: Publisher,
+    doc_id: str,
+    chunk_events: list[ChunkEvent],
+    headers: Headers = (),
+    retracted: list[str] | None = None,
+) -> int:
+    """A document's events and tombstones the way the worker writes them without the lifecycle
+    (worker.state.writing.AppendOnly): staged, then one wait; the bytes published."""
+    encode = EventEncoder("msgpack").encode
+    write = Write(
+        0,
+        doc_id,
+        DocumentState(0, None, b""),
+        None,
+        headers,
+        keys=[event.chunk_id.encode() for event in chunk_events],
+        values=[encode(event) for event in chunk_events],
+        retract=retracted or [],
+    )
+    return await AppendOnly(publisher, None).write(write)
+
+
 def java_partition(key: bytes, partitions: int) -> int:
     """Kafka's Java DefaultPartitioner for a keyed record: toPositive(murmur2(key)) % n."""
     hashed: int = murmur2(key)
@@ -66,7 +91,7 @@ async def test_documents_share_batches_and_keep_their_order_across_batch_boundar
     producer = FakeProducer(partitions=1, batch_capacity=4)
     publisher = publisher_for(producer)
     docs = {f"doc-{n}": events(f"doc-{n}", 7) for n in range(5)}
-    await asyncio.gather(*(publisher.publish_chunks(d, evs) for d, evs in docs.items()))
+    await asyncio.gather(*(publish(publisher, d, evs) for d, evs in docs.items()))
     sent = [decode_as(value, [], ChunkEvent) for _, _, value, _ in producer.sent]
     assert len(sent) == 35
     for doc_id in docs:
@@ -79,7 +104,7 @@ async def test_chunks_are_keyed_by_chunk_id_and_placed_by_document_id() -> None:
     producer = FakeProducer(partitions=6)
     publisher = publisher_for(producer)
     ids = [f"document-{n}" for n in range(60)]
-    await asyncio.gather(*(publisher.publish_chunks(d, events(d, 2)) for d in ids))
+    await asyncio.gather(*(publish(publisher, d, events(d, 2)) for d in ids))
     placed = {key: partition for _, key, _, partition in producer.sent}
     # The key a stock sink upserts by is the chunk id; the partition is the one Kafka's
     # partitioner gives the document id, so one document's records stay in order.
@@ -92,8 +117,8 @@ async def test_chunks_are_keyed_by_chunk_id_and_placed_by_document_id() -> None:
 async def test_retracted_chunks_follow_the_events_as_tombstones_in_the_same_partition() -> None:
     producer = FakeProducer(partitions=6)
     publisher = publisher_for(producer)
-    await publisher.publish_chunks("doc", events("doc", 2), (("traceparent", b"t"),), ["old1"])
-    await publisher.publish_chunks("doc", [], (), ["old2", "old3"])  # a deleted document
+    await publish(publisher, "doc", events("doc", 2), (("traceparent", b"t"),), ["old1"])
+    await publish(publisher, "doc", [], (), ["old2", "old3"])  # a deleted document
     sent = [(key, value, partition) for _, key, value, partition in producer.sent]
     partition = java_partition(b"doc", 6)
     assert [(k, v is None, p) for k, v, p in sent] == [
@@ -112,15 +137,15 @@ async def test_a_failed_hand_over_fails_every_document_in_the_batch() -> None:
     producer.fail_next = [KafkaTimeoutError()]
     publisher = publisher_for(producer)
     results = await asyncio.gather(
-        publisher.publish_chunks("a", events("a", 3)),
-        publisher.publish_chunks("b", events("b", 3)),
+        publish(publisher, "a", events("a", 3)),
+        publish(publisher, "b", events("b", 3)),
         return_exceptions=True,
     )
     assert [type(r) for r in results] == [KafkaTimeoutError, KafkaTimeoutError]
     assert results[0] is not results[1]  # each document raises its own copy
     assert producer.sent == []
     # The lane is free again: the retry of a document goes through.
-    assert await publisher.publish_chunks("a", events("a", 3)) > 0
+    assert await publish(publisher, "a", events("a", 3)) > 0
     assert len(producer.sent) == 3
 
 
@@ -129,7 +154,7 @@ async def test_a_batch_the_topic_refuses_for_size_is_output_record_too_large() -
     producer.fail_next = [MessageSizeTooLargeError()]
     publisher = publisher_for(producer)
     with pytest.raises(OutputRecordTooLarge, match="refused"):
-        await publisher.publish_chunks("a", events("a", 2))
+        await publish(publisher, "a", events("a", 2))
 
 
 async def test_a_chunk_event_above_the_record_limit_is_refused_before_anything_is_sent() -> None:
@@ -146,7 +171,7 @@ async def test_a_chunk_event_above_the_record_limit_is_refused_before_anything_i
         **{**{f: getattr(big[1], f) for f in big[1].__struct_fields__}, "text": "x" * 500}
     )
     with pytest.raises(OutputRecordTooLarge, match="chunk 1"):
-        await publisher.publish_chunks("a", big)
+        await publish(publisher, "a", big)
     assert producer.sent == []
     assert producer.batches == 0
 
@@ -157,9 +182,9 @@ async def test_linger_holds_a_batch_open_for_documents_that_arrive_within_it(
 ) -> None:
     producer = FakeProducer(partitions=1)
     publisher = publisher_for(producer, linger_ms=linger_ms)
-    first = asyncio.create_task(publisher.publish_chunks("a", events("a", 2)))
+    first = asyncio.create_task(publish(publisher, "a", events("a", 2)))
     await asyncio.sleep(0)  # the first document's records are in, the lane's driver is due
-    second = asyncio.create_task(publisher.publish_chunks("b", events("b", 2)))
+    second = asyncio.create_task(publish(publisher, "b", events("b", 2)))
     await asyncio.gather(first, second)
     # Without linger the driver hands the first batch over before the second document
     # appends; with it, the batch waits (3 s: far beyond any scheduling delay) and takes both.
@@ -170,7 +195,7 @@ async def test_linger_holds_a_batch_open_for_documents_that_arrive_within_it(
 async def test_a_document_without_chunk_events_sends_nothing_and_waits_for_nothing() -> None:
     producer = FakeProducer(partitions=1)
     publisher = publisher_for(producer, linger_ms=60_000)  # a batch would hold it a minute
-    assert await publisher.publish_chunks("empty", []) == 0
+    assert await publish(publisher, "empty", []) == 0
     assert producer.batches == 0
 
 

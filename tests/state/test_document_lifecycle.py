@@ -13,7 +13,7 @@ import pytest
 from aiokafka.errors import MessageSizeTooLargeError
 
 from tests.support.fake_kafka import FakeProducer, HeldProducer
-from tests.support.handlers import STATE_TOPIC, lifecycle_handler, record
+from tests.support.handlers import STATE_TOPIC, lifecycle_handler, record, states_of
 from worker.state import documents as state_module
 from worker.wire.codec import decode_as
 from worker.wire.events import ChunkEvent, DeadLetterEvent, DocumentEvent
@@ -161,8 +161,7 @@ async def test_a_version_refused_for_size_is_withdrawn_then_the_next_one_starts_
     dlq = handler.settings.dlq_topic
     dead = [decode_as(v, [], DeadLetterEvent) for t, _, v, _ in producer.sent if t == dlq]
     assert [d.error_kind for d in dead] == ["output_record_too_large"]
-    assert handler._states is not None
-    remembered = handler._states.get(1, "d")
+    remembered = states_of(handler).get(1, "d")
     assert remembered is not None
     assert remembered.deleted
     # The next version creates the document anew: every chunk, even in skip mode.
@@ -199,8 +198,7 @@ async def test_a_withdrawal_cut_short_by_a_crash_is_finished_by_the_replay(
         assert "Beta two there." in sink.values()
         replayer = FakeProducer()
         again = lifecycle_handler(replayer, tmp_path / f"{mode}-b", unchanged_chunks=mode)
-        assert again._states is not None
-        again._states.store.put(1, "d", marker)  # restored from the changelog
+        states_of(again).store.put(1, "d", marker)  # restored from the changelog
         await again.process(record(doc(V2), offset=2, key=b"d"))
         sink = sink_after(replayer.sent, sink)
         assert sorted(sink.values()) == ["Alpha one here.", "Beta was changed.",
@@ -230,8 +228,7 @@ async def test_a_replay_that_becomes_a_dead_letter_withdraws_the_document(
         again = lifecycle_handler(
             replayer, tmp_path / f"{mode}-b", unchanged_chunks=mode, max_chunks_per_document=2
         )
-        assert again._states is not None
-        again._states.store.put(1, "d", written)  # restored; none of its events landed
+        states_of(again).store.put(1, "d", written)  # restored; none of its events landed
         await again.process(record(doc(V2), offset=2, key=b"d"))
         dlq = again.settings.dlq_topic
         dead = [decode_as(v, [], DeadLetterEvent) for t, _, v, _ in replayer.sent if t == dlq]
@@ -250,8 +247,7 @@ async def test_a_hand_over_with_abandoned_documents_waits_for_their_state_record
     monkeypatch.setattr(state_module, "LATE_STATE_WAIT_S", 60.0)  # the ack decides, not time
     producer = HeldProducer()
     handler = lifecycle_handler(producer, tmp_path)
-    states = handler._states
-    assert states is not None
+    states = states_of(handler)
     staged, _ = states.stage(1, "d", DocumentState(3, None, b""))
     await asyncio.sleep(0.01)  # handed to the client, not acknowledged
     await states.release({1}, clean={1})  # clean: nothing of it can be on its way

@@ -57,10 +57,10 @@ def test_the_store_answers_like_a_dictionary(
             store.remove(partition, doc_id)
             model.pop((partition, doc_id), None)
         elif op == "apply":
-            store.apply(partition, [(doc_id, encode_state(state))])
+            store.apply(partition, [(doc_id.encode(), encode_state(state))])
             model[(partition, doc_id)] = state
         elif op == "tombstone":
-            store.apply(partition, [(doc_id, None)])
+            store.apply(partition, [(doc_id.encode(), None)])
             model.pop((partition, doc_id), None)
         else:  # another process opens what this one left behind
             store.close()

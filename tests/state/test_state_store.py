@@ -11,7 +11,14 @@ import time
 from pathlib import Path
 
 from worker.state.sqlite_store import SWEEP_AFTER_S, TEMPORARY_PREFIX, SqliteStateStore, open_store
-from worker.wire.state_record import DocumentState, encode_state
+from worker.wire.state_record import (
+    DocumentState,
+    encode_state,
+    head_of,
+    part_bytes,
+    part_key,
+    split_state,
+)
 
 A = DocumentState(3, 1, bytes(16))
 B = DocumentState(7, None, bytes(range(32)))
@@ -32,6 +39,41 @@ def test_states_by_partition_and_document_pending_writes_read_back(tmp_path: Pat
     assert again.count(0) == again.count(1) == 1
 
 
+def test_a_store_file_of_the_release_before_split_states_opens_with_its_rows(
+    tmp_path: Path,
+) -> None:
+    """A kept state directory from before split states: its tables (no part table) and rows
+    (five-field states) are read as they are, and split states are then kept beside them."""
+    path = tmp_path / "s.sqlite"
+    db = sqlite3.connect(path)
+    db.executescript(
+        """
+        CREATE TABLE state (
+            part INTEGER NOT NULL, doc_id TEXT NOT NULL, offset INTEGER NOT NULL,
+            deleted INTEGER NOT NULL, value BLOB NOT NULL, PRIMARY KEY (part, doc_id)
+        ) WITHOUT ROWID;
+        CREATE TABLE checkpoint (
+            part INTEGER PRIMARY KEY, next_offset INTEGER NOT NULL, written_at REAL NOT NULL
+        );
+        """
+    )
+    old = DocumentState(7, 2, bytes(range(32)), retracted=bytes(16))
+    db.execute("INSERT INTO state VALUES (0, 'doc', 7, 0, ?)", (encode_state(old),))
+    db.execute("INSERT INTO checkpoint VALUES (0, 12, ?)", (time.time(),))
+    db.commit()
+    db.close()
+    store = SqliteStateStore(path)
+    assert store.get(0, "doc") == old
+    assert store.checkpoint(0) == 12
+    big = DocumentState(9, 3, os.urandom(16 * 20_000))
+    whole, parts = split_state(big, part_bytes(1024 * 1024 - 1024))
+    records = [(part_key("big", d), v) for d, v in zip(whole.digests, parts, strict=True)]
+    records.append((b"big", encode_state(head_of(whole))))
+    store.apply(0, records)
+    assert store.get(0, "big") == whole
+    assert store.get(0, "doc") == old
+
+
 def test_remove_only_the_given_states_offset(tmp_path: Path) -> None:
     store = SqliteStateStore(tmp_path / "s.sqlite")
     store.put(0, "doc", B)
@@ -44,11 +86,11 @@ def test_remove_only_the_given_states_offset(tmp_path: Path) -> None:
 def test_apply_changelog_records_in_order_with_tombstones(tmp_path: Path) -> None:
     store = SqliteStateStore(tmp_path / "s.sqlite")
     records = [
-        ("a", encode_state(A)),
-        ("b", encode_state(B)),
-        ("a", None),  # a tombstone: forgotten
-        ("c", encode_state(MARKER)),
-        ("b", encode_state(A)),  # the later record of b wins
+        (b"a", encode_state(A)),
+        (b"b", encode_state(B)),
+        (b"a", None),  # a tombstone: forgotten
+        (b"c", encode_state(MARKER)),
+        (b"b", encode_state(A)),  # the later record of b wins
     ]
     assert store.apply(4, records) == 5
     assert store.get(4, "a") is None

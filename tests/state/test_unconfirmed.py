@@ -9,7 +9,7 @@ from typing import Any
 from aiokafka import TopicPartition
 
 from tests.support.fake_kafka import FakeProducer
-from tests.support.handlers import STATE_TOPIC, lifecycle_handler
+from tests.support.handlers import STATE_TOPIC, lifecycle_handler, states_of
 from worker.observability.metrics import Metrics
 from worker.state import unconfirmed
 from worker.state.changelog import Changelog
@@ -106,8 +106,7 @@ async def test_an_unconfirmed_marker_sends_its_tombstones_again_before_it_expire
     the document comes again. The marker's tombstones go out again before the marker does."""
     producer = FakeProducer()
     handler = lifecycle_handler(producer, tmp_path)
-    states = handler._states
-    assert states is not None
+    states = states_of(handler)
     gone = ["a" * 32, "b" * 32]
     marker = DocumentState(5, None, b"", deleted=True, retracted=ids_to_bytes(gone))
     kept = DocumentState(6, None, b"", deleted=True, retracted=ids_to_bytes(["c" * 32]))
@@ -145,8 +144,7 @@ async def test_an_unconfirmed_marker_sends_the_documents_topic_null_again(
     cut-short delete may not have landed either, and nothing else would send it."""
     producer = FakeProducer()
     handler = lifecycle_handler(producer, tmp_path, documents_topic="chunk-documents")
-    states = handler._states
-    assert states is not None
+    states = states_of(handler)
     marker = DocumentState(5, None, b"", deleted=True)  # a document that had no chunk
     states.store.put(1, "d", marker)
     states._markers[1] = {"d": 5}
@@ -180,8 +178,7 @@ async def test_unconfirmed_states_below_the_log_start_send_their_tombstones_agai
     record will be done again) and markers (expire_markers has them) send nothing here."""
     producer = FakeProducer()
     handler = lifecycle_handler(producer, tmp_path)
-    states = handler._states
-    assert states is not None
+    states = states_of(handler)
     retracted = ["a" * 32, "b" * 32]
     lost = DocumentState(6, 2, b"\x01" * 16, retracted=ids_to_bytes(retracted))
     above = DocumentState(9, 2, b"\x02" * 16, retracted=ids_to_bytes(["c" * 32]))

@@ -45,6 +45,7 @@ from tests.support import kafka_io
 from tests.support.librdkafka import decode, read_topic
 from tests.support.lifecycle_changelog import PARAMS, Truth, changelog, expected_chunks
 from tests.support.private_broker import PrivateBroker
+from tests.support.processes import until_catching
 from worker.config import Settings
 
 FAULTS = ("sigkill", "sigterm", "sigstop", "broker-kill", "member-added", "member-removed")
@@ -142,6 +143,8 @@ class Group:
 
     async def stop(self, proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:
         self.expected_exit[proc.pid] = -signal.SIGKILL if sig == signal.SIGKILL else 0
+        if sig == signal.SIGTERM:  # a pod deleted as it starts: once it can catch it at all
+            await until_catching(proc, signal.SIGTERM)
         proc.send_signal(sig)
         await asyncio.to_thread(proc.wait, 120)
 
@@ -150,6 +153,7 @@ class Group:
             if proc.poll() is None:
                 self.expected_exit.setdefault(proc.pid, 0)
                 proc.send_signal(signal.SIGCONT)
+                await until_catching(proc, signal.SIGTERM)
                 proc.send_signal(signal.SIGTERM)
         for proc in self.procs:
             try:

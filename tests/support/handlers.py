@@ -16,6 +16,7 @@ from worker.observability.metrics import Metrics
 from worker.state.changelog import Changelog
 from worker.state.documents import DocumentStates
 from worker.state.sqlite_store import SqliteStateStore
+from worker.state.writing import AppendOnly, StateWrites
 from worker.wire.codec import EventEncoder
 from worker.wire.records import InputRecord
 
@@ -23,6 +24,9 @@ TEXT = "First sentence here. Second sentence there! A third one? And the fourth.
 
 
 def handler_for(producer: FakeProducer, **flags: Any) -> tuple[DocumentHandler, Metrics]:
+    """An append-only handler (the lifecycle off: worker.state.writing.AppendOnly); a handler
+    with the lifecycle is :func:`lifecycle_handler`'s."""
+    flags = {"document_lifecycle": "false", **flags}
     settings = load_settings({k: str(v) for k, v in flags.items()}, env={})
     context = registry.BuildContext()
     default = registry.build(settings.strategy, settings.strategy_params, context)
@@ -35,7 +39,8 @@ def handler_for(producer: FakeProducer, **flags: Any) -> tuple[DocumentHandler, 
         max_record_bytes=settings.max_record_bytes,
     )
     metrics = Metrics()
-    return DocumentHandler(settings, resolver, publisher, metrics, None), metrics
+    writes = AppendOnly(publisher, settings.documents_topic)
+    return DocumentHandler(settings, resolver, publisher, metrics, None, writes), metrics
 
 
 def record(value: bytes | None, offset: int = 7, key: bytes | None = b"k") -> InputRecord:
@@ -69,7 +74,16 @@ def lifecycle_handler(producer: FakeProducer, tmp: Path, **flags: Any) -> Docume
     )
     store = SqliteStateStore(tmp / "state.sqlite")
     changelog = Changelog(None, state_topic(settings), store)
+    metrics = Metrics()
     states = DocumentStates(
-        store, publisher, changelog, Metrics(), documents_topic=settings.documents_topic
+        store, publisher, changelog, metrics, documents_topic=settings.documents_topic
     )
-    return DocumentHandler(settings, resolver, publisher, Metrics(), None, states)
+    writes = StateWrites(states, publisher, metrics)
+    return DocumentHandler(settings, resolver, publisher, metrics, None, writes)
+
+
+def states_of(handler: DocumentHandler) -> DocumentStates:
+    """The document states a lifecycle handler writes through."""
+    writes = handler._writes
+    assert isinstance(writes, StateWrites)
+    return writes.states

@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import signal
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -138,6 +139,12 @@ def _stop_method(client: KafkaClient) -> Callable[[], Awaitable[None]]:
 
 
 def run_worker(args: argparse.Namespace) -> int:
+    # A stop requested while the worker's modules load (a pod deleted as it starts) is kept
+    # and honoured once the worker's own handlers are in place: exit 0, nothing consumed.
+    stop_requested: list[int] = []
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda received, _: stop_requested.append(received))
+
     from worker.app import Worker
     from worker.config import load_settings, unknown_variables
     from worker.observability import logs
@@ -150,6 +157,11 @@ def run_worker(args: argparse.Namespace) -> int:
     async def main() -> int:
         worker = Worker(settings)
         worker.install_signal_handlers()
+        if stop_requested:
+            logging.getLogger("worker.app").info(
+                "signal received while starting: stopping", extra={"signal": stop_requested[0]}
+            )
+            worker.request_stop()
         return await worker.run()
 
     return asyncio.run(main())

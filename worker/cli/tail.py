@@ -35,7 +35,13 @@ from worker.errors import DocumentError, Undecodable
 from worker.wire.codec import DOC_ID_HEADER, decode_as
 from worker.wire.events import ChunkEvent, DeadLetterEvent, DocumentChunksEvent, DocumentEvent
 from worker.wire.rows import RowMapping, decode_row
-from worker.wire.state_record import DocumentState, decode_state
+from worker.wire.state_record import (
+    DocumentState,
+    decode_part,
+    decode_state,
+    ids_from_bytes,
+    split_key,
+)
 
 if TYPE_CHECKING:
     from worker.config import Settings
@@ -130,6 +136,9 @@ def line_of(record: Record, carried: Carried | None, as_json: bool) -> str:
             shown = {"tombstone": True, "key": key, **({"doc_id": doc_id} if doc_id else {})}
             return msgspec.json.encode(shown).decode()
         return f"TOMBSTONE {key}" + (f" of {doc_id}" if doc_id else "")
+    part = _state_part(record.key, record.value, carried, as_json)
+    if part is not None:
+        return part
     try:
         decoded = decode(record.value, headers, carried)
     except DocumentError as exc:
@@ -150,6 +159,29 @@ def line_of(record: Record, carried: Carried | None, as_json: bool) -> str:
     return describe(decoded, key)
 
 
+def _state_part(
+    key: bytes | None, value: bytes, carried: Carried | None, as_json: bool
+) -> str | None:
+    """A part of a split state (worker.wire.state_record: its key is the document id, 0xFF and
+    a digest) as tail shows it; None for any other record."""
+    if carried not in (DocumentState, None) or key is None:
+        return None
+    try:
+        doc_id, digest = split_key(key)
+        part = decode_part(value) if digest is not None else None
+    except (UnicodeDecodeError, msgspec.DecodeError):
+        return None
+    if digest is None or part is None:
+        return None
+    ids, retracted = ids_from_bytes(part.chunk_ids), ids_from_bytes(part.retracted)
+    if as_json:
+        shown = {"key": doc_id, "part": digest.hex(), "chunk_ids": ids, "retracted": retracted}
+        return msgspec.json.encode(shown).decode()
+    return (
+        f"STATE PART {digest.hex()} of {doc_id}: {len(ids)} chunk ids, {len(retracted)} retracted"
+    )
+
+
 def _json(decoded: Decoded, key: str | None) -> str:
     if isinstance(decoded, DocumentState):  # an array with ids as bytes on the wire
         state = {
@@ -159,6 +191,7 @@ def _json(decoded: Decoded, key: str | None) -> str:
             "deleted": decoded.deleted,
             "chunk_ids": decoded.ids,
             "retracted": decoded.retracted_ids,
+            **({"parts": [d.hex() for d in decoded.digests]} if decoded.parts else {}),
         }
         return msgspec.json.encode(state).decode()
     return msgspec.json.encode(decoded).decode()
@@ -191,10 +224,11 @@ def describe(decoded: Decoded, key: str | None) -> str:
     deleted = " (deleted)" if decoded.deleted else ""
     retracted = f", {len(decoded.retracted_ids)} retracted" if decoded.retracted else ""
     version = "" if decoded.version is None else f" version {decoded.version}"
-    return (
-        f"STATE {key} from offset {decoded.offset}{version}{deleted}: "
-        f"{len(decoded.ids)} chunk ids{retracted}"
-    )
+    if decoded.parts:  # a split state's head: its ids are in its parts
+        held = f"its ids in {len(decoded.digests)} parts"
+    else:
+        held = f"{len(decoded.ids)} chunk ids{retracted}"
+    return f"STATE {key} from offset {decoded.offset}{version}{deleted}: {held}"
 
 
 def _preview(text: str) -> str:

@@ -3,12 +3,13 @@
 Invariants:
 
 - A record ends in exactly one of three ways: everything it changes downstream is acknowledged
-  (chunk events, tombstones of retracted chunks and its document state, sent together), or its
+  (chunk events, tombstones of retracted chunks and its document state, written as one unit by
+  worker.state.writing, which the handler only hands what was decided), or its
   dead letter is, or it changes nothing (a replay, an older version, a delete of an unknown
   document: worker.state.decisions). :meth:`DocumentHandler.process` returns only then; the caller
   may then mark the offset done.
-- Records of one document are handled one at a time, in arrival order (worker.handling.turns): each
-  reads the state the one before it wrote.
+- With the lifecycle, records of one document are handled one at a time, in arrival order
+  (worker.handling.turns): each reads the state the one before it wrote.
 - Everything that is the input's fault (a :class:`~worker.errors.DocumentError`, including a
   strategy raising on this one document) becomes a dead letter with the reason; nothing is
   silently dropped.
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from aiokafka.errors import KafkaError, MessageSizeTooLargeError, RecordTooLargeError
+from aiokafka.errors import KafkaError
 from numpy.typing import NDArray
 
 from worker.chunking import registry
@@ -41,7 +42,6 @@ from worker.errors import (
     DocumentError,
     InvalidUtf8,
     KeyMismatch,
-    OutputRecordTooLarge,
     TooManyChunks,
     UnkeyedTombstone,
 )
@@ -49,17 +49,16 @@ from worker.handling.resolver import StrategyResolver
 from worker.handling.turns import DocumentTurns
 from worker.kafka import permissions
 from worker.kafka.link_policy import Backoff, Kind
-from worker.kafka.publisher import Publisher, too_large
+from worker.kafka.publisher import Publisher
 from worker.observability.metrics import Metrics
 from worker.pipeline import EmbedFn, ModelRequired, chunk_document
 from worker.state import decisions
-from worker.state.documents import DocumentStates
+from worker.state.writing import Withdrawn, Write, Writes
 from worker.wire.codec import Headers, decode_document
 from worker.wire.event_bytes import ChunkEventWriter
 from worker.wire.events import DocumentChunksEvent, DocumentEvent, SourceRecord
 from worker.wire.records import InputRecord, chunk_ids, dead_letter, doc_version
 from worker.wire.rows import RowMapping, decode_row
-from worker.wire.state_record import DocumentState
 from worker.wire.tracecontext import HeaderPropagation
 
 if TYPE_CHECKING:
@@ -84,11 +83,6 @@ def dead_letter_room(rec: InputRecord, max_value_bytes: int) -> tuple[InputRecor
     return rec, max(0, room - extra)
 
 
-class _Withdrawn(OutputRecordTooLarge):
-    """A refused write after which the document was withdrawn already (worker.state.decisions
-    .withdraw): its dead letter follows, nothing more."""
-
-
 @dataclass(frozen=True)
 class _Subject:
     """What a record is about, known before its turn: a document version (``doc``), a delete
@@ -109,8 +103,7 @@ class DocumentHandler:
         publisher: Publisher,
         metrics: Metrics,
         models: Models | None,
-        states: DocumentStates | None = None,
-        documents_topic: str | None = None,
+        writes: Writes,
     ) -> None:
         self.settings = settings
         self._resolver = resolver
@@ -124,8 +117,10 @@ class DocumentHandler:
         self._propagation = HeaderPropagation(settings.forward_headers)
         self._rows = row_mapping(settings)
         self._by_strategy: dict[str, tuple[Any, Any, Any]] = {}
-        self._states = states  # None: append-only (CHUNKSTREAM_DOCUMENT_LIFECYCLE=false)
-        self._documents_topic = documents_topic
+        # How a record's outcome reaches Kafka and what is remembered (worker.state.writing:
+        # the lifecycle's, or the append-only null object).
+        self._writes = writes
+        self._documents_listed = settings.documents_topic is not None
         self._turns = DocumentTurns()
         self._emit_unchanged = settings.unchanged_chunks == "emit"
         self._chunk_cap = chunk_cap(settings)
@@ -140,7 +135,7 @@ class DocumentHandler:
         # Decoded and its turn claimed in this first step, before anything can suspend it: the
         # consume loop starts records in offset order, so turns are claimed in that order.
         subject = self._subject(rec)
-        ordered = self._states is not None and subject.doc_id is not None
+        ordered = self._writes.remembers and subject.doc_id is not None
         async with self._turns.turn((rec.partition, subject.doc_id) if ordered else None):
             await self._retrying(lambda: self._handle(rec, subject, where), where)
 
@@ -164,7 +159,7 @@ class DocumentHandler:
                 )
         except DocumentError as failure:
             return _Subject(None, None, failure)
-        if self._states is not None and rec.key is not None and rec.key != doc.id.encode():
+        if self._writes.remembers and rec.key is not None and rec.key != doc.id.encode():
             mismatch = KeyMismatch(
                 f"the record key {rec.key[:200]!r} is not the document id {doc.id[:200]!r}: "
                 "a changelog's key is the document (its tombstone must delete this document)"
@@ -187,9 +182,8 @@ class DocumentHandler:
                 await self._update(rec, subject.doc, headers, started)
         except DocumentError as error:
             doc_id = subject.doc_id
-            withdrawn = isinstance(error, _Withdrawn)
-            if self._states is not None and doc_id is not None and not withdrawn:
-                await self._withdraw_unfinished(rec.partition, doc_id, rec.offset, headers)
+            if doc_id is not None and not isinstance(error, Withdrawn):
+                await self._writes.withdraw_unfinished(rec.partition, doc_id, rec.offset, headers)
             log.warning(
                 "dead letter",
                 extra={**where, "doc_id": doc_id, "kind": error.kind, "reason": str(error)},
@@ -208,17 +202,16 @@ class DocumentHandler:
     ) -> None:
         s = self.settings
         m = self._metrics
-        states = self._states
-        state = None if states is None else states.get(rec.partition, doc.id)
-        unconfirmed = states is not None and states.unconfirmed(rec.partition, doc.id, state)
+        writes = self._writes
+        state = writes.get(rec.partition, doc.id)
+        unconfirmed = writes.unconfirmed(rec.partition, doc.id, state)
         early = decisions.update(state, rec.offset, doc.version, (), emit_unchanged=True)
         if isinstance(early, decisions.Skip):  # decided before any chunking work
             m.documents_skipped.labels(early.value).inc()
             if early is decisions.Skip.OLDER_VERSION:
                 again = decisions.retracted_again(state, unconfirmed=unconfirmed)
                 if again:
-                    acks, _ = await self._publisher.stage_encoded(doc.id, [], [], headers, again)
-                    await self._publisher.wait(acks)
+                    await writes.retract(doc.id, again, headers)
                     m.chunks_retracted.inc(len(again))
             return
         built = self._resolver.resolve(doc)
@@ -239,9 +232,10 @@ class DocumentHandler:
         assert not isinstance(decision, decisions.Skip)  # the same inputs as above
         emit = decision.emit
         vectors = await self._chunk_vectors([chunks[i] for i in emit]) if model else None
+        source = SourceRecord(rec.topic, rec.partition, rec.offset)
         values = self._writer.values(
             doc,
-            SourceRecord(rec.topic, rec.partition, rec.offset),
+            source,
             built.name,
             chunks,
             dt.datetime.now(dt.UTC),
@@ -250,21 +244,36 @@ class DocumentHandler:
             embeddings=vectors,
             embedding_model=self._retrieval_label,
         )
-        keys = [ids[i].encode() for i in emit]
-        retracted = decision.retract if states is not None else []
-        acks, published = await self._publisher.stage_encoded(
-            doc.id, keys, values, headers, retracted
+        listing = None
+        if self._documents_listed:
+            listing = DocumentChunksEvent(
+                doc_id=doc.id,
+                doc_version=doc_version(doc),
+                chunk_ids=list(ids),
+                strategy=built.name,
+                source=source,
+                produced_at=dt.datetime.now(dt.UTC),
+            )
+        published = await writes.write(
+            Write(
+                rec.partition,
+                doc.id,
+                decision.state,
+                state,
+                headers,
+                keys=[ids[i].encode() for i in emit],
+                values=values,
+                retract=decision.retract,
+                listing=listing,
+            )
         )
-        if self._documents_topic is not None:
-            acks += await self._stage_document_chunks(rec, doc, built.name, ids)
-        await self._settle(rec.partition, doc.id, acks, decision.state, state, headers)
         chunks_produced, completed, seconds = self._strategy_metrics(built.name)
         chunks_produced.inc(len(values))
         if decision.unchanged:
             action = "emitted" if self._emit_unchanged else "skipped"
             m.chunks_unchanged.labels(action).inc(decision.unchanged)
-        if retracted:
-            m.chunks_retracted.inc(len(retracted))
+        if decision.retract:
+            m.chunks_retracted.inc(len(decision.retract))
         m.output_bytes.inc(published)
         completed.inc()
         seconds.observe(time.perf_counter() - started)
@@ -273,111 +282,18 @@ class DocumentHandler:
     async def _delete(self, rec: InputRecord, doc_id: str, headers: Headers) -> None:
         """A tombstone: every chunk of the document is tombstoned downstream."""
         m = self._metrics
-        states = self._states
-        state = None if states is None else states.get(rec.partition, doc_id)
-        unconfirmed = states is not None and states.unconfirmed(rec.partition, doc_id, state)
+        writes = self._writes
+        state = writes.get(rec.partition, doc_id)
+        unconfirmed = writes.unconfirmed(rec.partition, doc_id, state)
         decision = decisions.delete(state, rec.offset, unconfirmed=unconfirmed)
         if isinstance(decision, decisions.Skip):
             m.documents_skipped.labels(decision.value).inc()
             return
-        acks, _ = await self._publisher.stage_encoded(doc_id, [], [], headers, decision.retract)
-        acks += await self._stage_document_gone(doc_id)
-        await self._settle(rec.partition, doc_id, acks, decision.state, state, headers)
+        await writes.write(
+            Write(rec.partition, doc_id, decision.state, state, headers, retract=decision.retract)
+        )
         m.documents_deleted.inc()
         m.chunks_retracted.inc(len(decision.retract))
-
-    async def _settle(
-        self,
-        partition: int,
-        doc_id: str,
-        acks: list[asyncio.Future[None]],
-        state: DocumentState,
-        previous: DocumentState | None,
-        headers: Headers,
-    ) -> None:
-        """Stage the document's new ``state`` beside its records (``acks``) and wait for all of
-        them: one linger and one round trip per document, not two (the state is not sent after
-        the chunks: worker.state.decisions's rule for the record at the remembered offset makes a
-        crash in between safe). Only then does the local store take the state."""
-        states = self._states
-        encoded = b""
-        if states is not None:
-            staged, encoded = states.stage(partition, doc_id, state)
-            acks += staged
-        try:
-            await self._publisher.wait(acks)
-        except (MessageSizeTooLargeError, RecordTooLargeError) as exc:
-            # A topic's own max.message.bytes is below ours (start-up checks it when it may
-            # read topic configs): the record is dead-lettered, and whatever of it landed is
-            # withdrawn first, or the sink would keep a mix of two versions for good.
-            if states is None:
-                raise too_large(exc) from None
-            await self._withdraw(partition, doc_id, state, previous, headers)
-            raise _Withdrawn(str(too_large(exc))) from None
-        if states is not None:
-            states.applied(partition, doc_id, state, previous, encoded)
-
-    async def _withdraw(
-        self,
-        partition: int,
-        doc_id: str,
-        state: DocumentState,
-        previous: DocumentState | None,
-        headers: Headers,
-    ) -> None:
-        """Tombstone every chunk the sink may hold of a document whose records were partly
-        refused, and remember it as deleted (worker.state.decisions.withdraw). A refusal of these
-        (small) records too is a Kafka error like any other: retried."""
-        assert self._states is not None
-        decision = decisions.withdraw(state, previous)
-        acks, _ = await self._publisher.stage_encoded(doc_id, [], [], headers, decision.retract)
-        acks += await self._stage_document_gone(doc_id)
-        staged, encoded = self._states.stage(partition, doc_id, decision.state)
-        await self._publisher.wait(acks + staged)
-        self._states.applied(partition, doc_id, decision.state, previous, encoded)
-        self._metrics.chunks_retracted.inc(len(decision.retract))
-
-    async def _withdraw_unfinished(
-        self, partition: int, doc_id: str, offset: int, headers: Headers
-    ) -> None:
-        """Before the dead letter of a record whose state may be unfinished: withdraw the
-        document. That is a state that names the record (it is being done again after a
-        crash), or an unconfirmed one the record follows (worker.state.unconfirmed). Some of the
-        state's chunk events may be in the sink, and its ``retracted`` are the only record of
-        the tombstones it was to send, which no later record would send (worker.state.decisions)."""
-        states = self._states
-        assert states is not None
-        state = states.get(partition, doc_id)
-        if state is None or offset < state.offset:
-            return
-        if offset == state.offset or states.unconfirmed(partition, doc_id, state):
-            await self._withdraw(partition, doc_id, state, None, headers)
-
-    async def _stage_document_gone(self, doc_id: str) -> list[asyncio.Future[None]]:
-        """The document's tombstone on the documents topic, if there is one."""
-        if self._documents_topic is None:
-            return []
-        return await self._publisher.stage_null(self._documents_topic, doc_id.encode())
-
-    async def _stage_document_chunks(
-        self, rec: InputRecord, doc: DocumentEvent, strategy: str, ids: Sequence[str]
-    ) -> list[asyncio.Future[None]]:
-        """The document's current chunk ids on the documents topic (keyed by its id)."""
-        assert self._documents_topic is not None
-        event = DocumentChunksEvent(
-            doc_id=doc.id,
-            doc_version=doc_version(doc),
-            chunk_ids=list(ids),
-            strategy=strategy,
-            source=SourceRecord(rec.topic, rec.partition, rec.offset),
-            produced_at=dt.datetime.now(dt.UTC),
-        )
-        key = doc.id.encode()
-        value = self._publisher.encode(event)
-        partition = await self._publisher.partition_for(self._documents_topic, key)
-        return self._publisher.stage(
-            self._documents_topic, partition, [(key, value, list(self._publisher.content_headers))]
-        )
 
     def _strategy_metrics(self, name: str) -> tuple[Any, Any, Any]:
         """The per-strategy metric children, looked up once per strategy, not per document."""

@@ -8,9 +8,9 @@ Invariants:
   index order, followed by the tombstones (null values) of the chunk ids the document no
   longer has: one document's records stay in order, and a chunk id always lands on the same
   partition (so compaction keeps exactly one record per chunk).
-- :meth:`Publisher.publish_chunks` returns only once the broker acknowledged every one of them
-  (acks=all, idempotent producer) and raises if any was refused; the caller then publishes the
-  whole document again (at least once; chunk ids are deterministic).
+- :meth:`Publisher.wait` returns only once the broker acknowledged every batch of what was
+  staged (acks=all, idempotent producer) and raises if any was refused; the caller then
+  publishes the whole document again (at least once; chunk ids are deterministic).
 - The same lanes carry the worker's other keyed records: the document-state changelog (to the
   input record's own partition: co-partitioned) and the optional per-document topic.
 - Per partition, record batches are handed to the client one at a time, in the order their
@@ -60,12 +60,15 @@ from aiokafka.producer.message_accumulator import BatchBuilder
 from worker.errors import OutputRecordTooLarge
 from worker.kafka.transactions import INPUT_PARTITION, TransactionFailed, admitted
 from worker.wire.codec import DOC_ID_HEADER, Encoding, EventEncoder, Headers
-from worker.wire.events import ChunkEvent, DeadLetterEvent
+from worker.wire.events import DeadLetterEvent
 
 # Record overhead beyond key and value (batch header, headers, varints): leave room for it
 # when checking a value against max_record_bytes ourselves.
 _RECORD_OVERHEAD = 1024
 
+# The broker's "too large" (a topic's own max.message.bytes below ours): no retry can succeed,
+# and :meth:`Publisher.wait` raises it as it is (:func:`too_large` names it for a dead letter).
+TOO_LARGE = (MessageSizeTooLargeError, RecordTooLargeError)
 # (key, value, headers): a null value is a tombstone.
 Record = tuple[bytes, bytes | None, list[tuple[str, bytes | None]]]  # the client wants a list
 # Kafka's default keyed partitioning (murmur2 of the key), as every client computes it.
@@ -140,36 +143,8 @@ class Publisher:
         self._acknowledged: dict[tuple[str, int], int] = {}
 
     @property
-    def content_headers(self) -> Headers:
-        """The content-type header every encoded event carries."""
-        return self._headers
-
-    @property
     def encoding(self) -> Encoding:
         return self._encoder.encoding
-
-    def encode(self, event: msgspec.Struct) -> bytes:
-        return self._encoder.encode(event)
-
-    async def publish_chunks(
-        self,
-        doc_id: str,
-        events: Sequence[ChunkEvent],
-        headers: Headers = (),
-        retracted: Sequence[str] = (),
-    ) -> int:
-        """Send a document's chunk events (keyed by their chunk ids) and tombstones
-        (:meth:`stage_encoded`) and return once the broker acknowledged all of them. Returns
-        the bytes published."""
-        encode = self._encoder.encode
-        keys = [event.chunk_id.encode() for event in events]
-        values = [encode(event) for event in events]
-        acks, published = await self.stage_encoded(doc_id, keys, values, headers, retracted)
-        try:
-            await self.wait(acks)
-        except (MessageSizeTooLargeError, RecordTooLargeError) as exc:
-            raise too_large(exc) from None
-        return published
 
     async def stage_encoded(
         self,
@@ -224,7 +199,7 @@ class Publisher:
                 # Shielded: a batch's acknowledgement is shared by every document in it, and
                 # cancelling one of them must not cancel it for the others.
                 await asyncio.shield(acked)
-        except (MessageSizeTooLargeError, RecordTooLargeError):
+        except TOO_LARGE:
             raise
         except KafkaError as exc:
             raise copy.copy(exc) from None
@@ -234,11 +209,18 @@ class Publisher:
         partitions = sorted(await self._producer.partitions_for(topic))
         return int(_PARTITIONER(key, partitions, partitions))
 
-    async def stage_null(self, topic: str, key: bytes) -> list[asyncio.Future[None]]:
-        """A tombstone for ``key`` in ``topic``, on the partition the default partitioner picks
-        (a compacted topic keyed by it: the documents topic), without waiting."""
+    async def stage_keyed(
+        self, topic: str, key: bytes, event: msgspec.Struct | None
+    ) -> list[asyncio.Future[None]]:
+        """``event`` (encoded, with the content type) or, None, a tombstone, keyed by ``key`` in
+        ``topic`` on the partition the default partitioner picks (a compacted topic keyed by
+        it: the documents topic), without waiting."""
         await self.admit()
-        return self.stage(topic, await self.partition_for(topic, key), [(key, None, [])])
+        if event is None:
+            record: Record = (key, None, [])
+        else:
+            record = (key, self._encoder.encode(event), list(self._headers))
+        return self.stage(topic, await self.partition_for(topic, key), [record])
 
     def stage(
         self, topic: str, partition: int, records: Sequence[Record]

@@ -148,7 +148,7 @@ class Changelog:
         try:
             return self.store.apply(
                 partition,
-                ((r.key.decode(), r.value) for r in fetched if r.key is not None),
+                ((r.key, r.value) for r in fetched if r.key is not None),
                 None if tracker is None else tracker.seen,
             )
         except (msgspec.DecodeError, UnicodeDecodeError) as exc:

@@ -1,6 +1,6 @@
 """Document lifecycle, decided: what a new version or a tombstone does downstream, given what the
 worker remembers of the document. Pure: values in, values out (the I/O is
-worker.handling.handler's).
+worker.handling.handler's, and the write's worker.state.writing's).
 
 The input topic is a changelog: a record keyed by a document id carries its newest version, a
 null value (a tombstone) deletes it. Downstream speaks Kafka's sink language — upsert by key,
@@ -18,9 +18,8 @@ Invariants:
   cannot resurrect retracted chunks. A delete is remembered as a marker carrying its offset for
   as long as a replay could reach it.
 - **The record at the remembered offset is done again.** A document's state record goes out
-  beside its chunk events and tombstones, not after them (worker.handling.handler), so a crash can
-  leave
-  the state written and some of its chunk events not: the state then names its own record.
+  beside its chunk events and tombstones, not after them (worker.state.writing), so a crash can
+  leave the state written and some of its chunk events not: the state then names its own record.
   Doing that record again publishes every chunk event of it and the tombstones it had published
   (the state carries them: ``retracted``), which is idempotent for a sink that upserts by key.
   When doing it again fails instead (a dead letter now), the document is withdrawn first

@@ -4,9 +4,8 @@ changelog topic (the truth, co-partitioned with the input) and a local copy (wor
 Invariants:
 
 - A document's state goes to the changelog beside everything it describes (its chunk events
-  and tombstones, appended in the same step: worker.handling.handler), and to the local copy only
-  after
-  all of them were acknowledged; the input offset is committed only after that too. A crash in
+  and tombstones, appended in the same step: worker.state.writing), and to the local copy only
+  after all of them were acknowledged; the input offset is committed only after that too. A crash in
   between replays the record: a replay sees either the old state (and publishes the same ids
   again: idempotent) or the new one, which names this very record, and then does it again in
   full (worker.state.decisions). Waiting for the chunks before sending the state, as the first
@@ -37,7 +36,7 @@ from worker.state.changelog import Changelog, Restored
 from worker.state.decisions import marker_expired
 from worker.state.store import StateStore
 from worker.state.unconfirmed import Unconfirmed
-from worker.wire.state_record import DocumentState, encode_state
+from worker.wire.state_record import DocumentState, encode_state, head_of, part_key
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +62,7 @@ class DocumentStates:
     ) -> None:
         self.store = store
         # Where a delete also sends the document's own tombstone (Settings.documents_topic).
-        self._documents_topic = documents_topic
+        self.documents_topic = documents_topic
         self.topic = changelog.topic
         self._publisher = publisher
         self._changelog = changelog
@@ -94,17 +93,35 @@ class DocumentStates:
         return state is not None and tracker is not None and tracker.holds(doc_id, state)
 
     def stage(
-        self, partition: int, doc_id: str, state: DocumentState
+        self, partition: int, doc_id: str, state: DocumentState, stale: Sequence[bytes] = ()
     ) -> tuple[list[asyncio.Future[None]], bytes]:
-        """Append ``state`` to the changelog without waiting: the acknowledgements to wait
-        for, and the encoded state for :meth:`applied`."""
-        markers = self._markers.setdefault(partition, {})
-        # Before the append: from now on a marker's tombstone would land after this state in
-        # the changelog and erase it; :meth:`expire_markers` checks this map synchronously.
-        markers.pop(doc_id, None)
+        """Append ``state`` (its head when it is split: its parts must be acknowledged first,
+        :meth:`stage_parts`) to the changelog without waiting, then the tombstones of the parts
+        ``stale`` (digests) that no state names any more: the acknowledgements to wait for,
+        and the encoded state for :meth:`applied`."""
+        self._claim(partition, doc_id)
         encoded = encode_state(state)
-        record: Record = (doc_id.encode(), encoded, [])
-        return self._publisher.stage(self.topic, partition, [record]), encoded
+        value = encode_state(head_of(state)) if state.parts else encoded
+        records: list[Record] = [(doc_id.encode(), value, [])]
+        records += [(part_key(doc_id, digest), None, []) for digest in stale]
+        return self._publisher.stage(self.topic, partition, records), encoded
+
+    def stage_parts(
+        self, partition: int, doc_id: str, state: DocumentState, values: Sequence[bytes]
+    ) -> list[asyncio.Future[None]]:
+        """Append the part records of a split ``state`` (worker.wire.state_record
+        ``split_state``) without waiting."""
+        self._claim(partition, doc_id)
+        records: list[Record] = [
+            (part_key(doc_id, digest), value, [])
+            for digest, value in zip(state.digests, values, strict=True)
+        ]
+        return self._publisher.stage(self.topic, partition, records)
+
+    def _claim(self, partition: int, doc_id: str) -> None:
+        # Before the append: from now on a marker's tombstones would land after this state in
+        # the changelog and erase it; :meth:`expire_markers` checks this map synchronously.
+        self._markers.setdefault(partition, {}).pop(doc_id, None)
 
     def applied(
         self,
@@ -278,6 +295,9 @@ class DocumentStates:
         if not due:
             return
         records: list[Record] = [(doc_id.encode(), None, []) for doc_id, _ in due]
+        # A marker's parts go after its head: a crash in between leaves parts no head names
+        # (only space), never a head without its parts.
+        records += self._parts_of(partition, due)
         try:
             await self._finish_unconfirmed(partition, due)
             await self._publisher.publish(self.topic, partition, records)
@@ -292,6 +312,15 @@ class DocumentStates:
                 tracker.settled(doc_id)
             if markers.get(doc_id) == marker_offset:
                 del markers[doc_id]
+
+    def _parts_of(self, partition: int, due: list[tuple[str, int]]) -> list[Record]:
+        """The tombstones of the due markers' parts (markers of split states)."""
+        records: list[Record] = []
+        for doc_id, marker_offset in due:
+            marker = self.store.get(partition, doc_id)
+            if marker is not None and marker.offset == marker_offset:
+                records += [(part_key(doc_id, d), None, []) for d in marker.digests]
+        return records
 
     async def _finish_unconfirmed(self, partition: int, due: list[tuple[str, int]]) -> None:
         """Send again the tombstones of the due markers that a previous owner may not have
@@ -312,8 +341,10 @@ class DocumentStates:
                     doc_id, [], [], (), marker.retracted_ids
                 )
                 acks += staged
-            if self._documents_topic is not None:  # its null may not have landed either
-                acks += await self._publisher.stage_null(self._documents_topic, doc_id.encode())
+            if self.documents_topic is not None:  # its null may not have landed either
+                acks += await self._publisher.stage_keyed(
+                    self.documents_topic, doc_id.encode(), None
+                )
         await self._publisher.wait(acks)
 
 

@@ -15,6 +15,10 @@ Invariants:
   applied), and deleted as soon as the partition is taken again, so a crash between the two
   leaves no checkpoint and the next assignment restores from the beginning (as Kafka Streams
   does with its ``.checkpoint`` file under at-least-once).
+- A split state (worker.wire.state_record) is kept whole when the worker writes it, and as its
+  head and its parts when a restore reads it: the parts come before their head in the changelog,
+  but compaction may leave a later copy of a part behind the head, so the head is joined with its
+  parts when it is read (:meth:`SqliteStateStore.get`), once the restore has read everything.
 - One process owns a store file at a time (an exclusive lock); a second process pointed at the
   same directory gets a fresh file of its own.
 - A fresh file lives in a temporary directory that is the process's alone: removed when the
@@ -35,7 +39,14 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from worker.state.key_filter import KeyFilter
-from worker.wire.state_record import DocumentState, decode_state, encode_state
+from worker.wire.state_record import (
+    DocumentState,
+    decode_state,
+    encode_state,
+    is_head,
+    join_parts,
+    split_key,
+)
 
 # SQLite's page cache, the store's memory: negative = KiB (SQLite's convention).
 CACHE_KIB = 16 * 1024
@@ -44,6 +55,12 @@ CACHE_KIB = 16 * 1024
 PENDING_WRITES = 1024
 
 _Row = tuple[int, str, int, int, bytes]
+_PART_TABLE = """
+    CREATE TABLE IF NOT EXISTS part (
+        part INTEGER NOT NULL, doc_id TEXT NOT NULL, digest BLOB NOT NULL, value BLOB NOT NULL,
+        PRIMARY KEY (part, doc_id, digest)
+    ) WITHOUT ROWID;
+"""
 _CHECKPOINT_TABLE = """
     CREATE TABLE IF NOT EXISTS checkpoint (
         part INTEGER PRIMARY KEY, next_offset INTEGER NOT NULL, written_at REAL NOT NULL
@@ -74,6 +91,7 @@ class SqliteStateStore:
                 deleted INTEGER NOT NULL, value BLOB NOT NULL, PRIMARY KEY (part, doc_id)
             ) WITHOUT ROWID;
             """
+            + _PART_TABLE
             + _CHECKPOINT_TABLE
         )
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(checkpoint)")}
@@ -89,6 +107,8 @@ class SqliteStateStore:
         self._written = KeyFilter()
         for partition, doc_id in self._db.execute("SELECT part, doc_id FROM state"):
             self._written.add(partition, doc_id)
+        # Documents with part rows (restored split states): a write of theirs makes them stale.
+        self._parted = set(self._db.execute("SELECT DISTINCT part, doc_id FROM part"))
 
     def close(self) -> None:
         self.flush()
@@ -108,6 +128,7 @@ class SqliteStateStore:
                 "DELETE FROM state WHERE part = ? AND doc_id = ?",
                 [key for key, row in pending.items() if row is None],
             )
+            self._forget_parts([key for key in pending if key in self._parted])
             self._db.execute("COMMIT")
         except BaseException:
             self._db.execute("ROLLBACK")
@@ -125,7 +146,32 @@ class SqliteStateStore:
         row = self._db.execute(
             "SELECT value FROM state WHERE part = ? AND doc_id = ?", (partition, doc_id)
         ).fetchone()
-        return None if row is None else decode_state(row[0])
+        return None if row is None else self._whole(partition, doc_id, decode_state(row[0]))
+
+    def _whole(self, partition: int, doc_id: str, state: DocumentState) -> DocumentState:
+        """``state`` with its ids, joined from its parts when it is a head."""
+        if not is_head(state):
+            return state
+        found = dict(
+            self._db.execute(
+                "SELECT digest, value FROM part WHERE part = ? AND doc_id = ?",
+                (partition, doc_id),
+            )
+        )
+        missing = [d for d in state.digests if d not in found]
+        if missing:
+            raise StateIncomplete(
+                f"the state of {doc_id!r} (partition {partition}) names {len(missing)} parts "
+                "that its changelog does not hold: written by something else, or records were "
+                "deleted from the topic"
+            )
+        return join_parts(state, [found[d] for d in state.digests])
+
+    def _forget_parts(self, keys: list[tuple[int, str]]) -> None:
+        """Drop the part rows of documents whose state was written or removed since."""
+        if keys:
+            self._db.executemany("DELETE FROM part WHERE part = ? AND doc_id = ?", keys)
+            self._parted.difference_update(keys)
 
     def put(
         self, partition: int, doc_id: str, state: DocumentState, encoded: bytes | None = None
@@ -155,23 +201,30 @@ class SqliteStateStore:
                 (partition, doc_id, offset),
             )
         self._counts.pop(partition, None)
+        if cursor.rowcount > 0 and (partition, doc_id) in self._parted:
+            self._forget_parts([(partition, doc_id)])
         return cursor.rowcount > 0
 
     def apply(
         self,
         partition: int,
-        records: Iterable[tuple[str, bytes | None]],
+        records: Iterable[tuple[bytes, bytes | None]],
         seen: Callable[[str, DocumentState | None], None] | None = None,
     ) -> int:
-        """Apply changelog records in order (a null value removes the document), in one
-        transaction; returns how many. ``seen`` is told each record, decoded."""
+        """Apply changelog records (key, value) in order (a null value removes the document or
+        the part), in one transaction; returns how many. ``seen`` is told each document's
+        record, decoded (a split state's head as it is, not its parts)."""
         self.flush()
         upserts: list[_Row] = []
         applied = 0
         self._db.execute("BEGIN")
         try:
-            for doc_id, value in records:
+            for key, value in records:
                 applied += 1
+                doc_id, part = split_key(key)
+                if part is not None:
+                    self._apply_part(partition, doc_id, part, value)
+                    continue
                 if value is None:
                     if upserts:
                         self._upsert_many(upserts)
@@ -195,6 +248,18 @@ class SqliteStateStore:
         self._counts.pop(partition, None)
         return applied
 
+    def _apply_part(self, partition: int, doc_id: str, digest: bytes, value: bytes | None) -> None:
+        if value is None:
+            self._db.execute(
+                "DELETE FROM part WHERE part = ? AND doc_id = ? AND digest = ?",
+                (partition, doc_id, digest),
+            )
+            return
+        self._db.execute(
+            "INSERT OR REPLACE INTO part VALUES (?, ?, ?, ?)", (partition, doc_id, digest, value)
+        )
+        self._parted.add((partition, doc_id))
+
     def _upsert_many(self, rows: list[_Row]) -> None:
         written = self._written
         for row in rows:
@@ -208,7 +273,9 @@ class SqliteStateStore:
     def drop_partition(self, partition: int) -> None:
         self.flush()
         self._db.execute("DELETE FROM state WHERE part = ?", (partition,))
+        self._db.execute("DELETE FROM part WHERE part = ?", (partition,))
         self._db.execute("DELETE FROM checkpoint WHERE part = ?", (partition,))
+        self._parted = {key for key in self._parted if key[0] != partition}
         self._counts.pop(partition, None)
 
     def count(self, partition: int) -> int:
@@ -231,7 +298,10 @@ class SqliteStateStore:
             "AND offset >= ? AND offset < ?",
             (partition, low, high),
         )
-        return [(doc_id, decode_state(value)) for doc_id, value in rows]
+        return [
+            (doc_id, self._whole(partition, doc_id, decode_state(value)))
+            for doc_id, value in rows.fetchall()
+        ]
 
     def markers(self, partition: int) -> list[tuple[str, int]]:
         """The delete markers of a partition: (document id, offset of the delete)."""
@@ -269,6 +339,11 @@ class SqliteStateStore:
 
     def clear_checkpoint(self, partition: int) -> None:
         self._db.execute("DELETE FROM checkpoint WHERE part = ?", (partition,))
+
+
+class StateIncomplete(RuntimeError):
+    """A split state whose parts are not all in the changelog (never written so by the worker:
+    a head goes out only once its parts are acknowledged)."""
 
 
 def open_store(

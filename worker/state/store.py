@@ -23,7 +23,8 @@ class StateStore(Protocol):
 
     def flush(self) -> None: ...
 
-    def get(self, partition: int, doc_id: str) -> DocumentState | None: ...
+    def get(self, partition: int, doc_id: str) -> DocumentState | None:
+        """The document's state whole: a split state's ids joined from its parts."""
 
     def put(
         self, partition: int, doc_id: str, state: DocumentState, encoded: bytes | None = None
@@ -37,11 +38,12 @@ class StateStore(Protocol):
     def apply(
         self,
         partition: int,
-        records: Iterable[tuple[str, bytes | None]],
+        records: Iterable[tuple[bytes, bytes | None]],
         seen: Callable[[str, DocumentState | None], None] | None = None,
     ) -> int:
-        """Apply changelog records in order (a null value removes the document); how many.
-        ``seen`` is told each record, decoded."""
+        """Apply changelog records (key, value) in order (a null value removes the document or
+        the part); how many. A key is a document's or a part's (worker.wire.state_record
+        ``split_key``). ``seen`` is told each document's record, decoded."""
 
     def drop_partition(self, partition: int) -> None:
         """Forget every row and the checkpoint of a partition."""
@@ -50,7 +52,7 @@ class StateStore(Protocol):
         """The live (not deleted) documents of a partition."""
 
     def live_between(self, partition: int, low: int, high: int) -> list[tuple[str, DocumentState]]:
-        """The live documents whose state came from an input offset in ``[low, high)``."""
+        """The live documents whose state came from an input offset in ``[low, high)``, whole."""
 
     def markers(self, partition: int) -> list[tuple[str, int]]:
         """The delete markers of a partition: (document id, offset of the delete)."""

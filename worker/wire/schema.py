@@ -16,7 +16,7 @@ from worker._version import __version__
 from worker.wire.codec import CONTENT_TYPE_HEADER, CONTENT_TYPES, DOC_ID_HEADER
 from worker.wire.connect_json import connect_schema
 from worker.wire.events import EVENT_TYPES, SCHEMA_VERSION
-from worker.wire.state_record import DocumentState
+from worker.wire.state_record import DocumentState, DocumentStatePart
 
 SCHEMA_FILES = {
     "DocumentEvent": "document-event.schema.json",
@@ -45,9 +45,10 @@ _TOMBSTONES = {
     ),
     "DocumentChunksTombstone": "The document was deleted. Key: the document id.",
     "DocumentStateTombstone": "A delete marker expired: the document is forgotten.",
+    "DocumentStatePartTombstone": "No state names the part any more. Key: the part's.",
 }
 # The state changelog's value (internal to the worker; always msgpack, an array).
-_INTERNAL = {"DocumentState": DocumentState}
+_INTERNAL = {"DocumentState": DocumentState, "DocumentStatePart": DocumentStatePart}
 
 _CHANNELS = {
     # channel id: (default address, messages, action of the worker, key, description, config)
@@ -95,13 +96,21 @@ _CHANNELS = {
     ),
     "documentState": (
         "chunkstream-document-state-changelog",
-        ["DocumentState", "DocumentStateTombstone"],
+        [
+            "DocumentState",
+            "DocumentStateTombstone",
+            "DocumentStatePart",
+            "DocumentStatePartTombstone",
+        ],
         "send",
-        "the document id",
+        "the document id; a part's: the document id (UTF-8), the byte 0xFF, then the part's "
+        "16-byte digest",
         "Internal (CHUNKSTREAM_STATE_TOPIC, default <group id>-document-state-changelog): what "
         "the worker remembers per document, restored on partition assignment. Compacted, and "
         "co-partitioned with the input topic (its partition p holds the state of input "
-        "partition p); a delete marker stays until the group's commits pass it.",
+        "partition p); a delete marker stays until the group's commits pass it. A state with "
+        "more ids than one record holds goes out as parts, then its head (a DocumentState "
+        "naming the parts' digests, with no ids of its own).",
         {"cleanup.policy": ["compact"]},
     ),
 }
@@ -153,8 +162,17 @@ def asyncapi() -> dict[str, Any]:
         "contentType": CONTENT_TYPES["msgpack"],
         "summary": "A document's state: [input offset, version, chunk ids (16 bytes each, "
         "concatenated, index order), deleted, the chunk ids that record tombstoned (16 bytes "
-        "each; absent from states written by earlier releases)]; always msgpack.",
+        "each; absent from states written by earlier releases), the digests of its parts "
+        "(16 bytes each, in order; absent or empty unless the state is split)]; always msgpack.",
         "payload": {"$ref": "#/components/schemas/DocumentState"},
+    }
+    messages["DocumentStatePart"] = {
+        "name": "DocumentStatePart",
+        "title": "DocumentStatePart",
+        "contentType": CONTENT_TYPES["msgpack"],
+        "summary": "A slice of a split state's ids: [chunk ids, chunk ids it tombstoned] (16 "
+        "bytes each); its head joins its parts' slices in the order it names them.",
+        "payload": {"$ref": "#/components/schemas/DocumentStatePart"},
     }
     for _, names, _, key, _, _ in _CHANNELS.values():
         for name in names:
