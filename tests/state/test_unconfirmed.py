@@ -3,12 +3,13 @@ what the document states do with them (worker.state.documents): no checkpoint wh
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
 from aiokafka import TopicPartition
 
-from tests.support.fake_kafka import FakeProducer
+from tests.support.fake_kafka import FakeProducer, HeldProducer
 from tests.support.handlers import STATE_TOPIC, lifecycle_handler, states_of
 from worker.observability.metrics import Metrics
 from worker.state import unconfirmed
@@ -209,3 +210,30 @@ async def test_unconfirmed_states_below_the_log_start_send_their_tombstones_agai
     producer.sent.clear()
     assert await states.resend_lost(1, log_start=5) == 0  # nothing taken by retention
     assert producer.sent == []
+
+
+async def test_a_document_written_while_its_marker_expires_keeps_its_new_state(
+    tmp_path: Path,
+) -> None:
+    """While an unconfirmed marker's tombstones go out again (an await), the document is
+    created again: its new state is staged, which takes the marker out of the map. The marker's
+    changelog tombstone must not follow, or it lands after the new state and erases it."""
+    producer = HeldProducer()
+    handler = lifecycle_handler(producer, tmp_path)
+    states = states_of(handler)
+    marker = DocumentState(5, None, b"", deleted=True, retracted=ids_to_bytes(["a" * 32]))
+    states.store.put(1, "d", marker)
+    states._markers[1] = {"d": 5}
+    tracker = Unconfirmed(committed=5)
+    tracker.seen("d", marker)
+    states._unconfirmed[1] = tracker
+    expiring = asyncio.create_task(states.expire_markers({1: 6}))
+    await asyncio.sleep(0.05)  # the marker's chunk tombstones sent again, not acknowledged yet
+    states.stage(1, "d", DocumentState(7, None, ids_to_bytes(["b" * 32])))  # created again
+    producer.release()
+    await asyncio.sleep(0.05)
+    producer.release()
+    await asyncio.wait_for(expiring, 5)
+    state_records = [(key, value) for topic, key, value, _ in producer.sent if topic == STATE_TOPIC]
+    assert state_records[-1][0] == b"d"
+    assert state_records[-1][1] is not None, "the marker's tombstone came after the new state"

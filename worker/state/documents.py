@@ -294,13 +294,20 @@ class DocumentStates:
         due = [(d, o) for d, o in markers.items() if marker_expired(_marker(o), offset)]
         if not due:
             return
-        records: list[Record] = [(doc_id.encode(), None, []) for doc_id, _ in due]
-        # A marker's parts go after its head: a crash in between leaves parts no head names
-        # (only space), never a head without its parts.
-        records += self._parts_of(partition, due)
         try:
             await self._finish_unconfirmed(partition, due)
-            await self._publisher.publish(self.topic, partition, records)
+            await self._publisher.admit()
+            # Checked again with no await before the stage: a document written again
+            # meanwhile took its marker out of the map (stage), and the marker's tombstone
+            # would land after its new state and erase it.
+            due = [(d, o) for d, o in due if markers.get(d) == o]
+            if not due:
+                return
+            records: list[Record] = [(doc_id.encode(), None, []) for doc_id, _ in due]
+            # A marker's parts go after its head: a crash in between leaves parts no head names
+            # (only space), never a head without its parts.
+            records += self._parts_of(partition, due)
+            await self._publisher.wait(self._publisher.stage(self.topic, partition, records))
         except KafkaError as exc:
             log.warning("delete markers not expired yet", extra={"error": repr(exc)})
             return
