@@ -14,7 +14,7 @@ For each strategy, in one process and one run:
 
 With ``--cores both``, ``adaptive`` and ``lexical`` (the strategies with a compiled core) run
 twice more in the same run, alternating: on their compiled cores and on their pure-Python twins
-(the core's ``NATIVE_CHUNK`` set to None, what ``CHUNKSTREAM_PURE_PYTHON=1`` does at import),
+(``CHUNKSTREAM_PURE_PYTHON=1``, the compiled cores' one switch, set for those passes),
 and a second table gives core ÷ twin throughput per mode. ``--min-mb`` repeats the corpus (each
 copy under new document ids) until it holds that many megabytes.
 
@@ -67,6 +67,7 @@ from bench.support.quix_peer import PeerRun, run_peer
 from tests.support.corpus import Document, add_corpus_argument, describe, load
 from worker.app import Worker
 from worker.chunking import registry
+from worker.chunking._native import PURE_PYTHON_ENV
 from worker.chunking.rules import adaptive, lexical
 from worker.config import load_settings
 from worker.inference.batcher import Batcher
@@ -234,23 +235,26 @@ KAFKA_APPEND_ONLY = "kafka (append-only)"
 KAFKA_EXACTLY_ONCE = "kafka (exactly-once)"
 
 
-# The strategies with a compiled core, and the module attribute that holds its entry point.
+# The strategies with a compiled core, and the module whose compiled() gives it.
 CORE_MODULES = {"adaptive": adaptive, "lexical": lexical}
 
 
 @contextlib.contextmanager
 def cores_as(name: str, cores: str) -> Iterator[None]:
-    """Run ``name`` on its compiled core ("native") or its pure-Python twin ("twin")."""
-    module = CORE_MODULES.get(name)
-    if module is None or cores != "twin":
+    """Run ``name`` on its compiled core ("native") or its pure-Python twin ("twin": the
+    cores' switch, read at each request for a core, set meanwhile)."""
+    if name not in CORE_MODULES or cores != "twin":
         yield
         return
-    saved = getattr(module, "NATIVE_CHUNK")  # noqa: B009 - the _native convention's name
-    setattr(module, "NATIVE_CHUNK", None)  # noqa: B010 - chunkers built meanwhile use the twin
+    saved = os.environ.get(PURE_PYTHON_ENV)
+    os.environ[PURE_PYTHON_ENV] = "1"
     try:
         yield
     finally:
-        setattr(module, "NATIVE_CHUNK", saved)  # noqa: B010
+        if saved is None:
+            del os.environ[PURE_PYTHON_ENV]
+        else:
+            os.environ[PURE_PYTHON_ENV] = saved
 
 
 def size_of(docs: Sequence[Document]) -> float:
@@ -418,7 +422,7 @@ def plot(results: list[Result], path: Path) -> None:
 async def main(args: argparse.Namespace) -> None:
     docs = repeated(load(args.corpus)[: args.docs], args.min_mb)
     print(f"corpus: {describe(docs)}")
-    native = "built" if adaptive.NATIVE_CHUNK is not None else "not built or not allowed"
+    native = "built" if adaptive.compiled() is not None else "not built or not allowed"
     print(f"compiled cores: {native}")
     names = [n for n in args.strategies if n in registry.names()]
     missing = sorted(set(args.strategies) - set(names))
@@ -444,7 +448,7 @@ async def main(args: argparse.Namespace) -> None:
                     # Inference is ~100x slower than rule chunking: a subset keeps the run short.
                     subset = docs[: args.embedding_docs]
                 variants = ["native", "twin"] if args.cores == "both" else [args.cores]
-                if name not in CORE_MODULES or adaptive.NATIVE_CHUNK is None:
+                if name not in CORE_MODULES or adaptive.compiled() is None:
                     variants = ["-"]  # no core, or the cores are not built/allowed here
                 # An untimed pass first: lazy imports, regex caches and the model's first
                 # batches must not count against whichever mode runs first. Then the modes

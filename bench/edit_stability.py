@@ -35,11 +35,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tests.support.corpus import Document, gather
+from tests.support.paragraphs import split_paragraphs
 from worker.chunking import registry
 from worker.chunking.text.segment import (
     fence_lines,
     pack_spans,
-    split_paragraphs,
     split_sentences,
     split_to_cap,
 )

@@ -34,11 +34,11 @@ from pathlib import Path
 
 from bench.support.seam_scores import Summary, paired_difference, summarise
 from tests.support.embedding import embed_batch
+from tests.support.paragraphs import split_paragraphs
 from tests.support.seam_blocks import DEFAULT_CACHE
 from tests.support.seams import GENRES, Scores, SeamDocument, score, seam_set
 from tests.support.splits import SPLITS
 from worker.chunking import registry
-from worker.chunking.text.segment import split_paragraphs
 from worker.models.backend import EmbeddingBackend
 from worker.models.loading import load_backend
 from worker.models.reference import ModelRef, describe, find

@@ -38,8 +38,8 @@ from numpy.typing import NDArray
 
 from bench.support.semantic_runs import Runner, Timed, chonkie_runner, ours, quality
 from tests.support.corpus import Document, gather
+from tests.support.paragraphs import split_paragraphs
 from tests.support.seams import Scores, SeamDocument, seam_documents
-from worker.chunking.text.segment import split_paragraphs
 from worker.model_making import static_fit
 from worker.model_making.distill import Recipe, fit
 from worker.model_making.encoder_passes import Encoder

@@ -851,8 +851,10 @@ OTHER_VARIABLES: tuple[OtherVariable, ...] = (
     OtherVariable(
         "CHUNKSTREAM_PURE_PYTHON",
         "the worker, the CLI and the benchmarks",
-        "`1`: run the rule strategies' pure-Python twins instead of their compiled cores "
-        "(the same chunks, slower; for comparison or debugging)",
+        "`1`: every compiled path off (the rule strategies' cores, the embedding layout's "
+        "sentences and text counts, the static model's rows): their pure-Python twins run "
+        "instead (the same chunks and vectors, slower; for comparison or debugging); read "
+        "whenever a core is asked for",
     ),
     OtherVariable(
         "CHUNKSTREAM_REQUIRE_NATIVE",

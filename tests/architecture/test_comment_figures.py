@@ -3,8 +3,9 @@ live in the benchmarks' output and on one docs page (docs/benchmarks.md), where 
 again when the code changes.
 
 The rule, on every ``#`` comment (tokenize) and every module, class and function docstring (ast) of
-worker/: a number directly followed by a unit of measurement fails, naming file:line. The units are
-sizes (B, KB, MB, GB, KiB, MiB, GiB, bytes), times (ns, µs, us, ms, s, seconds, minutes), rates
+worker/, and on every comment of its C sources (the compiled cores' ``/* */`` and ``//``): a
+number directly followed by a unit of measurement fails, naming file:line. The units are sizes
+(B, KB, MB, GB, KiB, MiB, GiB, bytes), times (ns, µs, us, ms, s, seconds, minutes), rates
 (``per second``, ``a second``, ``/s`` as in ``MB/s`` or ``docs/s``), percentages (%) and ratios (a
 number with ``×``, or with ``x`` before faster / slower / more / less / the / its). A unit without a
 number ("in ms", "bytes per event") is a unit, not a figure, and passes; a value the code holds
@@ -63,11 +64,42 @@ def figures(source: str) -> list[tuple[int, str]]:
     return sorted(found, key=lambda figure: figure[0])
 
 
+_C_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.DOTALL)
+_C_STRING = re.compile(r'"(?:\\.|[^"\\\n])*"')
+
+
+def c_comments(source: str) -> list[tuple[int, str]]:
+    """(line, text) of every line of every comment of the C ``source`` (string literals,
+    which may hold ``//``, left out)."""
+    blanked = _C_STRING.sub(lambda m: '"' + " " * (len(m.group(0)) - 2) + '"', source)
+    found = []
+    for match in _C_COMMENT.finditer(blanked):
+        first = blanked.count("\n", 0, match.start()) + 1
+        found += [(first + i, line) for i, line in enumerate(match.group(0).splitlines())]
+    return found
+
+
+def c_figures(source: str) -> list[tuple[int, str]]:
+    """(line, the figure) of each number with a unit in the C ``source``'s comments."""
+    return [
+        (line, match.group(0))
+        for line, text in c_comments(source)
+        for match in FIGURE.finditer(text)
+    ]
+
+
 def test_no_comment_or_docstring_under_worker_carries_a_figure() -> None:
+    sources = sorted(WORKER.rglob("*.py"))
+    c_sources = sorted([*WORKER.rglob("*.c"), *WORKER.rglob("*.h")])
+    assert c_sources, "the compiled cores' sources are read too"
     found = [
         f"{path.relative_to(WORKER.parent)}:{line}: {figure!r}"
-        for path in sorted(WORKER.rglob("*.py"))
+        for path in sources
         for line, figure in figures(path.read_text(encoding="utf-8"))
+    ] + [
+        f"{path.relative_to(WORKER.parent)}:{line}: {figure!r}"
+        for path in c_sources
+        for line, figure in c_figures(path.read_text(encoding="utf-8"))
     ]
     assert found == [], (
         "measured figures in comments or docstrings (say why, and point at the benchmark, "
@@ -103,3 +135,13 @@ def f() -> None:
         (7, "0.5 s"),
         (7, "16 KiB"),
     ]
+
+
+def test_the_rule_reads_c_comments_and_not_c_strings() -> None:
+    source = """
+/* A table grown at 70 %
+ * load (8 µs a lookup). */
+static const char *note = "one // 5 ms in a string is code, not a comment";
+int x = 1; // 100 MB kept
+"""
+    assert c_figures(source) == [(2, "70 %"), (3, "8 µs"), (5, "100 MB")]

@@ -120,6 +120,9 @@ KAFKA_EDGE = (
     "worker.cli.sink",  # the reference sink: a consumer at the edge
 )
 
+# The compiled cores: importable modules the seam alone loads (worker/chunking/_native).
+CORES = sorted(p.name.split(".")[0] for p in (WORKER / "chunking" / "_native").glob("_*_core.c"))
+
 RULES = [
     # (who, may not import, exempt modules, why)
     ("worker.chunking", IO, (), "chunking is pure: no Kafka, no inference runtime, no metrics"),
@@ -154,10 +157,15 @@ RULES = [
             "worker.chunking.rules",
             "worker.chunking.registry",
             "worker.chunking.strategies",
-            "worker.chunking._native",
         ),
         (),
-        "embedding strategies share only text/ and types with the rule strategies",
+        "embedding strategies share text/, types and the cores' seam with the rule strategies",
+    ),
+    (
+        "worker",
+        tuple(f"worker.chunking._native.{core}" for core in CORES),
+        (),
+        "a compiled core is reached through the seam (worker/chunking/_native/__init__.py) only",
     ),
     (
         "worker.chunking.contract",

@@ -21,19 +21,21 @@ def test_worker_exports() -> None:
         "Worker",
         "__version__",
         "build",
+        "build_context",
         "chunk_document",
         "chunk_document_sync",
         "load_settings",
         "open_batcher",
     ]
     from worker.app import Worker
-    from worker.chunking.registry import build
     from worker.chunking.types import Chunk
     from worker.config import Settings
+    from worker.inference.serving import build_context, build_strategy
 
     assert worker.Chunk is Chunk
     assert worker.Settings is Settings
-    assert worker.build is build
+    assert worker.build is build_strategy  # the registry's build with the worker's models
+    assert worker.build_context is build_context
     assert worker.Worker is Worker
     for name in worker.__all__:
         assert getattr(worker, name) is not None
@@ -93,7 +95,7 @@ def test_a_library_user_chunks_with_the_public_names_only() -> None:
 def test_importing_the_packages_loads_no_kafka_client_and_no_inference_runtime() -> None:
     code = (
         "import sys, worker, worker.chunking;"
-        "worker.chunking.build('lexical'); worker.Chunk; worker.Settings;"
+        "worker.chunking.build('lexical'); worker.build('sentence'); worker.Chunk; worker.Settings;"
         "print(sorted(m for m in ('aiokafka', 'onnxruntime') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from tests.support import kafka_io
@@ -45,7 +46,7 @@ def comparable(row: dict[str, Any]) -> tuple[object, ...]:
         row["token_count"],
         row["strategy"],
         json.dumps(row["metadata"], sort_keys=True),
-        None if spans is None else [list(s) for s in spans],
+        None if spans is None else [(s["start"], s["end"]) for s in spans],
     )
 
 
@@ -108,7 +109,7 @@ async def test_cli_and_worker_produce_the_same_chunks(
                 "token_count": e.token_count,
                 "strategy": e.strategy,
                 "metadata": e.metadata,
-                "spans": None if e.spans is None else [[s.start, s.end] for s in e.spans],
+                "spans": None if e.spans is None else msgspec.to_builtins(e.spans),
             }
         )
         for e in sorted(events, key=lambda e: e.index)

@@ -10,7 +10,7 @@ from tests.support.chunk_invariants import assert_all
 from tests.support.texts import any_text
 from tests.support.token_counters import make_counter
 from worker.chunking import registry
-from worker.chunking.rules.adaptive import AdaptiveChunker, ChunkConfig, Document
+from worker.chunking.rules.adaptive import AdaptiveChunker
 from worker.chunking.text.density import density
 from worker.chunking.types import Chunk, RuleChunker
 
@@ -123,20 +123,17 @@ def test_min_above_max_is_refused() -> None:
         registry.build("adaptive", {"min_size": 10, "max_size": 5})
 
 
-def test_config_overrides_keywords() -> None:
-    config = ChunkConfig(adaptive_max_size=300, adaptive_min_size=50, overlap=0)
-    chunker = AdaptiveChunker(config, max_size=1500, overlap=128)
+def test_unset_sizes_resolve_in_the_unit() -> None:
+    chunker = AdaptiveChunker(max_size=300, min_size=50, overlap=0)
     assert chunker.params.max_size == 300
     assert chunker.params.min_size == 50
     assert chunker.params.overlap == 0
     assert chunker.params.base_size == 512
 
 
-def test_chunk_documents_and_metadata() -> None:
+def test_document_identity_and_metadata() -> None:
     chunker = AdaptiveChunker()
-    chunks = chunker.chunk_documents(
-        [Document("First doc.", doc_id="a", source="s"), {"text": "Second doc.", "doc_id": "b"}]
-    )
+    chunks = chunker.chunk("First doc.", "a", "s") + chunker.chunk("Second doc.", "b")
     assert [(c.text, c.metadata.get("doc_id"), c.metadata.get("source")) for c in chunks] == [
         ("First doc.", "a", "s"),
         ("Second doc.", "b", None),

@@ -25,7 +25,7 @@ from worker.chunking.rules.adaptive import AdaptiveChunker
 from worker.chunking.text.density import word_hash
 
 pytestmark = pytest.mark.skipif(
-    adaptive.NATIVE_CHUNK is None,
+    adaptive.compiled() is None,
     reason="compiled core not built (tests/chunking/test_native.py fails when it must be)",
 )
 
@@ -123,14 +123,14 @@ def test_long_texts_take_the_python_path(monkeypatch: pytest.MonkeyPatch) -> Non
     chunker = AdaptiveChunker(min_size=20, max_size=80)
     expected = chunker.chunk_reference(text)
     calls: list[str] = []
-    real = adaptive.NATIVE_CHUNK
+    real = adaptive.compiled()
     assert real is not None
 
     def counted(*args: object) -> object:
         calls.append("native")
         return real(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(adaptive, "NATIVE_CHUNK", counted)
+    monkeypatch.setattr(adaptive, "compiled", lambda: counted)
     monkeypatch.setattr(adaptive, "NATIVE_MAX_CHARS", len(text))
     assert chunker.chunk(text) == expected
     assert calls == []

@@ -1,5 +1,5 @@
 """A token piece over the cap is cut by the compiled cores themselves, with the twin's own
-``units.cut_word``, and the chunks are the twin's.
+``word_cuts.cut_word``, and the chunks are the twin's.
 
 Before, a core that met such a piece (a base64 blob, a long URL, a run of one character)
 returned None and the whole document went to the Python twin: 1 % of the bytes of Debian's
@@ -17,17 +17,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from worker.chunking import _native
 from worker.chunking.rules import adaptive, lexical, sentence
 from worker.chunking.rules.adaptive import AdaptiveChunker
 from worker.chunking.rules.lexical import LexicalChunker, LexicalParams
 from worker.chunking.rules.sentence import SentenceChunker, SentenceParams
 from worker.chunking.rules.sizing import Sizing
 from worker.chunking.text.tokens import PieceCounter, piece_counter
-from worker.chunking.text.units import cut_word, word_cutter
+from worker.chunking.text.units import word_cutter
+from worker.chunking.text.word_cuts import cut_word
 from worker.chunking.types import Chunk, ContentType
 
 pytestmark = pytest.mark.skipif(
-    None in (adaptive.NATIVE_CHUNK, lexical.NATIVE_CHUNK, sentence.NATIVE_CHUNK),
+    None in (adaptive.compiled(), lexical.compiled(), sentence.compiled()),
     reason="compiled cores not built (tests/chunking/test_native.py fails when they must be)",
 )
 
@@ -77,11 +79,10 @@ def _core_only(monkeypatch: pytest.MonkeyPatch, chunker_type: type) -> list[int]
 @given(text=documents, size=st.sampled_from([4, 16, 64, 254]))
 def test_sentence_cuts_long_pieces_itself(counter: PieceCounter, text: str, size: int) -> None:
     chunker = SentenceChunker(SentenceParams(chunk_size=size), Sizing(counter))
-    memory = sentence._memory(counter)
-    assert sentence.NATIVE_CHUNK is not None
-    native = sentence.NATIVE_CHUNK(
-        text, chunker.sizes.cap, memory, counter.count_pieces, word_cutter(counter)
-    )
+    memory = _native.piece_memory(counter)
+    core = sentence.compiled()
+    assert core is not None
+    native = core(text, chunker.sizes.cap, memory, counter.count_pieces, word_cutter(counter))
     assert native is not None
     assert native == chunker.chunk_reference(text)
 
@@ -120,10 +121,11 @@ def test_the_cores_decline_without_a_cutter(counter: PieceCounter) -> None:
     """Without ``cut_word`` (an older caller) a core returns None, as before, and the twin
     chunks the document."""
     text = f"A short sentence. {'ab-' * 30} and more."
-    memory = sentence._memory(counter)
-    assert sentence.NATIVE_CHUNK is not None
-    assert sentence.NATIVE_CHUNK(text, 8, memory, counter.count_pieces, None) is None
-    assert sentence.NATIVE_CHUNK(text, 8, memory, counter.count_pieces, word_cutter(counter))
+    memory = _native.piece_memory(counter)
+    core = sentence.compiled()
+    assert core is not None
+    assert core(text, 8, memory, counter.count_pieces, None) is None
+    assert core(text, 8, memory, counter.count_pieces, word_cutter(counter))
 
 
 def test_cut_word_is_the_search_the_twin_did(counter: PieceCounter) -> None:
@@ -141,8 +143,9 @@ def test_cut_word_is_the_search_the_twin_did(counter: PieceCounter) -> None:
 
 def test_a_bad_cutter_is_an_error_not_wrong_chunks(counter: PieceCounter) -> None:
     text = f"Words first. {'ab-' * 30} and more."
-    memory = sentence._memory(counter)
-    assert sentence.NATIVE_CHUNK is not None
+    memory = _native.piece_memory(counter)
+    core = sentence.compiled()
+    assert core is not None
 
     def gap(text: str, start: int, end: int, cap: int) -> list[tuple[int, int, int]]:
         return [(start, start + 1, 1), (start + 2, end, 1)]  # leaves a character out
@@ -151,8 +154,8 @@ def test_a_bad_cutter_is_an_error_not_wrong_chunks(counter: PieceCounter) -> Non
         raise RuntimeError("tokenizer gone")
 
     with pytest.raises(ValueError, match="cut_word"):
-        sentence.NATIVE_CHUNK(text, 8, memory, counter.count_pieces, gap)
+        core(text, 8, memory, counter.count_pieces, gap)
     with pytest.raises(RuntimeError, match="tokenizer gone"):
-        sentence.NATIVE_CHUNK(text, 8, memory, counter.count_pieces, failing)
+        core(text, 8, memory, counter.count_pieces, failing)
     with pytest.raises(TypeError, match="cut_word"):
-        sentence.NATIVE_CHUNK(text, 8, memory, counter.count_pieces, 42)  # type: ignore[arg-type]
+        core(text, 8, memory, counter.count_pieces, 42)  # type: ignore[arg-type]

@@ -13,7 +13,7 @@ from worker.chunking.text.density import detect_language
 # A cap of 400 characters (minimum 50): the paragraphs below are each over the minimum, so a
 # break between two of them stands (under the minimum it is joined over: minimum_size).
 SMALL = LexicalParams(chunk_size=400)
-CHUNKERS = [LexicalChunker(SMALL).chunk, LexicalChunker(SMALL, native=False).chunk]
+CHUNKERS = [LexicalChunker(SMALL).chunk, LexicalChunker(SMALL).chunk_reference]
 
 
 @pytest.mark.parametrize(
@@ -98,7 +98,7 @@ def test_detect_language() -> None:
 def test_a_thematic_break_joins_what_follows(text: str, expected: list[str]) -> None:
     for chunk in (
         LexicalChunker(LexicalParams(chunk_size=160)).chunk,
-        LexicalChunker(LexicalParams(chunk_size=160), native=False).chunk,
+        LexicalChunker(LexicalParams(chunk_size=160)).chunk_reference,
     ):
         chunks = chunk(text, content_type="text/markdown")
         assert [c.text for c in chunks] == expected
@@ -110,7 +110,7 @@ def test_a_thematic_break_joins_what_follows(text: str, expected: list[str]) -> 
 def test_a_thematic_break_never_breaks_the_cap() -> None:
     prose = "word " * 299 + "end."  # 1,499 characters: the break does not fit after it
     text = f"{prose}\n\n---\n\nAfter the break."
-    for chunk in (LexicalChunker().chunk, LexicalChunker(native=False).chunk):
+    for chunk in (LexicalChunker().chunk, LexicalChunker().chunk_reference):
         chunks = chunk(text, content_type="text/markdown")
         assert all(len(c.text) <= 1500 for c in chunks)
         assert [c.text for c in chunks] == [prose, "---\n\nAfter the break."]

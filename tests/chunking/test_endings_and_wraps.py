@@ -26,7 +26,7 @@ from tests.support.corpus import gather
 from tests.support.texts import FRAGMENTS, documents
 from worker.chunking.rules import adaptive, lexical
 from worker.chunking.rules.adaptive import AdaptiveChunker
-from worker.chunking.rules.lexical import LexicalChunker, chunk_reference
+from worker.chunking.rules.lexical import LexicalChunker
 from worker.chunking.rules.sentence import SentenceChunker, SentenceParams
 from worker.chunking.text.lexicon import LEXICAL_MAX_CHARS, SHORT_PARAGRAPH_CHARS
 from worker.chunking.text.markdown import split_blocks
@@ -167,7 +167,7 @@ def test_lexical_cuts_wrapped_prose_as_unwrapped(
 ) -> None:
     # Paragraphs of 250+ words pass lexical's 1,500-character cap: they are cut at sentences.
     wrapped, plain = pair
-    for chunk in (LexicalChunker().chunk, chunk_reference):
+    for chunk in (LexicalChunker().chunk, LexicalChunker().chunk_reference):
         assert cuts(chunk(wrapped, content_type=content_type)) == cuts(
             chunk(plain, content_type=content_type)
         )
@@ -300,7 +300,7 @@ def test_a_last_unit_at_the_limit_is_a_threshold_the_period_crosses() -> None:
 @given(unpunctuated(), content_types)
 def test_lexical_final_period(text: str, content_type: ContentType) -> None:
     chunker = LexicalChunker()
-    for chunk in (chunker.chunk, chunk_reference):
+    for chunk in (chunker.chunk, chunker.chunk_reference):
         plain = cuts(chunk(text, content_type=content_type))
         assume(plain[-1][1] - plain[-1][0] < LEXICAL_MAX_CHARS)
         assume(not at_a_lexical_threshold(text, content_type))
@@ -373,7 +373,7 @@ mixed = st.lists(
 ).map("".join)
 
 
-@pytest.mark.skipif(adaptive.NATIVE_CHUNK is None, reason="adaptive core not built")
+@pytest.mark.skipif(adaptive.compiled() is None, reason="adaptive core not built")
 @settings(max_examples=300, deadline=None)
 @given(mixed, adaptive_params)
 def test_adaptive_core_matches_its_definition_on_wrapped_text(text: str, p: dict[str, int]) -> None:
@@ -381,13 +381,14 @@ def test_adaptive_core_matches_its_definition_on_wrapped_text(text: str, p: dict
     assert chunker.chunk(text) == chunker.chunk_reference(text)
 
 
-@pytest.mark.skipif(lexical.NATIVE_CHUNK is None, reason="lexical core not built")
+@pytest.mark.skipif(lexical.compiled() is None, reason="lexical core not built")
 @settings(max_examples=60, deadline=None)
 @given(st.one_of(mixed, wrapped_documents(long=True).map(lambda pair: pair[0])), content_types)
 def test_lexical_core_matches_its_definition_on_wrapped_text(
     text: str, content_type: ContentType
 ) -> None:
-    assert LexicalChunker().chunk(text, content_type=content_type) == chunk_reference(
+    chunker = LexicalChunker()
+    assert chunker.chunk(text, content_type=content_type) == chunker.chunk_reference(
         text, content_type=content_type
     )
 

@@ -96,12 +96,12 @@ _documents = st.one_of(
 def test_document_words_match_the_block_reading(text: str, content_type: ContentType) -> None:
     """The whole-document keyword path of the Python reference gives the chunks its per-block
     path gives (the reference: the compiled core is compared with it elsewhere)."""
-    chunker = LexicalChunker(native=False)
-    fast = chunker.chunk(text, content_type=content_type)
+    chunker = LexicalChunker()
+    fast = chunker.chunk_reference(text, content_type=content_type)
     original = DocumentWords.of
     try:
         DocumentWords.of = classmethod(lambda cls, text: None)  # type: ignore[assignment,method-assign]
-        plain = chunker.chunk(text, content_type=content_type)
+        plain = chunker.chunk_reference(text, content_type=content_type)
     finally:
         DocumentWords.of = original  # type: ignore[method-assign]
     assert fast == plain

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -8,6 +10,7 @@ from tests.support.chunk_invariants import assert_all
 from tests.support.texts import any_text
 from tests.support.token_counters import make_counter
 from worker.chunking import registry
+from worker.chunking._native import PURE_PYTHON_ENV
 from worker.chunking.rules import lexical
 from worker.chunking.rules.lexical import LADDER, LexicalChunker, LexicalParams, primary_reason
 from worker.chunking.types import Chunk, RuleChunker
@@ -43,12 +46,15 @@ CHUNKER = LexicalChunker(PARAMS)
 
 
 @pytest.fixture(scope="module", params=["native", "reference"], autouse=True)
-def _path(request: pytest.FixtureRequest) -> None:
-    """Every test here runs on the compiled core and on the Python reference."""
-    global CHUNKER
-    if request.param == "native" and lexical.NATIVE_CHUNK is None:
+def _path(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Every test here runs on the compiled core and on the Python reference (the seam's
+    switch off)."""
+    if request.param == "native" and lexical.compiled() is None:
         pytest.skip("the compiled lexical core is not built")
-    CHUNKER = LexicalChunker(PARAMS, native=request.param == "native")
+    with pytest.MonkeyPatch.context() as patch:
+        if request.param == "reference":
+            patch.setenv(PURE_PYTHON_ENV, "1")
+        yield
 
 
 def chunks_of(text: str, content_type: str = "text/plain") -> list[Chunk]:
@@ -172,7 +178,7 @@ MARKDOWN = (
 
 
 def test_headings_join_their_sections_code_and_tables_stay_whole() -> None:
-    chunker = LexicalChunker(LexicalParams(chunk_size=100), native=CHUNKER._native is not None)
+    chunker = LexicalChunker(LexicalParams(chunk_size=100))
     chunks = chunker.chunk(MARKDOWN, content_type="text/markdown")
     assert_all(MARKDOWN, chunks, CHARS, 100)
     assert [c.text for c in chunks] == [
@@ -198,7 +204,7 @@ def test_headings_join_their_sections_code_and_tables_stay_whole() -> None:
 def test_a_small_document_is_not_cut_into_crumbs() -> None:
     # At the default cap (1,500 characters, minimum 187) the same document is one chunk:
     # every run of blocks is under the minimum, so each break is joined over.
-    chunker = LexicalChunker(native=CHUNKER._native is not None)
+    chunker = LexicalChunker()
     (chunk,) = chunker.chunk(MARKDOWN, content_type="text/markdown")
     assert chunk.text == MARKDOWN.strip()
     assert chunk.metadata["merge_reasons"] == ["heading_section", "minimum_size"]

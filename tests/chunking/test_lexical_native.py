@@ -21,17 +21,17 @@ from tests.support.corpus import gather
 from tests.support.texts import FRAGMENTS, any_text
 from worker.chunking._native import REQUIRE_NATIVE_ENV
 from worker.chunking.rules import lexical
-from worker.chunking.rules.lexical import LexicalChunker, chunk_reference
+from worker.chunking.rules.lexical import LexicalChunker
 from worker.chunking.types import Chunk, ContentType
 
-if lexical.NATIVE_CHUNK is None:
+if lexical.compiled() is None:
     if os.environ.get(REQUIRE_NATIVE_ENV) == "1":
         pytest.fail("the compiled lexical core is required but not built", pytrace=False)
     pytest.skip("the compiled lexical core is not built", allow_module_level=True)
 
 from worker.chunking._native import _lexical_core
 
-NATIVE = LexicalChunker(native=True)
+NATIVE = LexicalChunker()
 CONTENT_TYPES: list[ContentType] = ["text/plain", "text/markdown"]
 DIFFERENTIAL = settings(
     max_examples=300,
@@ -67,7 +67,7 @@ def fields(chunk: Chunk) -> Any:
 
 def assert_same(text: str, content_type: ContentType, doc_id: str = "", source: str = "") -> bool:
     """Compares the two paths; True when the core handled the document itself."""
-    reference = chunk_reference(text, doc_id, source, content_type=content_type)
+    reference = NATIVE.chunk_reference(text, doc_id, source, content_type=content_type)
     native = NATIVE.chunk(text, doc_id, source, content_type=content_type)
     assert native == reference
     assert [fields(c) for c in native] == [fields(c) for c in reference]

@@ -5,9 +5,9 @@ from hypothesis import given, settings
 
 from tests.support.chunk_invariants import assert_spans_exact
 from tests.support.markdown_headings import heading_text
+from tests.support.paragraphs import split_paragraphs
 from tests.support.texts import any_text
 from worker.chunking.text.markdown import Block, split_blocks
-from worker.chunking.text.segment import split_paragraphs
 from worker.chunking.types import Span
 
 

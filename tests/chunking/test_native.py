@@ -19,15 +19,17 @@ from worker.chunking.rules import adaptive, lexical, sentence
 
 @pytest.mark.skipif(os.environ.get(REQUIRE_NATIVE_ENV) != "1", reason="cores not required here")
 def test_cores_are_loaded() -> None:
-    assert adaptive.NATIVE_CHUNK is not None, "worker/chunking/_native/_adaptive_core was not built"
-    assert lexical.NATIVE_CHUNK is not None, "worker/chunking/_native/_lexical_core was not built"
-    assert sentence.NATIVE_CHUNK is not None, "worker/chunking/_native/_sentence_core was not built"
+    assert adaptive.compiled() is not None, "worker/chunking/_native/_adaptive_core was not built"
+    assert lexical.compiled() is not None, "worker/chunking/_native/_lexical_core was not built"
+    assert sentence.compiled() is not None, "worker/chunking/_native/_sentence_core was not built"
 
 
 def test_pure_python_switch_turns_the_cores_off() -> None:
     code = (
         "from worker.chunking.rules import adaptive, lexical, sentence;"
-        "print(adaptive.NATIVE_CHUNK is None and lexical.NATIVE_CHUNK is None)"
+        "from worker.chunking import _native;"
+        "print(adaptive.compiled() is None and lexical.compiled() is None"
+        " and sentence.compiled() is None and _native.layout_sentences() is None)"
     )
     env = {**os.environ, PURE_PYTHON_ENV: "1"}
     out = subprocess.run(

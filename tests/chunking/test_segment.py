@@ -9,12 +9,12 @@ from tests.support.chunk_invariants import assert_spans_exact
 from tests.support.token_counters import make_counter
 from worker.chunking.text import segment
 from worker.chunking.text.segment import (
-    longest_prefix_within,
     pack_spans,
     split_sentences,
     split_to_cap,
     split_words,
 )
+from worker.chunking.text.word_cuts import longest_prefix_within
 from worker.chunking.types import Span
 
 

@@ -16,13 +16,14 @@ from hypothesis import strategies as st
 
 from tests.support.corpus import gather
 from tests.support.texts import DECISIONS, any_text, long_documents, surrogate_text
+from worker.chunking import _native as native
 from worker.chunking.rules import sentence
 from worker.chunking.rules.sentence import SentenceChunker, SentenceParams
 from worker.chunking.rules.sizing import Sizing
 from worker.chunking.text.tokens import piece_counter
 
 pytestmark = pytest.mark.skipif(
-    sentence.NATIVE_CHUNK is None,
+    sentence.compiled() is None,
     reason="compiled core not built (tests/chunking/test_native.py fails when it must be)",
 )
 
@@ -103,22 +104,24 @@ def test_storage_widths_and_edges(text: str) -> None:
 
 
 def test_the_cap_is_checked() -> None:
-    assert sentence.NATIVE_CHUNK is not None
+    core = sentence.compiled()
+    assert core is not None
     with pytest.raises(ValueError, match="cap"):
-        sentence.NATIVE_CHUNK("text", 0, None, None, None)
+        core("text", 0, None, None, None)
 
 
 def test_a_token_piece_over_the_cap_without_a_cutter_goes_to_the_twin(tokenizer_path: str) -> None:
     # Cutting a piece at characters needs exact counts of its prefixes (a Python tokenizer):
-    # without units.cut_word the core declines the document (chunk() hands it one, and
+    # without word_cuts.cut_word the core declines the document (chunk() hands it one, and
     # tests/chunking/test_cut_word_native.py holds the core's own cuts to the twin's).
     counter = piece_counter(tokenizer_path)
-    assert sentence.NATIVE_CHUNK is not None
+    core = sentence.compiled()
+    assert core is not None
     long_word = "ab-" * 30  # one piece (no space, no sentence mark) of 60 tokens
     text = f"A short sentence. {long_word} and more."
-    memory = sentence._memory(counter)
-    assert sentence.NATIVE_CHUNK(text, 8, memory, counter.count_pieces, None) is None
-    assert sentence.NATIVE_CHUNK("A short sentence.", 8, memory, counter.count_pieces, None)
+    memory = native.piece_memory(counter)
+    assert core(text, 8, memory, counter.count_pieces, None) is None
+    assert core("A short sentence.", 8, memory, counter.count_pieces, None)
     chunker = SentenceChunker(SentenceParams(chunk_size=8), Sizing(counter))
     assert chunker.chunk(text) == chunker.chunk_reference(text)
 

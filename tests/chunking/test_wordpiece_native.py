@@ -90,11 +90,14 @@ def test_a_non_ascii_added_token_keeps_the_compiled_path_out(tokenizer_path: str
 
 def test_the_cores_count_their_misses_with_it(tokenizer_path: str) -> None:
     """Chunking new words asks Python for no piece the compiled path takes."""
+    from worker.chunking import _native
     from worker.chunking.rules import sentence
 
-    if sentence.NATIVE_CHUNK is None or sentence._CORE is None:
+    core = _native.core(_native.SENTENCE_CORE)
+    chunk = sentence.compiled()
+    if chunk is None or core is None:
         pytest.skip("the sentence core is not built")  # test_native.py fails CI when it is not
-    chunk, new_cache = sentence.NATIVE_CHUNK, sentence._CORE[1]
+    new_cache = core.new_cache
     counter = piece_counter(tokenizer_path)
     tables = counter.wordpiece_tables()
     asked: list[str] = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -100,7 +101,9 @@ def test_chunk_command_params_and_errors() -> None:
 STRATEGIES = ["sentence", "adaptive", "lexical", "semantic", "sdpm", "context"]
 
 
-def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def cli(
+    *args: str, stdin: str | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "worker.cli", *args],
         input=stdin,
@@ -108,6 +111,7 @@ def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str
         text=True,
         cwd=REPO,
         timeout=300,
+        env=None if env is None else {**os.environ, **env},
     )
 
 
@@ -121,7 +125,8 @@ def assert_offsets_index(text: str, rows: list[dict[str, Any]]) -> None:
     assert rows
     for row in rows:
         if "spans" in row:
-            assert row["text"] == "\n".join(text[a:b] for a, b in row["spans"])
+            pieces = (text[s["start"] : s["end"]] for s in row["spans"])
+            assert row["text"] == "\n".join(pieces)
         else:
             assert row["text"] == text[row["start_index"] : row["end_index"]]
 
@@ -216,14 +221,46 @@ def test_offsets_index_a_crlf_file_with_a_byte_order_mark(strategy: str, tmp_pat
     assert not any("\ufeff" in row["text"] for row in rows)
 
 
-def test_help_lists_every_strategy_with_its_parameters_and_defaults() -> None:
+# The effective defaults of the sizes left unset, as docs/concepts/strategies.md states them:
+# in tokens of all-MiniLM-L6-v2 (window 254), and in characters (no retrieval model).
+EFFECTIVE = {
+    "tokens": {
+        "sentence": {"chunk_size": "96"},
+        "adaptive": {"base_size": "128", "min_size": "25", "max_size": "254", "overlap": "32"},
+        "lexical": {"chunk_size": "254"},
+        "semantic": {"chunk_size": "254", "min_chunk_size": "31"},
+        "sdpm": {"chunk_size": "254", "min_chunk_size": "31"},
+        "context": {
+            "chunk_size": "254", "core_size": "190", "overlap": "31", "min_chunk_size": "31",
+        },
+    },
+    "characters": {
+        "sentence": {"chunk_size": "1000"},
+        "adaptive": {"base_size": "512", "min_size": "100", "max_size": "1500", "overlap": "128"},
+        "lexical": {"chunk_size": "1500"},
+        "semantic": {"chunk_size": "1000", "min_chunk_size": "125"},
+        "sdpm": {"chunk_size": "1000", "min_chunk_size": "125"},
+        "context": {
+            "chunk_size": "1000", "core_size": "750", "overlap": "125", "min_chunk_size": "125",
+        },
+    },
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("unit", ["tokens", "characters"])
+def test_help_lists_every_strategy_with_its_parameters_and_effective_defaults(unit: str) -> None:
+    """A size left unset is printed as what it is where ``chunk`` runs: in the retrieval
+    model's tokens when one is found (the checkout's), else in characters (an empty model
+    search path), never "unset" (issue 46, item 10)."""
     import msgspec
 
     from worker.chunking import registry
 
-    result = cli("chunk", "--help")
+    env = {"CHUNKSTREAM_MODEL_PATH": "/nonexistent"} if unit == "characters" else None
+    result = cli("chunk", "--help", env=env)
     assert result.returncode == 0
     lines = result.stdout.splitlines()
+    assert ("tokens of the retrieval model" in result.stdout) == (unit == "tokens")
     for name in registry.names():
         strategy = registry.get(name)
         at = next(i for i, line in enumerate(lines) if line.strip().split(" ")[0] == name)
@@ -231,8 +268,33 @@ def test_help_lists_every_strategy_with_its_parameters_and_defaults() -> None:
         for field in msgspec.structs.fields(strategy.params_type):
             entry = next(line for line in lines[at + 2 :] if line.split()[0] == field.name)
             default = "unset" if field.default is None else str(field.default)
+            default = EFFECTIVE[unit][name].get(field.name, default)
             assert entry.endswith(f"; default {default}"), entry
     assert "offset 0 is the first character after it" in result.stdout  # the BOM rule
+
+
+def test_spans_have_the_chunk_events_shape(tmp_path: Path) -> None:
+    """`context`'s spans are printed as chunk events carry them ([{"start": s, "end": e}]),
+    checked with a JSON Schema validator nobody here wrote against the event schema."""
+    import jsonschema
+
+    from tests.support.long_document import long_markdown
+
+    path = tmp_path / "long.md"
+    path.write_text(long_markdown(120_000, seed=5), encoding="utf-8")
+    schema = json.loads((REPO / "schemas" / "chunk-event.schema.json").read_text())
+    spans_schema = {
+        "$defs": schema["$defs"],
+        **schema["$defs"]["ChunkEvent"]["properties"]["spans"],
+    }
+    rows = rows_of(cli("chunk", "--strategy", "context", str(path)))
+    with_spans = [row for row in rows if "spans" in row]
+    assert with_spans, "no chunk of several pieces to check"
+    text = path.read_text(encoding="utf-8")
+    assert_offsets_index(text, rows)
+    for row in with_spans:
+        jsonschema.validate(row["spans"], spans_schema)
+        assert all(set(span) == {"start", "end"} for span in row["spans"])
 
 
 @pytest.mark.timeout(300)
@@ -258,3 +320,39 @@ def test_output_streams_per_document(tmp_path: Path) -> None:
         assert proc.wait(timeout=120) == 0
     assert rest
     assert [row["doc_id"] for row in rest] == ["-"] * len(rest)
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize(
+    "strategy", ["sentence", "adaptive", "lexical", "semantic", "sdpm", "context"]
+)
+def test_a_hash_without_spaces_is_cut_to_the_character_cap(strategy: str, tmp_path: Path) -> None:
+    """Issue 46's reproduction, as a user runs it, on the real models: a hash of 300,000 hex
+    digits (one unknown token to WordPiece) was one chunk of 300,021 characters and 8 tokens
+    in every strategy. Now no chunk is over 16 characters a token of the window (254)."""
+    import random
+
+    from tokenizers import Tokenizer
+
+    from worker.chunking.text.character_cap import CHARACTERS_PER_TOKEN
+    from worker.models.reference import find
+
+    digits = random.Random(46).randbytes(150_000).hex()
+    path = tmp_path / "hex.txt"
+    path.write_text(f"Here is a hash: {digits} end.\n", encoding="utf-8")
+    text = path.read_text(encoding="utf-8")
+    rows = chunk(strategy, str(path))
+    retrieval = find("retrieval", None)
+    assert retrieval.window == 254
+    tokenizer = Tokenizer.from_file(str(retrieval.tokenizer))
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    assert len(rows) >= len(text) // (CHARACTERS_PER_TOKEN * 254)
+    solid = "".join("".join(str(r["text"]).split()) for r in rows)  # every character, in order
+    assert solid == "".join(text.split())
+    for row in rows:
+        body = str(row["text"])
+        assert len(body) <= CHARACTERS_PER_TOKEN * 254
+        assert body == text[int(str(row["start_index"])) : int(str(row["end_index"]))]
+        assert row["token_count"] == len(tokenizer.encode(body, add_special_tokens=False).ids)
+        assert int(str(row["token_count"])) <= 254

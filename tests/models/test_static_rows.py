@@ -34,7 +34,7 @@ def _core_built() -> None:
         importlib.import_module("worker.chunking._native._sentence_core")
     except ImportError:
         pytest.skip("the sentence core is not built")  # test_native.py fails CI when it is not
-    if not _native.allowed():
+    if not _native.enabled():
         pytest.skip("the pure-Python twins are forced")
 
 

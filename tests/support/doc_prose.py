@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import re
 
-from worker.chunking.text.segment import split_paragraphs, split_sentences
+from tests.support.paragraphs import split_paragraphs
+from worker.chunking.text.segment import split_sentences
 
 _LETTERS = re.compile(r"[^\W\d_]")
 # Code, shell prompts, tables, indented blocks, headings, list items, directives.

@@ -39,14 +39,11 @@ def make_settings(bootstrap: str, names: Mapping[str, str], **overrides: Any) ->
 
 def build_as_worker(settings: Settings) -> BuiltStrategy:
     """The default strategy as a worker with ``settings`` builds it: the same model references
-    (worker.inference.serving.resolve), so the same sizes, boundaries and chunk ids offline."""
-    from worker.chunking import registry
-    from worker.inference.serving import resolve
+    (worker.inference.serving.build_context), so the same sizes, boundaries and chunk ids
+    offline."""
+    from worker.inference.serving import build_strategy
 
-    needs = registry.get(settings.strategy).needs_model
-    refs = resolve(settings, boundary=needs, retrieval=False)
-    context = registry.BuildContext(boundary=refs.boundary, retrieval=refs.retrieval)
-    return registry.build(settings.strategy, settings.strategy_params, context)
+    return build_strategy(settings.strategy, settings.strategy_params, settings=settings)
 
 
 async def create(settings: Settings, partitions: int = 3) -> None:

@@ -18,10 +18,11 @@ To run a built strategy on a document (embedding through a bounded batcher when 
 model) use :func:`worker.pipeline.chunk_document`, or ``chunk_document_sync``.
 
 Rooms: ``text/`` (text analysis), ``rules/`` (strategies without a model), ``semantic/``
-(strategies driven by sentence embeddings), ``_native/`` (the compiled cores and their loader);
+(strategies driven by sentence embeddings), ``_native/`` (the compiled cores, reached only
+through the seam in its ``__init__``, all switched off by ``CHUNKSTREAM_PURE_PYTHON=1``);
 ``types.py`` and ``contract.py`` (what a strategy is) below ``strategies.py`` (the built-in
-list) below ``registry.py`` at the top. Names are imported on first
-use, so importing one submodule does not load every strategy.
+list) below ``registry.py`` at the top. Names are imported on first use, so importing one
+submodule does not load every strategy.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
 import msgspec
 
@@ -42,6 +42,16 @@ class BuildContext:
 
     boundary: ModelRef | None = None
     retrieval: ModelRef | None = None
+
+
+@runtime_checkable
+class Resolving(Protocol):
+    """A chunker that says what its unset parameters came to in its unit (a cap of the model's
+    window, a size in tokens or characters): the effective defaults ``chunkstream chunk
+    --help`` prints. Every built-in chunker is one."""
+
+    @property
+    def resolved(self) -> msgspec.Struct: ...
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,13 @@
 """The built-in strategies: each name with its parameters, factory and whether it needs the
-boundary model. The registry reads :data:`BUILTIN`; this module knows only the contract."""
+boundary model. The registry reads :data:`BUILTIN`; this module knows only the contract.
+
+The factories resolve every strategy's ``tokenizer`` parameter here, once (:func:`size_unit`):
+they may read a model directory (the strategies' rooms may not, or need not), and the rule and
+the embedding strategies then count in the same unit, each room with its own counter."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -12,41 +17,38 @@ from worker.chunking.rules.adaptive import AdaptiveChunker, AdaptiveParams
 from worker.chunking.rules.lexical import NAME as LEXICAL
 from worker.chunking.rules.lexical import LexicalChunker, LexicalParams
 from worker.chunking.rules.sentence import NAME as SENTENCE
-from worker.chunking.rules.sentence import (
-    SentenceChunker,
-    SentenceParams,
-    compiled_layout_sentences,
-    compiled_text_counts,
-)
+from worker.chunking.rules.sentence import SentenceChunker, SentenceParams
 from worker.chunking.rules.sizing import CHARACTERS, Sizing
-from worker.chunking.semantic import layout
+from worker.chunking.semantic import sizing as semantic_units
 from worker.chunking.semantic.context import NAME as CONTEXT
 from worker.chunking.semantic.context import ContextChunker, ContextParams, check_embedding_model
-from worker.chunking.semantic.model_window import ModelWindow, window_of
+from worker.chunking.semantic.model_window import window_of
 from worker.chunking.semantic.sdpm import NAME as SDPM
 from worker.chunking.semantic.sdpm import SDPMChunker, SDPMParams
 from worker.chunking.semantic.semantic import NAME as SEMANTIC
 from worker.chunking.semantic.semantic import SemanticChunker, SemanticParams
-from worker.chunking.semantic.sizing import Sizing as SemanticSizing
-from worker.chunking.semantic.sizing import TokenizerUnit, resolve_sizing
 from worker.chunking.text.tokens import CHARACTER, piece_counter
 
-# The embedding layout's paragraph sentences in C when the sentence core is built: the semantic
-# room may not import the cores, so it is handed over here (the same sentences either way).
-layout.NATIVE_SENTENCES = compiled_layout_sentences()
+
+@dataclass(frozen=True)
+class SizeUnit:
+    """What a ``tokenizer`` parameter names: a ``tokenizer.json`` whose tokens sizes count,
+    and the window of the model that reads them (None: none known)."""
+
+    tokenizer: str
+    window: int | None
 
 
-def sizing(tokenizer: str | None, context: BuildContext) -> Sizing:
-    """A rule strategy's unit from its ``tokenizer`` parameter: ``"character"``, a
-    ``tokenizer.json``, a model directory (its tokenizer, and its window as a cap), or unset:
-    the retrieval model's tokens and window when the context has one, else characters."""
+def size_unit(tokenizer: str | None, context: BuildContext) -> SizeUnit | None:
+    """The unit of every strategy's ``tokenizer`` parameter (None: characters):
+    ``"character"``, a ``tokenizer.json``, a model directory (its tokenizer, and its window as
+    a cap), or unset: the retrieval model's tokens and window when the context has one, else
+    characters (docs/concepts/strategies.md, "Sizes")."""
     if tokenizer is None:
         retrieval = context.retrieval
-        if retrieval is None:
-            return CHARACTERS
-        return Sizing(piece_counter(str(retrieval.tokenizer)), retrieval.window)
+        return None if retrieval is None else SizeUnit(str(retrieval.tokenizer), retrieval.window)
     if tokenizer == CHARACTER:
-        return CHARACTERS
+        return None
     if Path(tokenizer).is_dir():
         from worker.models.manifest import ManifestError
         from worker.models.reference import describe
@@ -55,8 +57,22 @@ def sizing(tokenizer: str | None, context: BuildContext) -> Sizing:
             model = describe(Path(tokenizer), "retrieval")
         except ManifestError as exc:
             raise ValueError(f"tokenizer {tokenizer!r}: {exc}") from None
-        return Sizing(piece_counter(str(model.tokenizer)), model.window)
-    return Sizing(piece_counter(tokenizer))
+        return SizeUnit(str(model.tokenizer), model.window)
+    return SizeUnit(tokenizer, None)
+
+
+def sizing(tokenizer: str | None, context: BuildContext) -> Sizing:
+    """A rule strategy's unit (rules/sizing.py)."""
+    unit = size_unit(tokenizer, context)
+    return CHARACTERS if unit is None else Sizing(piece_counter(unit.tokenizer), unit.window)
+
+
+def semantic_sizing(tokenizer: str | None, context: BuildContext) -> semantic_units.Sizing:
+    """An embedding strategy's unit (semantic/sizing.py)."""
+    unit = size_unit(tokenizer, context)
+    if unit is None:
+        return semantic_units.CHARACTERS
+    return semantic_units.Sizing(semantic_units.load_unit(unit.tokenizer), unit.window)
 
 
 def _build_sentence(params: SentenceParams, context: BuildContext) -> SentenceChunker:
@@ -71,50 +87,20 @@ def _build_adaptive(params: AdaptiveParams, context: BuildContext) -> AdaptiveCh
     return AdaptiveChunker.from_params(params, sizing(params.tokenizer, context))
 
 
-def _count_compiled(counter: object) -> None:
-    """Let a tokenizer unit of the embedding strategies count through the rule cores' piece
-    memory where it can: a BERT-family tokenizer (counts add up at whitespace) and a built
-    core. The counts are the same (tests/chunking/semantic/test_compiled_sizing.py); the semantic
-    room may not import the cores, so the wiring is here."""
-    if not isinstance(counter, TokenizerUnit) or not counter.additive:
-        return
-    try:
-        pieces = piece_counter(counter.unit)
-    except ValueError:  # not a BERT-style tokenizer: the unit counts on its own
-        return
-    text_counts = compiled_text_counts(pieces)
-    if text_counts is not None:
-        counter.count_texts_with(text_counts)
-
-
-def semantic_sizing(tokenizer: str | None, context: BuildContext) -> SemanticSizing:
-    """The embedding strategies' sizing (semantic/sizing.py), counting compiled where it can."""
-    resolved = resolve_sizing(tokenizer, context.retrieval)
-    _count_compiled(resolved.counter)
-    return resolved
-
-
-def model_window(context: BuildContext) -> ModelWindow:
-    """The boundary model's window (semantic/model_window.py), counting compiled where it can."""
-    window = window_of(context.boundary)
-    _count_compiled(window.counter)
-    return window
-
-
 def _build_semantic(params: SemanticParams, context: BuildContext) -> SemanticChunker:
     sizing = semantic_sizing(params.tokenizer, context)
-    return SemanticChunker(params, model_window=model_window(context), sizing=sizing)
+    return SemanticChunker(params, model_window=window_of(context.boundary), sizing=sizing)
 
 
 def _build_sdpm(params: SDPMParams, context: BuildContext) -> SDPMChunker:
     sizing = semantic_sizing(params.tokenizer, context)
-    return SDPMChunker(params, model_window=model_window(context), sizing=sizing)
+    return SDPMChunker(params, model_window=window_of(context.boundary), sizing=sizing)
 
 
 def _build_context(params: ContextParams, context: BuildContext) -> ContextChunker:
     check_embedding_model(params, context.boundary)
     sizing = semantic_sizing(params.tokenizer, context)
-    return ContextChunker(params, model_window=model_window(context), sizing=sizing)
+    return ContextChunker(params, model_window=window_of(context.boundary), sizing=sizing)
 
 
 BUILTIN: tuple[Strategy[Any], ...] = (

@@ -22,8 +22,9 @@ ContentType = Literal["text/plain", "text/markdown"]
 Metadata = dict[str, Any]
 
 
-class Span(msgspec.Struct, frozen=True, array_like=True):
-    """A half-open character range ``[start, end)`` into the original document text."""
+class Span(msgspec.Struct, frozen=True):
+    """A half-open character range ``[start, end)`` into the original document text; encoded
+    as chunk events carry it (``{"start": s, "end": e}``, ``wire.events.ChunkSpan``)."""
 
     start: int
     end: int

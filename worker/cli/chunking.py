@@ -23,6 +23,7 @@ import msgspec
 
 from worker.cli.inputs import CONTENT_TYPES, STDIN, check_openable, read_document
 from worker.errors import CommandError, ConfigError
+from worker.wire.events import ChunkSpan
 
 if TYPE_CHECKING:
     from worker.chunking import registry
@@ -35,7 +36,8 @@ SubParsers = argparse._SubParsersAction
 OFFSETS_NOTE = """\
 output: one JSON object per chunk, per document in the order given, as each is chunked:
   doc_id (the path as given; "-" for stdin), index, text, start_index, end_index,
-  token_count, strategy, metadata (and spans where a chunk is not one slice).
+  token_count, strategy, metadata (and spans where a chunk is not one slice:
+  [{"start": s, "end": e}, ...], as chunk events carry them).
   start_index/end_index are character offsets into the file's own text: UTF-8 decoded,
   line ends kept as they are (CRLF stays CRLF). A UTF-8 byte-order mark is not text: it is
   dropped, and offset 0 is the first character after it."""
@@ -44,7 +46,21 @@ output: one JSON object per chunk, per document in the order given, as each is c
 def _epilog() -> str:
     from worker.cli.strategy_params import strategies_help
 
-    return f"{strategies_help()}\n\n{OFFSETS_NOTE}"
+    return f"{strategies_help(_sizing_context())}\n\n{OFFSETS_NOTE}"
+
+
+def _sizing_context() -> registry.BuildContext:
+    """The retrieval model ``chunk`` sizes with, as :func:`run_chunk` resolves it (for the
+    effective defaults in the help); none when it cannot be resolved, so the help still
+    prints (a run says why)."""
+    from worker.chunking.contract import BuildContext
+    from worker.errors import ModelNotBuilt
+    from worker.inference.serving import build_context
+
+    try:
+        return build_context("sentence")  # a strategy without a boundary model
+    except (ModelNotBuilt, ConfigError):
+        return BuildContext()
 
 
 def add_commands(sub: SubParsers[argparse.ArgumentParser]) -> None:
@@ -103,22 +119,22 @@ def parse_param_flags(items: Sequence[str] | None) -> dict[str, str]:
 
 def run_chunk(args: argparse.Namespace) -> int:
     from worker.chunking import registry
-    from worker.inference.serving import inference_settings, resolve
+    from worker.cli.strategy_params import parse_strategy_params
+    from worker.inference.serving import build_context, build_strategy, inference_settings
 
     strategy = registry.get(args.strategy)
     params = parse_param_flags(args.param)
-    from worker.cli.strategy_params import parse_strategy_params
-
     parse_strategy_params(strategy, params)  # before any model check or file read
     check_openable(args.files)
     # A strategy may name its model (`context`'s embedding_model); --model wins.
     named = args.model or params.get("embedding_model")
     settings = inference_settings()
     # The roles resolved exactly as the worker resolves them: same models, same chunks.
-    refs = resolve(settings, boundary=strategy.needs_model, retrieval=False, model_dir=named)
-    context = registry.BuildContext(boundary=refs.boundary, retrieval=refs.retrieval)
-    built = registry.build(args.strategy, params, context)
-    return asyncio.run(chunk_files(built, args.files, args.content_type, settings, refs.boundary))
+    context = build_context(args.strategy, settings, model_dir=named)
+    built = build_strategy(args.strategy, params, context)
+    return asyncio.run(
+        chunk_files(built, args.files, args.content_type, settings, context.boundary)
+    )
 
 
 async def chunk_files(
@@ -162,7 +178,8 @@ def chunk_record(doc_id: str, index: int, chunk: Chunk) -> dict[str, Any]:
         "metadata": chunk.metadata,
     }
     if chunk.spans is not None:
-        record["spans"] = [[s.start, s.end] for s in chunk.spans]
+        # The chunk events' shape (ChunkSpan): [{"start": s, "end": e}, ...].
+        record["spans"] = [ChunkSpan(s.start, s.end) for s in chunk.spans]
     return record
 
 

@@ -3,7 +3,9 @@
 
 Nothing here is written by hand per strategy: names, summaries, parameters, types, bounds and
 defaults all come from :mod:`worker.chunking.registry` (each strategy's ``params_type`` msgspec
-Struct and ``summary``), so a new strategy or parameter shows up without touching the CLI.
+Struct and ``summary``; a size left unset by default is shown as what the strategy resolves it
+to, its chunker's ``resolved`` parameters), so a new strategy or parameter shows up without
+touching the CLI.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import msgspec
 import msgspec.inspect as mi
 
 from worker.chunking import registry
+from worker.chunking.contract import Resolving
 
 
 def describe_type(t: mi.Type) -> str:
@@ -27,7 +30,9 @@ def describe_type(t: mi.Type) -> str:
     if isinstance(t, mi.IntType):
         return _bounded("integer", t.ge, t.gt, t.le, t.lt)
     if isinstance(t, mi.FloatType):
-        return _bounded("number", t.ge, t.gt, t.le, t.lt)
+        # As floats: msgspec reports a bound as it last compiled it (0.0 or 0).
+        bounds = (None if b is None else float(b) for b in (t.ge, t.gt, t.le, t.lt))
+        return _bounded("number", *bounds)
     if isinstance(t, mi.StrType):
         return "text" if not t.min_length else "text (not empty)"
     if isinstance(t, mi.LiteralType):
@@ -52,10 +57,15 @@ def _a(kind: str) -> str:
     return kind
 
 
-def _default(field: mi.Field) -> str:
+def _default(field: mi.Field, effective: msgspec.Struct | None) -> str:
+    """The default a user gets: the declared one, or for a size left unset the value the
+    strategy resolves it to in the unit it sizes in (``effective``: a built chunker's
+    ``resolved`` parameters)."""
     if field.required:
         return "required"
     value = field.default if field.default is not msgspec.NODEFAULT else field.default_factory()
+    if value is None and effective is not None:
+        value = getattr(effective, field.name, None)
     if value is None:
         return "unset"
     if isinstance(value, bool):
@@ -63,10 +73,37 @@ def _default(field: mi.Field) -> str:
     return str(value)
 
 
-def strategies_help() -> str:
+def _unit(context: registry.BuildContext) -> str:
+    retrieval = context.retrieval
+    if retrieval is None:
+        return "characters (no retrieval model found), unless tokenizer says otherwise"
+    window = "" if retrieval.window is None else f", window {retrieval.window}"
+    return (
+        f"tokens of the retrieval model in {retrieval.directory}{window}, unless tokenizer "
+        "says otherwise (tokenizer=character: characters, other defaults)"
+    )
+
+
+def _effective(name: str, context: registry.BuildContext) -> msgspec.Struct | None:
+    """``name``'s parameters as built with no parameters, sized by the context's retrieval
+    model (the boundary model changes no default)."""
+    try:
+        built = registry.build(name, {}, registry.BuildContext(retrieval=context.retrieval))
+    except registry.StrategyError:
+        return None
+    chunker = built.chunker
+    return chunker.resolved if isinstance(chunker, Resolving) else None
+
+
+def strategies_help(context: registry.BuildContext | None = None) -> str:
     """Every registered strategy: name, whether it needs a model, summary, and each parameter
-    with its type and default (the epilog of ``chunkstream chunk --help``)."""
-    lines = ["strategies (--strategy NAME; parameters: --param NAME=VALUE, repeatable):"]
+    with its type and effective default, sizes in the unit of ``context``'s retrieval model
+    as ``chunkstream chunk`` resolves it (the epilog of ``chunkstream chunk --help``)."""
+    context = context or registry.BuildContext()
+    lines = [
+        "strategies (--strategy NAME; parameters: --param NAME=VALUE, repeatable;",
+        f"  sizes in {_unit(context)}):",
+    ]
     for name in registry.names():
         strategy = registry.get(name)
         model = " (needs the embedding model)" if strategy.needs_model else ""
@@ -78,10 +115,11 @@ def strategies_help() -> str:
         if not fields:
             lines.append("      (no parameters)")
         width = max((len(f.name) for f in fields), default=0)
+        effective = _effective(name, context)
         for field in fields:
             lines.append(
                 f"      {field.name:<{width}}  {describe_type(field.type)}; "
-                f"default {_default(field)}"
+                f"default {_default(field, effective)}"
             )
     return "\n".join(lines)
 

@@ -7,7 +7,9 @@ Invariants:
 
 - Each role is resolved once per process (:func:`resolve`) into a
   :class:`~worker.models.reference.ModelRef`; the strategies' ``BuildContext``, the loader, the
-  chunk ids, the model-info metric and the CLI all receive that value.
+  chunk ids, the model-info metric and the CLI all receive that value. A strategy built
+  outside the worker (``chunkstream chunk``, the library's ``worker.build``) gets its models
+  from :func:`build_context`, the same resolution: the same chunks and fingerprint.
 - Every caller that embeds documents — the worker, ``chunkstream chunk``, ``chunkstream
   embed``, the benches — gets its vectors from :func:`open_batcher` / :func:`open_models`, so
   every inference batch is bounded by the same ``max_batch_tokens``/``max_batch_size``.
@@ -31,6 +33,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from worker.chunking import registry
+from worker.chunking.contract import BuildContext
+from worker.chunking.registry import BuiltStrategy
 from worker.config import Settings, env_name, invalid_setting, load_settings
 from worker.errors import ModelNotBuilt
 from worker.inference.batcher import Batcher
@@ -88,6 +93,38 @@ def resolve(
                 raise  # named explicitly: a wrong name is an error, not a fallback
             retrieval_model = None
     return ModelRefs(boundary_model, retrieval_model)
+
+
+def build_context(
+    strategy: str, settings: Settings | None = None, *, model_dir: str | None = None
+) -> BuildContext:
+    """The models ``strategy`` is built with, resolved as the worker and ``chunkstream chunk``
+    resolve them (:func:`resolve`): the boundary model when the strategy needs one (else
+    :class:`ModelNotBuilt`), and the retrieval model, whose tokens size every strategy, when it
+    is found. ``settings``: the inference settings, from the environment by default
+    (:func:`inference_settings`: ``CHUNKSTREAM_MODEL_DIR``, ``CHUNKSTREAM_RETRIEVAL_MODEL_DIR``,
+    the model search path); ``model_dir`` (a command's flag) in place of
+    ``CHUNKSTREAM_MODEL_DIR``. The public default model references (``worker.build_context``)."""
+    settings = inference_settings() if settings is None else settings
+    needs_model = registry.get(strategy).needs_model
+    refs = resolve(settings, boundary=needs_model, retrieval=False, model_dir=model_dir)
+    return BuildContext(boundary=refs.boundary, retrieval=refs.retrieval)
+
+
+def build_strategy(
+    name: str,
+    params: Mapping[str, Any] | None = None,
+    context: BuildContext | None = None,
+    *,
+    settings: Settings | None = None,
+) -> BuiltStrategy:
+    """``name`` with ``params`` built as the worker builds it: with the models of
+    :func:`build_context` unless ``context`` names others (``BuildContext()``: none, sizes in
+    characters), so a library caller cuts the worker's chunks and gets its fingerprint (the
+    public ``worker.build``)."""
+    if context is None:
+        context = build_context(name, settings)
+    return registry.build(name, params, context)
 
 
 def intra_op_threads_for(concurrent_batches: int) -> int:

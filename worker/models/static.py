@@ -262,9 +262,6 @@ class StaticEmbedder:
             out /= np.linalg.norm(out, axis=1, keepdims=True) + _NORM_EPS
         return out.astype(np.float32)
 
-    def tokenize(self, texts: Sequence[str]) -> list[NDArray[np.int64]]:
-        return self._tokenize(texts)
-
     def _ids(self, texts: Sequence[str]) -> list[NDArray[np.int64]]:
         found: list[NDArray[np.int64] | None] = []
         with self._lock:

@@ -13,16 +13,14 @@ from tokenizers import Tokenizer
 
 from tests.support.corpus import gather
 from tests.support.embedding import embed_batch
-from worker.chunking import registry
-from worker.chunking import strategies as chunking_strategies
-from worker.chunking.rules import sentence
-from worker.chunking.semantic.sizing import TokenizerUnit, load_unit
+from worker.chunking import _native, registry
+from worker.chunking.semantic.sizing import load_unit
 from worker.chunking.text.segment import split_sentences
 from worker.chunking.text.tokens import piece_counter
 from worker.chunking.types import EmbeddingChunker
 
 pytestmark = pytest.mark.skipif(
-    sentence.NATIVE_CHUNK is None,
+    _native.core(_native.SENTENCE_CORE) is None,
     reason="the sentence core is not built (test_native.py fails CI when it is not)",
 )
 
@@ -54,7 +52,7 @@ def test_count_texts_sums_the_tokens_of_the_split_pieces(
     tokenizer_path: str, batch: list[str]
 ) -> None:
     """The definition, independently: each piece tokenized on its own, the counts summed."""
-    counts = sentence.compiled_text_counts(piece_counter(tokenizer_path))
+    counts = _native.text_counts(piece_counter(tokenizer_path))
     assert counts is not None
     tokenizer = Tokenizer.from_file(tokenizer_path)
     tokenizer.no_padding()  # the bundled file pads and truncates to the model's input
@@ -63,27 +61,31 @@ def test_count_texts_sums_the_tokens_of_the_split_pieces(
     assert counts(batch) == expected
 
 
-def compiled_unit(path: str) -> TokenizerUnit:
+def count_many(path: str, texts: list[str], *, compiled: bool) -> list[int]:
+    """``TokenizerUnit.count_many``, its compiled counts on or off (the seam's switch)."""
     unit = load_unit(path)
-    chunking_strategies._count_compiled(unit)
-    assert unit._text_counts is not None
-    return unit
+    with pytest.MonkeyPatch.context() as patch:
+        if not compiled:
+            patch.setenv(_native.PURE_PYTHON_ENV, "1")
+        assert (unit._compiled_counts() is not None) == compiled
+        counted: list[int] = unit.count_many(texts).tolist()
+        return counted
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(texts, min_size=1, max_size=6))
 def test_count_many_is_the_same_compiled_or_not(tokenizer_path: str, batch: list[str]) -> None:
     """Glued texts (a control BERT drops between words) still go to the tokenizer whole."""
-    python, compiled = load_unit(tokenizer_path), compiled_unit(tokenizer_path)
-    assert compiled.count_many(batch).tolist() == python.count_many(batch).tolist()
+    compiled = count_many(tokenizer_path, batch, compiled=True)
+    assert compiled == count_many(tokenizer_path, batch, compiled=False)
 
 
 def test_count_many_is_the_same_on_the_corpus_sentences(tokenizer_path: str) -> None:
     docs = gather()
     assert len(docs) >= 50, "the corpus of installed package descriptions is missing"
     sentences = [doc.text[s.start : s.end] for doc in docs for s in split_sentences(doc.text)]
-    python, compiled = load_unit(tokenizer_path), compiled_unit(tokenizer_path)
-    assert compiled.count_many(sentences).tolist() == python.count_many(sentences).tolist()
+    compiled = count_many(tokenizer_path, sentences, compiled=True)
+    assert compiled == count_many(tokenizer_path, sentences, compiled=False)
 
 
 def built(name: str, *, compiled: bool, monkeypatch: pytest.MonkeyPatch) -> registry.BuiltStrategy:
@@ -92,7 +94,7 @@ def built(name: str, *, compiled: bool, monkeypatch: pytest.MonkeyPatch) -> regi
     if not (STATIC_DIR / "manifest.json").is_file():
         pytest.fail(f"no static model at {STATIC_DIR}: run scripts/bootstrap")
     if not compiled:
-        monkeypatch.setattr(chunking_strategies, "compiled_text_counts", lambda counter: None)
+        monkeypatch.setenv(_native.PURE_PYTHON_ENV, "1")
     transformer = STATIC_DIR.parent / "all-MiniLM-L6-v2"
     context = registry.BuildContext(
         boundary=describe(STATIC_DIR, "boundary"), retrieval=describe(transformer, "retrieval")
@@ -101,8 +103,7 @@ def built(name: str, *, compiled: bool, monkeypatch: pytest.MonkeyPatch) -> regi
     chunker = strategy.chunker
     assert isinstance(chunker, EmbeddingChunker)
     wired = [chunker.sizing.counter, chunker.window.counter]  # type: ignore[attr-defined]
-    assert all((unit._text_counts is not None) == compiled for unit in wired)
-    monkeypatch.undo()
+    assert all((unit._compiled_counts() is not None) == compiled for unit in wired)
     return strategy
 
 
@@ -134,13 +135,18 @@ def test_a_long_text_with_glue_is_counted_whole(tokenizer_path: str) -> None:
     tokenizer = Tokenizer.from_file(tokenizer_path)
     tokenizer.no_padding()
     tokenizer.no_truncation()
-    for unit in (load_unit(tokenizer_path), compiled_unit(tokenizer_path)):
-        assert unit.glue, "the MiniLM tokenizer has glue (the controls Python calls whitespace)"
-        for glue in sorted(unit.glue):
-            text = "word " * 100 + f"quo{glue}kka" + " word" * 100
-            assert not unit.adds_up(text)
-            assert unit.count(text) == tokens_of(tokenizer, text)
-            assert unit.count_many([text, "plain words"]).tolist() == [
-                tokens_of(tokenizer, text),
-                tokens_of(tokenizer, "plain words"),
-            ]
+    unit = load_unit(tokenizer_path)
+    assert unit.glue, "the MiniLM tokenizer has glue (the controls Python calls whitespace)"
+    for compiled in (True, False):
+        with pytest.MonkeyPatch.context() as patch:
+            if not compiled:
+                patch.setenv(_native.PURE_PYTHON_ENV, "1")
+            assert (unit._compiled_counts() is not None) == compiled
+            for glue in sorted(unit.glue):
+                text = "word " * 100 + f"quo{glue}kka" + " word" * 100
+                assert not unit.adds_up(text)
+                assert unit.count(text) == tokens_of(tokenizer, text)
+                assert unit.count_many([text, "plain words"]).tolist() == [
+                    tokens_of(tokenizer, text),
+                    tokens_of(tokenizer, "plain words"),
+                ]

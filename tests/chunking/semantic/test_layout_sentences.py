@@ -8,19 +8,21 @@ the same."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tests.support.corpus import gather
-from worker.chunking import strategies  # noqa: F401 - hands the layout the compiled sentences
-from worker.chunking.rules import sentence
+from worker.chunking import _native
 from worker.chunking.semantic import layout
 from worker.chunking.text.segment import split_sentences
 
 pytestmark = pytest.mark.skipif(
-    sentence.compiled_layout_sentences() is None,
+    _native.layout_sentences() is None,
     reason="the sentence core is not built (test_native.py fails CI when it is not)",
 )
 
@@ -43,7 +45,7 @@ def python_sentences(text: str, start: int, end: int, clauses: bool) -> list[int
 
 
 def compiled(text: str, start: int, end: int, clauses: bool) -> list[int]:
-    native = sentence.compiled_layout_sentences()
+    native = _native.layout_sentences()
     assert native is not None
     return native(text, start, end, clauses)
 
@@ -74,10 +76,12 @@ def test_the_same_sentences_on_every_page_of_the_corpus() -> None:
 
 
 def test_the_same_layouts_with_and_without_the_core(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert layout.NATIVE_SENTENCES is not None, "worker.chunking.strategies hands it over"
+    """The layout reaches the core through the seam on its own (no strategy needs to have
+    configured it first: a fresh process, below), and the switch turns it off."""
     docs = gather()
     with_core = [layout.read_atoms(doc.text, 40) for doc in docs]
-    monkeypatch.setattr(layout, "NATIVE_SENTENCES", None)
+    monkeypatch.setenv(_native.PURE_PYTHON_ENV, "1")
+    assert _native.layout_sentences() is None
     for doc, expected in zip(docs, with_core, strict=True):
         python = layout.read_atoms(doc.text, 40)
         for column in ("starts", "ends", "kinds", "levels"):
@@ -91,3 +95,14 @@ def test_offsets_outside_the_text_are_refused() -> None:
         compiled("abc", 2, 1, False)
     with pytest.raises(ValueError, match="start <= end"):
         compiled("abc", 0, 4, False)
+
+
+def test_the_layout_configures_the_core_it_reads_itself() -> None:
+    """Abbreviations hold in a process where no `sentence` chunker ever configured the core."""
+    code = (
+        "from worker.chunking.semantic import layout;"
+        "atoms = layout.read_atoms('Dr. Smith arrived. He sat down.', 0);"
+        "print(len(atoms.starts))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "2"  # "Dr." ends no sentence

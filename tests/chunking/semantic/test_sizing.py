@@ -13,18 +13,18 @@ from hypothesis import strategies as st
 from tests.support.fake_embedder import TOKENIZER, embed, model_ref, topic_document, with_embedder
 from tests.support.token_counters import make_counter
 from tests.support.window_invariants import assert_contiguous, assert_windows
-from worker.chunking import registry
+from worker.chunking import registry, strategies
 from worker.chunking.semantic.context import ContextChunker
 from worker.chunking.semantic.sdpm import SDPMChunker
 from worker.chunking.semantic.semantic import SemanticChunker
 from worker.chunking.semantic.sizing import (
     CHARACTERS,
     PieceMemory,
+    Sizing,
     TokenizerUnit,
     load_unit,
-    resolve_sizing,
 )
-from worker.chunking.text.tokens import PIECE_CACHE_LIMIT, CharacterCounter
+from worker.chunking.text.tokens import CHARACTER, PIECE_CACHE_LIMIT, CharacterCounter
 from worker.models.reference import ModelRef
 from worker.pipeline import chunk_document_sync
 
@@ -37,20 +37,36 @@ def retrieval(window: int = 254, tokenizer: Path = TOKENIZER) -> ModelRef:
     return dataclasses.replace(ref, max_seq_length=window + 2, tokenizer=tokenizer)
 
 
+def resolve_sizing(tokenizer: str | None, model: ModelRef | None) -> Sizing:
+    """The embedding strategies' unit as the registry's factories resolve it."""
+    return strategies.semantic_sizing(tokenizer, registry.BuildContext(retrieval=model))
+
+
 def test_the_unit_follows_the_parameter_then_the_retrieval_model() -> None:
     assert resolve_sizing(None, None) is CHARACTERS
     sized = resolve_sizing(None, retrieval())
     assert isinstance(sized.counter, TokenizerUnit)
     assert sized.window == 254
-    assert sized.identity is not None
-    assert sized.identity.endswith(":254")
     assert resolve_sizing("character", retrieval()) is CHARACTERS
     named = resolve_sizing(str(TOKENIZER), retrieval())
     assert isinstance(named.counter, TokenizerUnit)
     assert named.window is None
-    assert named.identity is None
     with pytest.raises(ValueError, match="not found"):
         resolve_sizing("/no/such/tokenizer.json", None)
+
+
+def test_one_resolution_for_the_rule_and_the_embedding_strategies() -> None:
+    context = registry.BuildContext(retrieval=retrieval(window=100))
+    for tokenizer in (None, str(TOKENIZER), "character"):
+        unit = strategies.size_unit(tokenizer, context)
+        rules, embedding = (
+            strategies.sizing(tokenizer, context),
+            resolve_sizing(tokenizer, context.retrieval),
+        )
+        assert rules.window == embedding.window == (None if unit is None else unit.window)
+        assert (
+            rules.unit == embedding.counter.unit == (CHARACTER if unit is None else unit.tokenizer)
+        )
 
 
 def test_a_model_directory_names_its_tokens_and_window(tmp_path: Path) -> None:

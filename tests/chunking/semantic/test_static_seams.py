@@ -9,9 +9,9 @@ import pytest
 
 from tests.support.embedding import embed_batch
 from tests.support.model_fixtures import STATIC_DIR
+from tests.support.paragraphs import split_paragraphs
 from tests.support.seams import Scores, score, seam_split
 from worker.chunking import registry
-from worker.chunking.text.segment import split_paragraphs
 from worker.chunking.types import EmbeddingChunker
 
 REPO = Path(__file__).resolve().parents[3]

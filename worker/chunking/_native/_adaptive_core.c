@@ -48,9 +48,9 @@ enum {
 
 /* -- configuration (set once from Python) ------------------------------------------------ */
 
-/* The words of a document: hash -> (seen, kind). Open addressing, grown at 70 %
- * load (measured faster than 50 %: a smaller table misses the cache less often than longer
- * probes cost), so it stays as small as the document's vocabulary. Every table starts
+/* The words of a document: hash -> (seen, kind). Open addressing, grown when seven slots in
+ * ten are used (add_word; faster than growing at half load: a smaller table misses the cache
+ * less often than longer probes cost), so it stays as small as the document's vocabulary. Every table starts
  * as a copy of the configured one, which already holds the technical and stop words (kind
  * known, never seen): counting a word is then one lookup and no branch on "new or not".
  * `info` = seen << 2 | kind, where seen is 0 for "not yet in this document", else 1. */
@@ -70,7 +70,7 @@ enum { W_TECH = 1, W_STOP = 2 };
 /* Multiply-shift hashing with a key and an odd multiplier drawn at random in configure():
  * the word hash is public (density.word_hash), so with a fixed multiplier a document could
  * be made of words that all land in a few slots and turn every lookup into a long probe
- * (a reviewer's crafted 40,000-word text took 1.7 s, growing ~7x per doubling). Unknown
+ * (a reviewer's crafted text took seconds, its time growing far faster than its length). Unknown
  * constants make that impossible to aim; they change where words sit, never the output. */
 static uint32_t slot_key, slot_multiplier = 0x9E3779B1u;
 
@@ -222,7 +222,7 @@ typedef struct {
 } Word;
 
 typedef struct {
-    /* The document as CPython stores it (1, 2 or 4 bytes per code point). */
+    /* The document as CPython stores it (one, two or four bytes per code point: its kind). */
     const void *data;
     int kind;
     Py_ssize_t size;

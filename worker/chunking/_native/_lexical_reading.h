@@ -135,7 +135,8 @@ static int borrow_scratch(Reader *r)
 }
 
 /* Beyond this size a buffer is released after its document instead of kept: a worker that
- * once read a 10 MiB document would otherwise hold 100-200 MB for the rest of its life. */
+ * once read a document at the size limit would otherwise hold many times its size for the
+ * rest of its life. */
 #define SCRATCH_KEEP_BYTES ((Py_ssize_t)8 << 20)
 
 /* Takes the (possibly grown) buffers back from the reader; drops any that grew too large. */

@@ -150,8 +150,8 @@ static unsigned char classify_all(const Text *t, unsigned char *cls)
     return any;
 }
 
-/* The class bitmaps of Text, from cls padded with spaces to n_words * 64 bytes: bit i of
- * word w is one class bit of byte 64 * w + i. */
+/* The class bitmaps of Text, from cls padded with spaces to n_words * 64 entries: bit i of
+ * word w is one class bit of entry 64 * w + i. */
 #if defined(__SSE2__)
 /* Sixteen bytes at a time: shifting each 16-bit lane left by 7 - f puts class bit f of both
  * its bytes at their top bits, which movemask gathers (byte i to bit i). */

@@ -100,9 +100,10 @@ static Py_ssize_t clause_end(const SentenceText *t, Py_ssize_t p, Py_ssize_t end
     return end;
 }
 
-/* units._characters in tokens: the word [start, end), over the cap, cut by the twin's
- * units.cut_word (exact counts need the tokenizer); the measure refined with its pieces, which
- * are units, the first at `level` and the rest at L_FORCED. 0, or -1 with an exception set. */
+/* units._characters: the word [start, end), over the cap, cut by the twin's word_cuts.cut_word
+ * (exact counts need the tokenizer, the grapheme cluster rules need Python's Unicode database).
+ * The pieces are units, the first at `level`; in tokens the measure is refined with them and
+ * the rest are at L_FORCED, in characters at L_CHAR. 0, or -1 with an exception set. */
 static int cut_word_units(Measure *m, const Sizes *s, Py_ssize_t start, Py_ssize_t end, int level, int heading,
                           Py_ssize_t index, Units *out) {
     PyObject *cuts = PyObject_CallFunction(m->cut_word, "Onnn", m->text, start, end, (Py_ssize_t)s->cap);
@@ -127,10 +128,11 @@ static int cut_word_units(Measure *m, const Sizes *s, Py_ssize_t start, Py_ssize
         expected = b;
     }
     if (n == 0 || expected != end) goto invalid;
-    if (measure_refine(m, start, n, ends, counts) < 0) goto done;
+    if (m->tokens && measure_refine(m, start, n, ends, counts) < 0) goto done;
+    int inner = m->tokens ? L_FORCED : L_CHAR;
     Py_ssize_t a = start;
     for (Py_ssize_t k = 0; k < n; k++) {
-        if (units_push(out, a, ends[k], k == 0 ? level : L_FORCED, heading, index) < 0) goto done;
+        if (units_push(out, a, ends[k], k == 0 ? level : inner, heading, index) < 0) goto done;
         a = ends[k];
     }
     result = 0;
@@ -152,14 +154,8 @@ static int split_unit(Measure *m, const Sizes *s, int clauses, Py_ssize_t start,
     long long size = measure_size(m, start, end);
     if (size <= s->limit || ((depth == D_WORD || depth == D_BLOCK) && size <= s->cap))
         return units_push(out, start, end, level, heading, index);
-    if (depth == D_WORD) {
-        if (m->tokens) return m->cut_word == NULL ? HAND_BACK : cut_word_units(m, s, start, end, level, heading, index, out);
-        for (Py_ssize_t a = start; a < end; a += (Py_ssize_t)s->cap) {
-            Py_ssize_t b = a + (Py_ssize_t)s->cap < end ? a + (Py_ssize_t)s->cap : end;
-            if (units_push(out, a, b, a == start ? level : L_CHAR, heading, index) < 0) return -1;
-        }
-        return 0;
-    }
+    if (depth == D_WORD)
+        return m->cut_word == NULL ? HAND_BACK : cut_word_units(m, s, start, end, level, heading, index, out);
     int inner, deeper, first = 1;
     if (depth == D_BLOCK) inner = L_LINE, deeper = D_TEXT;
     else if (depth == D_TEXT && clauses) inner = L_CLAUSE, deeper = D_CLAUSE;

@@ -19,7 +19,7 @@
 #define CACHE_MAX_PIECES ((size_t)1 << 18)
 #define CACHE_MAX_CHARS ((size_t)1 << 22)
 /* Longer pieces are counted but not remembered: not words (a base64 blob, a minified line),
- * they would not come again, and one of millions of characters would take 4 bytes a character
+ * they would not come again, and one of millions of characters would take four bytes a character
  * and start the memory afresh. */
 #define CACHE_MAX_PIECE_CHARS ((size_t)1 << 12)
 #define CACHE_CAPSULE "chunkstream.piece_cache"

@@ -59,6 +59,14 @@ static PyObject *configure(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* configure_rules(abbreviations): the sentence rules alone, for what the core serves beside the
+ * strategy (the layout's sentences): the seam (worker/chunking/_native/__init__.py) sets them
+ * when no `sentence` chunker has configured the core. */
+static PyObject *configure_rules(PyObject *self, PyObject *abbreviations) {
+    if (abbreviations_read(&config.abbreviations, abbreviations) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyObject *make_chunk(PyObject *text, Py_ssize_t index, Py_ssize_t start, Py_ssize_t end,
                             long long size) {
     PyObject *chunk = NULL;
@@ -178,7 +186,9 @@ static PyObject *sentences(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS,
-     "configure(abbreviations, chunk_type, name): once, at import"},
+     "configure(abbreviations, chunk_type, name): once, before the first chunk()"},
+    {"configure_rules", configure_rules, METH_O,
+     "configure_rules(abbreviations): the sentence rules alone (for sentences())"},
     {"chunk", chunk, METH_VARARGS,
      "chunk(text, cap, memory, count_pieces) -> list[Chunk] | None: characters when memory is None, "
      "else tokens (a new_cache() memory and a PieceCounter's count_pieces); None: the twin must chunk it"},

@@ -4,10 +4,11 @@
  *
  * Token sizes: the pieces of units.Measure are found here; their counts come from the core's
  * memory (_piece_cache.h) or, for the pieces it does not hold yet, from the Python
- * PieceCounter's count_pieces in one call. A piece over the cap needs exact counts of its
- * prefixes, which only the tokenizer gives: the core cuts it with units.cut_word (the twin's
- * own function, handed in as `cut_word`) and refines the measure with the pieces; without
- * `cut_word` it returns None and the twin chunks the document.
+ * PieceCounter's count_pieces in one call. A word over the cap needs exact counts of its
+ * prefixes, which only the tokenizer gives, and the grapheme cluster rules, which need Python's
+ * Unicode database: the core cuts it with word_cuts.cut_word (the twin's own function, handed
+ * in as `cut_word`) and, in tokens, refines the measure with the pieces; without `cut_word` it
+ * returns None and the twin chunks the document.
  */
 #ifndef CHUNKSTREAM_UNITS_H
 #define CHUNKSTREAM_UNITS_H
@@ -83,7 +84,7 @@ typedef struct {
     Positions ends;    /* piece ends, in order */
     Counts cumulative; /* tokens before each piece, and the total after the last */
     PyObject *text;     /* borrowed: the document, for cut_word */
-    PyObject *cut_word; /* borrowed, or NULL: units.cut_word with the counter's count_exact */
+    PyObject *cut_word; /* borrowed, or NULL: word_cuts.cut_word in the measure's unit */
 } Measure;
 
 static void measure_free(Measure *m) {
@@ -179,7 +180,7 @@ static long long measure_size(const Measure *m, Py_ssize_t start, Py_ssize_t end
     return measure_before(m, end) - measure_before(m, start);
 }
 
-/* The measure's way to cut a word over the cap (units.cut_word), or none (None): the core
+/* The measure's way to cut a word over the cap (word_cuts.cut_word), or none (None): the core
  * then hands such a document back to the twin. 0, or -1 with an exception set. */
 static int measure_take_cutter(Measure *m, PyObject *text, PyObject *cut_word) {
     if (cut_word != Py_None && !PyCallable_Check(cut_word)) {

@@ -1,8 +1,9 @@
 /* Token counts and ids of new ASCII pieces for a BERT-family WordPiece tokenizer, in C.
  *
  * Why: on text read once one piece in ten is new to the piece memory (_piece_cache.h), and each
- * went back to Python to be counted: worker/wordpiece.py's path, 6-8 µs a piece, was most of
- * `adaptive`'s and `lexical`'s remaining time on such text (docs/benchmarks.md). Here the same count costs a fraction of a microsecond and no Python object. The
+ * went back to Python to be counted: worker/wordpiece.py's path, several microseconds a piece,
+ * was most of `adaptive`'s and `lexical`'s remaining time on such text (docs/benchmarks.md).
+ * Here the same count costs far less and no Python object. The
  * static model's rows (_static_rows.h) collect the ids the same way.
  *
  * The definition is worker/wordpiece.py's AsciiWordPiece (its docstring states BERT's rules for

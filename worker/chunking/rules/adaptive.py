@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import secrets
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 from types import ModuleType
 from typing import Annotated, cast
 
@@ -40,13 +40,14 @@ import msgspec
 
 from worker.chunking import _native as native
 from worker.chunking.rules.sizing import Sizing, own_sizing
+from worker.chunking.text.character_cap import cap_chunks
 from worker.chunking.text.density import DocumentProfile, detect_language, native_tables
 from worker.chunking.text.lexicon import ARABIC_COMPLEX_MIN_LETTERS
 from worker.chunking.text.packing import Sizes, pack
 from worker.chunking.text.segment import ABBREVIATIONS, fence_lines
 from worker.chunking.text.structure import GLUE, LINE
-from worker.chunking.text.units import Measure, Units, WordCutter, read_units, word_cutter
-from worker.chunking.types import Chunk, ContentType
+from worker.chunking.text.units import Measure, Units, WordCutter, read_units
+from worker.chunking.types import Chunk, ContentType, Metadata
 
 NAME = "adaptive"
 LANGUAGES = ("auto", "ar", "en")
@@ -88,32 +89,10 @@ def _check_order(min_size: int, max_size: int) -> None:
         raise ValueError(f"min_size ({min_size}) must not exceed max_size ({max_size})")
 
 
-class ChunkConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """Settings that, where set, override :class:`AdaptiveChunker`'s keyword arguments."""
-
-    adaptive_base_size: int | None = None
-    adaptive_min_size: int | None = None
-    adaptive_max_size: int | None = None
-    overlap: int | None = None
-    adaptive_technical_threshold: float | None = None
-
-
-class Document(msgspec.Struct, frozen=True):
-    """One input of :meth:`AdaptiveChunker.chunk_documents`."""
-
-    text: str
-    doc_id: str = ""
-    source: str = ""
-
-
-def _pick(override: object, value: object) -> object:
-    return value if override is None else override
-
-
 # The compiled core (``_adaptive_core.c``): the whole of chunk_reference() for a document in
-# one call, with the same rules and the same output; a token piece over the cap is cut by
-# units.cut_word (None instead: the core returns None and the document needs the twin).
-_NativeChunk = Callable[
+# one call, with the same rules and the same output; a word over the cap is cut by
+# word_cuts.cut_word (None instead: the core returns None and the document needs the twin).
+CompiledChunk = Callable[
     [
         str,
         tuple[int, int, int, int],
@@ -138,18 +117,15 @@ def _configure(core: ModuleType) -> None:
     core.configure(classes, tech, stop, sorted(ABBREVIATIONS), Chunk, NAME, seed)
 
 
-def _load_core() -> tuple[_NativeChunk, native.NewCache] | None:
-    core = native.load("_adaptive_core", _configure)
-    if core is None:
-        return None
-    return cast(_NativeChunk, core.chunk), cast(native.NewCache, core.new_cache)
+def compiled() -> CompiledChunk | None:
+    """The compiled core's entry point, configured, or None when it is not built or the
+    switch is off (:mod:`worker.chunking._native`)."""
+    core = native.core("_adaptive_core", _configure)
+    return None if core is None else cast(CompiledChunk, core.chunk)
 
 
 NATIVE_MAX_CHARS = 1 << 29
 """Longer texts take the Python path (the core packs word indices into 30 bits)."""
-_CORE = _load_core()
-NATIVE_CHUNK = None if _CORE is None else _CORE[0]
-"""The compiled core's entry point, or None when it is not built (or not allowed)."""
 
 
 class AdaptiveChunker:
@@ -157,7 +133,6 @@ class AdaptiveChunker:
 
     def __init__(
         self,
-        config: ChunkConfig | None = None,
         *,
         base_size: int | None = None,
         min_size: int | None = None,
@@ -168,13 +143,12 @@ class AdaptiveChunker:
         tokenizer: str | None = None,
         sizing: Sizing | None = None,
     ) -> None:
-        config = config or ChunkConfig()
         settings = {
-            "base_size": _pick(config.adaptive_base_size, base_size),
-            "min_size": _pick(config.adaptive_min_size, min_size),
-            "max_size": _pick(config.adaptive_max_size, max_size),
-            "overlap": _pick(config.overlap, overlap),
-            "technical_threshold": _pick(config.adaptive_technical_threshold, technical_threshold),
+            "base_size": base_size,
+            "min_size": min_size,
+            "max_size": max_size,
+            "overlap": overlap,
+            "technical_threshold": technical_threshold,
             "language": language,
             "tokenizer": tokenizer,
         }
@@ -200,6 +174,13 @@ class AdaptiveChunker:
         self.sizes = Sizes(cap - room, max(1, cap // 8))
         """Packing's sizes: the chunk's own units leave room for the overlap (at most a quarter
         of the cap) in front of them; the minimum is an eighth of the cap."""
+        self.characters = self.sizing.character_cap(cap)
+        """The hard cap in characters beside the cap in tokens (None in characters)."""
+
+    @property
+    def resolved(self) -> AdaptiveParams:
+        """The parameters with the unset sizes as this chunker resolved them in its unit."""
+        return self.params
 
     @classmethod
     def from_params(cls, params: AdaptiveParams, sizing: Sizing | None = None) -> AdaptiveChunker:
@@ -240,12 +221,11 @@ class AdaptiveChunker:
 
         Runs the compiled core when it is built, else :meth:`chunk_reference`; both return
         the same chunks."""
-        if _CORE is None or NATIVE_CHUNK is None or len(text) >= NATIVE_MAX_CHARS:
+        core, measured = compiled(), native.measured_by(self.sizing.counter)
+        if core is None or measured is None or len(text) >= NATIVE_MAX_CHARS:
             return self.chunk_reference(text, doc_id, source)
         p = self.params
-        counter = self.sizing.counter
-        memory = None if counter is None else native.piece_memory(counter, _CORE[1])
-        chunks = NATIVE_CHUNK(
+        chunks = core(
             text,
             self._sizes(),
             p.language != "en",
@@ -253,13 +233,24 @@ class AdaptiveChunker:
             p.technical_threshold,
             _identity(doc_id, source),
             p.language,
-            memory,
-            None if counter is None else counter.count_pieces,
-            None if counter is None else word_cutter(counter),
+            *measured,
         )
-        return self.chunk_reference(text, doc_id, source) if chunks is None else chunks
+        if chunks is None:
+            return self.chunk_reference(text, doc_id, source)
+        return self._capped(text, chunks)
 
-    def chunk_reference(self, text: str, doc_id: str = "", source: str = "") -> list[Chunk]:
+    def _capped(self, text: str, chunks: list[Chunk]) -> list[Chunk]:
+        """``chunks`` within the character cap; a piece's ``char_count`` is its own."""
+        return cap_chunks(text, chunks, self.characters, self._sizes()[2], _counted)
+
+    def chunk_reference(
+        self,
+        text: str,
+        doc_id: str = "",
+        source: str = "",
+        *,
+        content_type: ContentType = "text/plain",
+    ) -> list[Chunk]:
         """The pure-Python definition of :meth:`chunk` (the compiled core's twin)."""
         p = self.params
         base_size, _, cap, overlap = self._sizes()
@@ -309,17 +300,12 @@ class AdaptiveChunker:
                 metadata.update(extra)
             size = units.before_end[last] - units.before_start[carried]
             chunks.append(Chunk(text[start:end], start, end, size, NAME, metadata))
-        return chunks
+        return self._capped(text, chunks)
 
-    def chunk_documents(self, docs: Iterable[Document | Mapping[str, str]]) -> list[Chunk]:
-        """Chunks of every document in order; ``doc_id``/``source`` go into metadata."""
-        chunks: list[Chunk] = []
-        for doc in docs:
-            if isinstance(doc, Document):
-                chunks.extend(self.chunk(doc.text, doc.doc_id, doc.source))
-            else:
-                chunks.extend(self.chunk(doc["text"], doc.get("doc_id", ""), doc.get("source", "")))
-        return chunks
+
+def _counted(metadata: Metadata, text: str) -> Metadata:
+    metadata["char_count"] = len(text)
+    return metadata
 
 
 def carried_starts(

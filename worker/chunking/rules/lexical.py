@@ -41,6 +41,7 @@ from worker.chunking.rules.lexical_ladder import (
 from worker.chunking.rules.lexical_words import DocumentWords, keyword_count, word_count
 from worker.chunking.rules.sizing import Sizing, own_sizing
 from worker.chunking.text import lexicon
+from worker.chunking.text.character_cap import cap_chunks
 from worker.chunking.text.lexicon import LEXICAL_MAX_CHARS
 from worker.chunking.text.packing import Sizes, is_anchor, pack
 from worker.chunking.text.segment import ABBREVIATIONS
@@ -55,11 +56,10 @@ from worker.chunking.text.structure import (
     TABLE,
     read_blocks,
 )
-from worker.chunking.text.tokens import PieceCounter
-from worker.chunking.text.units import Measure, Units, WordCutter, read_units, word_cutter
-from worker.chunking.types import Chunk, ContentType
+from worker.chunking.text.units import Measure, Units, WordCutter, read_units
+from worker.chunking.types import Chunk, ContentType, Metadata
 
-__all__ = ["LADDER", "OPENING_RULES", "LexicalChunker", "LexicalParams", "chunk_reference"]
+__all__ = ["LADDER", "OPENING_RULES", "LexicalChunker", "LexicalParams"]
 
 NAME = "lexical"
 
@@ -123,32 +123,11 @@ def heading_title(text: str, start: int, end: int) -> tuple[int, str]:
     return level, " ".join(raw[: max(cut, 0)].split())
 
 
-def chunk_reference(
-    text: str,
-    doc_id: str = "",
-    source: str = "",
-    *,
-    content_type: ContentType = "text/plain",
-    sizes: Sizes | None = None,
-    counter: PieceCounter | None = None,
-) -> list[Chunk]:
-    """The strategy in Python: the reference that defines what ``_lexical_core`` returns
-    (``sizes``: the cap's, 1,500 characters by default; ``counter``: tokens, else
-    characters). ``content_type`` is accepted for the registry's contract: plain text and
-    markdown are read alike."""
-    sizes = sizes or Sizes(LEXICAL_MAX_CHARS)
-    measure = Measure(text, counter)
-    blocks = read_blocks(text)
-    units = read_units(text, measure, sizes.limit, sizes.cap, whole_paragraphs=True, blocks=blocks)
-    words = DocumentWords.of(text)
-    before = [measure.before(start) for _, start, _ in blocks]
-    found = verdicts(text, blocks, before, sizes.cap, words)
-    groups = pack(units, sizes, anchors=anchors(units, found), whole=False)
-    chunks = _Assembly(text, blocks, units, found, doc_id, source).chunks(groups)
-    if chunks:
-        for chunk, value in zip(chunks, _densities(text, chunks, words), strict=True):
-            chunk.metadata["keyword_density"] = value
-    return chunks
+def _own_density(metadata: Metadata, text: str) -> Metadata:
+    """A piece cut for the character cap: its own ``keyword_density``."""
+    count = word_count(text)
+    metadata["keyword_density"] = round(keyword_count(text) / count, 4) if count else 0.0
+    return metadata
 
 
 def anchors(units: Units, found: list[str | None]) -> list[bool]:
@@ -267,22 +246,22 @@ def _content_type(kinds: list[int]) -> str:
 class LexicalChunker:
     """Block-by-block merging by lexical cues, content-defined cuts (module docstring).
 
-    ``native=False`` always runs the Python reference; otherwise the compiled core runs when
-    it is built and allowed (:data:`NATIVE_CHUNK`), with the reference for the documents it
-    hands back (None).
+    :meth:`chunk_reference` is the definition; the compiled core gives the same chunks, and
+    :meth:`chunk` runs it when it is built and the switch is on (:mod:`worker.chunking._native`),
+    with the reference for the documents it hands back (None).
     """
 
-    def __init__(
-        self,
-        params: LexicalParams | None = None,
-        sizing: Sizing | None = None,
-        *,
-        native: bool = True,
-    ) -> None:
+    def __init__(self, params: LexicalParams | None = None, sizing: Sizing | None = None) -> None:
         self.params = params or LexicalParams()
         self.sizing = own_sizing(self.params.tokenizer) if sizing is None else sizing
         self.sizes = Sizes(self.sizing.cap(self.params.chunk_size, characters=LEXICAL_MAX_CHARS))
-        self._native = NATIVE_CHUNK if native else None
+        self.characters = self.sizing.character_cap(self.sizes.cap)
+        """The hard cap in characters beside the cap in tokens (None in characters)."""
+
+    @property
+    def resolved(self) -> LexicalParams:
+        """The parameters with the unset sizes as this chunker resolved them in its unit."""
+        return msgspec.structs.replace(self.params, chunk_size=self.sizes.cap)
 
     def chunk(
         self,
@@ -292,14 +271,11 @@ class LexicalChunker:
         *,
         content_type: ContentType = "text/plain",
     ) -> list[Chunk]:
-        if self._native is not None and _CORE is not None:
-            counter = self.sizing.counter
-            memory = None if counter is None else native.piece_memory(counter, _CORE[1])
-            count = None if counter is None else counter.count_pieces
-            cut = None if counter is None else word_cutter(counter)
-            chunks = self._native(text, doc_id, source, self.sizes.cap, memory, count, cut)
+        core, measured = compiled(), native.measured_by(self.sizing.counter)
+        if core is not None and measured is not None:
+            chunks = core(text, doc_id, source, self.sizes.cap, *measured)
             if chunks is not None:
-                return chunks
+                return cap_chunks(text, chunks, self.characters, self.sizes.cap, _own_density)
         return self.chunk_reference(text, doc_id, source, content_type=content_type)
 
     def chunk_reference(
@@ -310,14 +286,24 @@ class LexicalChunker:
         *,
         content_type: ContentType = "text/plain",
     ) -> list[Chunk]:
-        return chunk_reference(
-            text,
-            doc_id,
-            source,
-            content_type=content_type,
-            sizes=self.sizes,
-            counter=self.sizing.counter,
+        """The strategy in Python: the reference that defines what ``_lexical_core`` returns.
+        ``content_type`` is accepted for the registry's contract: plain text and markdown are
+        read alike."""
+        sizes = self.sizes
+        measure = Measure(text, self.sizing.counter)
+        blocks = read_blocks(text)
+        units = read_units(
+            text, measure, sizes.limit, sizes.cap, whole_paragraphs=True, blocks=blocks
         )
+        words = DocumentWords.of(text)
+        before = [measure.before(start) for _, start, _ in blocks]
+        found = verdicts(text, blocks, before, sizes.cap, words)
+        groups = pack(units, sizes, anchors=anchors(units, found), whole=False)
+        chunks = _Assembly(text, blocks, units, found, doc_id, source).chunks(groups)
+        if chunks:
+            for chunk, value in zip(chunks, _densities(text, chunks, words), strict=True):
+                chunk.metadata["keyword_density"] = value
+        return cap_chunks(text, chunks, self.characters, sizes.cap, _own_density)
 
 
 # -- the compiled core ----------------------------------------------------------------------------
@@ -347,9 +333,9 @@ def _configure(core: ModuleType) -> None:
 
 
 # text, doc_id, source, cap, the cores' memory of piece counts and the PieceCounter's
-# count_pieces (None, None: characters) and units.cut_word for a token piece over the cap ->
+# count_pieces (None, None: characters) and word_cuts.cut_word for a word over the cap ->
 # chunks, or None when the document needs the twin.
-_NativeChunk = Callable[
+CompiledChunk = Callable[
     [
         str,
         str,
@@ -363,13 +349,8 @@ _NativeChunk = Callable[
 ]
 
 
-def _load_core() -> tuple[_NativeChunk, native.NewCache] | None:
-    core = native.load("_lexical_core", _configure)
-    if core is None:
-        return None
-    return cast(_NativeChunk, core.chunk), cast(native.NewCache, core.new_cache)
-
-
-_CORE = _load_core()
-NATIVE_CHUNK = None if _CORE is None else _CORE[0]
-"""The configured core's entry point, or None when it is not built (or not allowed)."""
+def compiled() -> CompiledChunk | None:
+    """The compiled core's entry point, configured, or None when it is not built or the
+    switch is off (:mod:`worker.chunking._native`)."""
+    core = native.core("_lexical_core", _configure)
+    return None if core is None else cast(CompiledChunk, core.chunk)

@@ -10,8 +10,8 @@ with what follows; no chunk under an eighth of the cap unless the document is th
 edit moves only the boundaries near it.
 
 :meth:`SentenceChunker.chunk_reference` is the definition; the compiled core
-(``_native/_sentence_core.c``) gives the same chunks, and :meth:`SentenceChunker.chunk` runs it
-when it is built.
+(``_native/_sentence_core.c``, reached through :mod:`worker.chunking._native`) gives the same
+chunks, and :meth:`SentenceChunker.chunk` runs it when it is built and the switch is on.
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ import msgspec
 
 from worker.chunking import _native as native
 from worker.chunking.rules.sizing import SENTENCE_TOKENS, Sizing, own_sizing
+from worker.chunking.text.character_cap import cap_chunks
 from worker.chunking.text.packing import Sizes, pack
 from worker.chunking.text.segment import ABBREVIATIONS
-from worker.chunking.text.tokens import PieceCounter
-from worker.chunking.text.units import Measure, WordCutter, read_units, word_cutter
+from worker.chunking.text.units import Measure, WordCutter, read_units
 from worker.chunking.types import Chunk, ContentType
 
 NAME = "sentence"
@@ -46,64 +46,20 @@ def _configure(core: ModuleType) -> None:
     core.configure(sorted(ABBREVIATIONS), Chunk, NAME)
 
 
-# text, cap, the core's memory of piece counts for the tokenizer and the PieceCounter's
-# count_pieces (None, None: characters), units.cut_word for a token piece over the cap ->
-# chunks, or None when the document needs the twin (such a piece and no cut_word).
-_NativeChunk = Callable[
+# text, cap, the cores' memory of piece counts for the tokenizer and the PieceCounter's
+# count_pieces (None, None: characters), word_cuts.cut_word for a word over the cap ->
+# chunks, or None when the document needs the twin (such a word and no cut_word).
+CompiledChunk = Callable[
     [str, int, object | None, Callable[[list[str]], list[int]] | None, WordCutter | None],
     list[Chunk] | None,
 ]
 
 
-# memory, texts, count_pieces -> each text's count (the core's count_texts, _units.h).
-_CountTexts = Callable[[object, list[str], Callable[[list[str]], list[int]]], list[int]]
-
-
-# text, start, end, clauses -> segment.split_sentences(text[start:end], clauses=clauses,
-# soft_wraps=True) as flat [start, end) pairs of offsets in text (_layout_sentences.h).
-LayoutSentences = Callable[[str, int, int, bool], list[int]]
-
-
-def _load_core() -> tuple[_NativeChunk, native.NewCache, _CountTexts, LayoutSentences] | None:
-    core = native.load("_sentence_core", _configure)
-    if core is None:
-        return None
-    return (
-        cast(_NativeChunk, core.chunk),
-        cast(native.NewCache, core.new_cache),
-        cast(_CountTexts, core.count_texts),
-        cast(LayoutSentences, core.sentences),
-    )
-
-
-_CORE = _load_core()
-NATIVE_CHUNK = None if _CORE is None else _CORE[0]
-"""The compiled core's entry point, or None when it is not built (or not allowed)."""
-
-
-def _memory(counter: PieceCounter) -> object:
-    """The cores' memory of piece counts for ``counter`` (one per tokenizer, shared)."""
-    assert _CORE is not None
-    return native.piece_memory(counter, _CORE[1])
-
-
-def compiled_text_counts(counter: PieceCounter) -> Callable[[list[str]], list[int]] | None:
-    """Token counts of whole texts that add up at whitespace (each the sum over its
-    ``str.split()`` pieces), from the cores' memory of ``counter``'s pieces and its compiled
-    WordPiece path; the pieces neither knows go to ``counter.count_pieces``. For the embedding
-    strategies' sizing (the same counts as theirs: tests/chunking/semantic/test_compiled_sizing.py).
-    None when the core is not built or not allowed."""
-    if _CORE is None:
-        return None
-    memory, count_texts, count_pieces = _memory(counter), _CORE[2], counter.count_pieces
-    return lambda texts: count_texts(memory, texts, count_pieces)
-
-
-def compiled_layout_sentences() -> LayoutSentences | None:
-    """The embedding strategies' paragraph sentences in C (the rules of
-    ``segment.split_sentences`` with soft wraps, stated with the abbreviations this module
-    configures the core with), or None when the core is not built or not allowed."""
-    return None if _CORE is None else _CORE[3]
+def compiled() -> CompiledChunk | None:
+    """The compiled core's entry point, configured, or None when it is not built or the
+    switch is off (:mod:`worker.chunking._native`)."""
+    core = native.core(native.SENTENCE_CORE, _configure)
+    return None if core is None else cast(CompiledChunk, core.chunk)
 
 
 class SentenceChunker:
@@ -113,21 +69,22 @@ class SentenceChunker:
         self.params = params or SentenceParams()
         self.sizing = own_sizing(self.params.tokenizer) if sizing is None else sizing
         self.sizes = Sizes(self.sizing.cap(self.params.chunk_size, tokens=SENTENCE_TOKENS))
+        self.characters = self.sizing.character_cap(self.sizes.cap)
+        """The hard cap in characters beside the cap in tokens (None in characters)."""
+
+    @property
+    def resolved(self) -> SentenceParams:
+        """The parameters with the unset sizes as this chunker resolved them in its unit."""
+        return msgspec.structs.replace(self.params, chunk_size=self.sizes.cap)
 
     def chunk(self, text: str, *, content_type: ContentType = "text/plain") -> list[Chunk]:
         """Chunks of ``text``: the compiled core when it is built, else
         :meth:`chunk_reference`; both return the same chunks."""
-        if NATIVE_CHUNK is not None:
-            counter = self.sizing.counter
-            if counter is None:
-                chunks = NATIVE_CHUNK(text, self.sizes.cap, None, None, None)
-            else:
-                memory = _memory(counter)
-                chunks = NATIVE_CHUNK(
-                    text, self.sizes.cap, memory, counter.count_pieces, word_cutter(counter)
-                )
+        core, measured = compiled(), native.measured_by(self.sizing.counter)
+        if core is not None and measured is not None:
+            chunks = core(text, self.sizes.cap, *measured)
             if chunks is not None:
-                return chunks
+                return cap_chunks(text, chunks, self.characters, self.sizes.cap)
         return self.chunk_reference(text, content_type=content_type)
 
     def chunk_reference(
@@ -150,4 +107,4 @@ class SentenceChunker:
                     metadata={"chunk_index": index},
                 )
             )
-        return chunks
+        return cap_chunks(text, chunks, self.characters, sizes.cap)

@@ -12,20 +12,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from worker.chunking.text.tokens import CHARACTER, PieceCounter, piece_counter
+from worker.chunking.text.character_cap import CharacterCap, characters_for
+from worker.chunking.text.tokens import CHARACTER, DEFAULT_WINDOW, PieceCounter, piece_counter
+from worker.chunking.text.units import piece_sums
 
-DEFAULT_TOKENS = 254
-"""The default cap in tokens of ``adaptive`` and ``lexical`` when no window says otherwise:
-all-MiniLM-L6-v2's window (256 less [CLS] and [SEP])."""
 SENTENCE_TOKENS = 96
 """``sentence``'s default size in tokens (the worker's default strategy): of the sizes 64,
 96, 128, 192 and 254 (the window), the one that retrieved the most at a fixed context budget
 on the retrieval benchmark's tune split, and still ahead of the window on the report split,
 which it was not chosen on (``python -m bench.retrieval_bench``; docs/benchmarks.md)."""
 DEFAULT_CHARACTERS = 1000
-"""The default cap in characters (``tokenizer="character"`` and no retrieval model)."""
-LEXICAL_CHARACTERS = 1500
-"""``lexical``'s default cap in characters: its design's fixed 1,500."""
+"""The default cap in characters (``tokenizer="character"`` and no retrieval model);
+``lexical``'s is its own (``text/lexicon.py``)."""
 
 
 @dataclass(frozen=True)
@@ -67,16 +65,23 @@ class Sizing:
         tokens: int | None = None,
     ) -> int:
         """The hard cap: the requested size (or the default of the unit: ``characters`` in
-        characters; in tokens ``tokens``, else the window, else :data:`DEFAULT_TOKENS`), at
-        most the window."""
+        characters; in tokens ``tokens``, else the window, else
+        :data:`..text.tokens.DEFAULT_WINDOW`), at most the window."""
         if requested is None:
             if self.counter is None:
                 requested = characters
             elif tokens is not None:
                 requested = tokens
             else:
-                requested = DEFAULT_TOKENS if self.window is None else self.window
+                requested = DEFAULT_WINDOW if self.window is None else self.window
         return requested if self.window is None else min(requested, self.window)
+
+    def character_cap(self, cap: int) -> CharacterCap | None:
+        """The hard cap in characters of chunks of at most ``cap`` in this unit (None in
+        characters, where ``cap`` is one already): :mod:`..text.character_cap`."""
+        if self.counter is None:
+            return None
+        return CharacterCap(characters_for(self.window, cap), piece_sums(self.counter))
 
     def adaptive_defaults(self) -> AdaptiveSizes:
         return ADAPTIVE_CHARACTERS if self.counter is None else ADAPTIVE_TOKENS

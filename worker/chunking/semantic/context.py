@@ -10,8 +10,9 @@ share their topic.
 3. each core's centroid is the size-weighted mean of its unit vectors. Up to ``window_size``
    units before and after the core are candidates, judged one by one, nearest first: a
    candidate is kept when its cosine similarity to the centroid is *above*
-   ``similarity_threshold`` and the chunk still fits ``chunk_size``. Kept context therefore need
-   not touch the core;
+   ``similarity_threshold`` and the chunk still fits ``chunk_size`` (and in tokens the character
+   cap: :mod:`worker.chunking.text.character_cap`). Kept context therefore need not touch the
+   core;
 4. the chunk text is the kept pieces in document order joined by
    :data:`~worker.chunking.types.SPAN_JOINER`, listed in ``spans`` (``None`` when the chunk is one
    contiguous slice). Metadata records the core span, each kept unit with its similarity,
@@ -35,7 +36,7 @@ from worker.chunking.semantic.layout import HEADING, Layout
 from worker.chunking.semantic.model_window import ModelWindow, character_window
 from worker.chunking.semantic.semantic import atom_range, bounds_of, expect_plan
 from worker.chunking.semantic.similarity import cosine
-from worker.chunking.semantic.sizing import Sizing, resolve_sizing
+from worker.chunking.semantic.sizing import Sizing, own_sizing
 from worker.chunking.semantic.units import SentencePlan, UnitVectors, merge_params
 from worker.chunking.text.density import detect_language
 from worker.chunking.types import (
@@ -106,19 +107,35 @@ class ContextChunker:
     ) -> None:
         self.params = p = merge_params(ContextParams, params, overrides)
         self.window = model_window or character_window()
-        self.sizing = sizing or resolve_sizing(p.tokenizer, None)
+        self.sizing = sizing or own_sizing(p.tokenizer)
         self.counter = self.sizing.counter
         whole = bounds_of(p.chunk_size, p.min_chunk_size, self.sizing)
         core_cap = min(whole.cap, p.core_size or max(1, whole.cap * 3 // 4))
         self.cap = whole.cap
         # A core is cut to leave room for context, but an atom that fits the whole chunk stays
         # whole (then it leaves none).
-        self.core = Bounds(core_cap, min(whole.minimum, core_cap // 4), atom_cap=whole.cap)
+        self.core = Bounds(
+            core_cap,
+            min(whole.minimum, core_cap // 4),
+            atom_cap=whole.cap,
+            characters=whole.characters,
+        )
         self.overlap = whole.cap // 8 if p.overlap is None else p.overlap
 
     @property
     def bounds(self) -> Bounds:
         return self.core
+
+    @property
+    def resolved(self) -> ContextParams:
+        """The parameters with the unset sizes as this chunker resolved them in its unit."""
+        return msgspec.structs.replace(
+            self.params,
+            chunk_size=self.cap,
+            core_size=self.core.cap,
+            overlap=self.overlap,
+            min_chunk_size=self.core.minimum,
+        )
 
     def plan(self, text: str, *, content_type: ContentType = "text/plain") -> SentencePlan:
         return plan_document(
@@ -187,7 +204,8 @@ class ContextChunker:
             start = int(layout.starts[unit])
             if plan.size([Span(start, int(layout.ends[prior_stop - 1]))]) > self.overlap:
                 break
-            if plan.size([Span(start, core.end)]) > self.core.cap:
+            carried_core = Span(start, core.end)
+            if plan.size([carried_core]) > self.core.cap or not self.core.holds([carried_core]):
                 break
             carried += 1
         if not carried:
@@ -232,7 +250,7 @@ class ContextChunker:
                 dropped += 1
                 continue
             trial = self._spans(text, layout, core, [*kept, unit])
-            if plan.size(trial) > self.cap:
+            if plan.size(trial) > self.cap or not self.core.holds(trial):
                 dropped += 1
                 dropped_for_size += 1
                 continue

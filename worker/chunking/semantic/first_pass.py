@@ -21,6 +21,7 @@ else of the document.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,8 +45,9 @@ from worker.chunking.semantic.model_window import ModelWindow
 from worker.chunking.semantic.similarity import depths, gap_similarities
 from worker.chunking.semantic.sizing import Sizing, count_many
 from worker.chunking.semantic.units import SentencePlan, UnitVectors, glued_gaps, plan_units
+from worker.chunking.text.character_cap import CharacterCap
 from worker.chunking.text.segment import split_to_cap
-from worker.chunking.types import ContentType, Span
+from worker.chunking.types import SPAN_JOINER, ContentType, Span
 
 REACH = 2
 """Gaps on each side where the peaks around a dip are looked for."""
@@ -60,11 +62,21 @@ _TIER = 1e3  # keys: tier × _TIER + benefit (benefit clipped to ±_TIER / 2)
 @dataclass(frozen=True)
 class Bounds:
     """The hard sizes of one strategy, in its sizing unit: ``cap`` and ``minimum`` per chunk,
-    and ``atom_cap`` (≥ ``cap``) for a chunk made of one atom (:class:`.cuts.Caps`)."""
+    and ``atom_cap`` (≥ ``cap``) for a chunk made of one atom (:class:`.cuts.Caps`); and in
+    tokens the hard cap in characters beside them (:mod:`worker.chunking.text.character_cap`)."""
 
     cap: int
     minimum: int
     atom_cap: int = 0
+    characters: CharacterCap | None = None
+
+    def holds(self, spans: Sequence[Span]) -> bool:
+        """Whether the text of ``spans`` (joined by ``SPAN_JOINER``) is within the character
+        cap (always in characters)."""
+        if self.characters is None:
+            return True
+        joiners = len(SPAN_JOINER) * (len(spans) - 1)
+        return sum(s.end - s.start for s in spans) + joiners <= self.characters.characters
 
     @property
     def caps(self) -> Caps:
@@ -242,6 +254,7 @@ def first_pass(
     ]
     if not sizing.characters:
         cuts, spans = enforce_cap(plan, cuts, spans, sizing, bounds.caps.atom_cap)
+        cuts, spans = enforce_characters(plan.document, cuts, spans, bounds)
     return FirstPass(cuts, spans, evidence, gap, curve, similarity_window)
 
 
@@ -268,6 +281,29 @@ def enforce_cap(
         for n, piece in enumerate(split_to_cap(text, span, sizing.counter, cap)):
             out_cuts.append(cut if n == 0 else Cut(cut.first, cut.stop, "cap"))
             out_spans.append(piece)
+    return out_cuts, out_spans
+
+
+def enforce_characters(
+    text: str, cuts: list[Cut], spans: list[Span], bounds: Bounds
+) -> tuple[list[Cut], list[Span]]:
+    """Each chunk over the character cap cut into its pieces (at its last word end within the
+    cap, else inside a run between grapheme clusters, each within the token cap too); the
+    pieces after the first start for the ``cap``."""
+    limit = bounds.characters
+    if limit is None or all(bounds.holds([span]) for span in spans):
+        return cuts, spans
+    out_cuts: list[Cut] = []
+    out_spans: list[Span] = []
+    for cut, span in zip(cuts, spans, strict=True):
+        if bounds.holds([span]):
+            out_cuts.append(cut)
+            out_spans.append(span)
+            continue
+        pieces = limit.pieces(text, span.start, span.end, bounds.caps.atom_cap)
+        for n, (start, end, _) in enumerate(pieces):
+            out_cuts.append(cut if n == 0 else Cut(cut.first, cut.stop, "cap"))
+            out_spans.append(Span(start, end))
     return out_cuts, out_spans
 
 

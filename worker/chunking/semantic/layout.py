@@ -39,6 +39,7 @@ from typing import Final, overload
 import numpy as np
 from numpy.typing import NDArray
 
+from worker.chunking import _native as native
 from worker.chunking.text.markdown import split_blocks
 from worker.chunking.text.segment import split_sentences, split_to_cap
 from worker.chunking.text.tokens import TokenCounter
@@ -205,18 +206,13 @@ def _opens_only(block: str) -> bool:
     return tag is not None and f"</{tag.group(1).lower()}" not in block.lower()
 
 
-NATIVE_SENTENCES: Callable[[str, int, int, bool], list[int]] | None = None
-"""``segment.split_sentences(text[start:end], clauses=..., soft_wraps=True)`` in C, as flat
-``[start, end)`` pairs of offsets in ``text``; None: the Python definition. This room may not
-import the cores: ``worker.chunking.strategies`` sets it (the sentence core's ``sentences``),
-and tests set it to None to compare (tests/chunking/semantic/test_layout_sentences.py)."""
-
-
 def _sentences(text: str, start: int, end: int, clauses: bool = False) -> list[tuple[int, int]]:
-    """The sentences of ``text[start:end]`` (soft wraps read as spaces), offsets in ``text``."""
-    native = NATIVE_SENTENCES
-    if native is not None:
-        flat = native(text, start, end, clauses)
+    """The sentences of ``text[start:end]`` (soft wraps read as spaces), offsets in ``text``:
+    in C when the sentence core is built and the switch is on (:mod:`worker.chunking._native`;
+    the same sentences: tests/chunking/semantic/test_layout_sentences.py)."""
+    compiled = native.layout_sentences()
+    if compiled is not None:
+        flat = compiled(text, start, end, clauses)
         return list(zip(flat[::2], flat[1::2], strict=True))
     return [
         (s.start + start, s.end + start)

@@ -4,7 +4,8 @@
 2. each chunk's vector is the size-weighted mean of its unit vectors — nothing is re-embedded;
 3. each chunk is compared with the chunks up to ``skip_window`` positions ahead;
 4. the most similar one whose cosine similarity is *above* the merge level and whose merged span
-   fits the cap is merged together with everything between them, so the output stays
+   fits the cap (in tokens, and in characters: :mod:`worker.chunking.text.character_cap`) is
+   merged together with everything between them, so the output stays
    contiguous (``skip_window=1`` merges neighbours, 2 may bridge one chunk, and so on);
 5. passes repeat until one makes no merge.
 
@@ -191,6 +192,13 @@ class SDPMChunker:
         self.sizing = self._semantic.sizing
         self.bounds = self._semantic.bounds
 
+    @property
+    def resolved(self) -> SDPMParams:
+        """The parameters with the unset sizes as this chunker resolved them in its unit."""
+        return msgspec.structs.replace(
+            self.params, chunk_size=self.bounds.cap, min_chunk_size=self.bounds.minimum
+        )
+
     def plan(self, text: str, *, content_type: ContentType = "text/plain") -> SentencePlan:
         return self._semantic.plan(text, content_type=content_type)
 
@@ -269,7 +277,8 @@ class SDPMChunker:
                     fit = fits.get((left.first, right.stop))
                     if fit is None:
                         span = Span(spans[left.first].start, spans[right.stop - 1].end)
-                        fit = fits[(left.first, right.stop)] = plan.size([span]) <= cap
+                        fit = plan.size([span]) <= cap and self.bounds.holds([span])
+                        fits[(left.first, right.stop)] = fit
                     if fit:
                         best = (similarity, j, level)
                 if best is None:

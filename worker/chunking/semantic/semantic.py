@@ -38,7 +38,7 @@ from worker.chunking.semantic.first_pass import (
     plan_document,
 )
 from worker.chunking.semantic.model_window import ModelWindow, character_window
-from worker.chunking.semantic.sizing import Sizing, resolve_sizing
+from worker.chunking.semantic.sizing import Sizing, own_sizing
 from worker.chunking.semantic.units import SentencePlan, UnitVectors, merge_params
 from worker.chunking.text.tokens import TokenCounter
 from worker.chunking.types import Chunk, ContentType, EmbeddingPlan, Metadata, Span
@@ -84,7 +84,7 @@ def bounds_of(chunk_size: int | None, min_chunk_size: int | None, sizing: Sizing
             f"min_chunk_size ({minimum}) must be at most a quarter of the cap ({cap}): "
             "pieces of a block too large for one chunk must keep it too"
         )
-    return Bounds(cap, minimum)
+    return Bounds(cap, minimum, characters=sizing.character_cap(cap))
 
 
 def make_chunk(plan: SentencePlan, span: Span, strategy: str, metadata: Metadata) -> Chunk:
@@ -139,9 +139,16 @@ class SemanticChunker:
     ) -> None:
         self.params = merge_params(SemanticParams, params, overrides)
         self.window = model_window or character_window()
-        self.sizing = sizing or resolve_sizing(self.params.tokenizer, None)
+        self.sizing = sizing or own_sizing(self.params.tokenizer)
         self.counter: TokenCounter = self.sizing.counter
         self.bounds = bounds_of(self.params.chunk_size, self.params.min_chunk_size, self.sizing)
+
+    @property
+    def resolved(self) -> SemanticParams:
+        """The parameters with the unset sizes as this chunker resolved them in its unit."""
+        return msgspec.structs.replace(
+            self.params, chunk_size=self.bounds.cap, min_chunk_size=self.bounds.minimum
+        )
 
     def plan(self, text: str, *, content_type: ContentType = "text/plain") -> SentencePlan:
         p = self.params

@@ -1,13 +1,11 @@
 """What the embedding strategies count chunk sizes in, and counting many texts at once.
 
-The ``tokenizer`` parameter of ``semantic``, ``sdpm`` and ``context`` names the unit:
-
-- unset (``None``): the tokens of the *retrieval* model, the model that embeds the chunks
-  downstream (``BuildContext.retrieval``; the worker and the CLI resolve it by default), and
-  no chunk may pass its window; without a retrieval model, characters;
-- ``"character"``: characters (Python ``str`` length);
-- the path of a ``tokenizer.json``: its tokens (no window known);
-- the path of a model directory: that model's tokens and window.
+The ``tokenizer`` parameter of ``semantic``, ``sdpm`` and ``context`` names the unit, as it
+does the rule strategies' (one resolution for all six: ``size_unit`` in
+worker/chunking/strategies.py, which may read a model directory): unset, the retrieval model's
+tokens and window (characters without one); ``"character"``; a ``tokenizer.json``; a model
+directory, its tokens and window. This module counts in the unit resolved: a
+:class:`TokenizerUnit` (with :func:`own_sizing` for a chunker built without the registry).
 
 Tokens are counted without special tokens (``[CLS]``/``[SEP]`` are the model's, not the text's),
 so a chunk of ``window`` tokens fills the model's input exactly. When the unit came from the
@@ -22,7 +20,7 @@ import hashlib
 import json
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,21 +28,22 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
+from worker.chunking import _native as native
+from worker.chunking.text.character_cap import CharacterCap, characters_for
 from worker.chunking.text.tokens import (
     CHARACTER,
     PIECE_CACHE_LIMIT,
     CharacterCounter,
+    PieceCounter,
     TokenCounter,
+    piece_counter,
+    remember,
 )
 from worker.chunking.text.tokens import _load_tokenizer as load_tokenizer
-from worker.models.manifest import ManifestError
-from worker.models.reference import describe
 from worker.wordpiece import AsciiWordPiece, take
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
-
-    from worker.models.reference import ModelRef
 
 # Texts per call into the tokenizer: its encodings hold offsets and masks besides the ids, so a
 # whole large document at once would hold several times the document's size.
@@ -111,14 +110,20 @@ class TokenizerUnit:
         # For long texts a substring search per glue character (a few of them, BERT's: the
         # controls Python calls whitespace) is much faster than the class scan of the regex.
         self._glue_chars = tuple(sorted(self.glue)) if len(self.glue) <= _FEW_GLUE else None
-        self._text_counts: Callable[[list[str]], list[int]] | None = None
+        self._pieces = _piece_counter(path) if self.additive else None
+        self._compiled: tuple[bool, native.TextCounts | None] | None = None
 
-    def count_texts_with(self, text_counts: Callable[[list[str]], list[int]]) -> None:
-        """Count the texts whose counts add up with ``text_counts`` from now on: each text's
-        sum over its ``str.split()`` pieces of their counts in this tokenizer, as
-        :meth:`count_many` would give. The compiled rule cores' piece memory offers one
-        (worker.chunking.strategies wires it; this room may not import the cores)."""
-        self._text_counts = text_counts
+    def _compiled_counts(self) -> native.TextCounts | None:
+        """The texts whose counts add up counted in C (the cores' memory of this tokenizer's
+        pieces: each text's sum over its ``str.split()`` pieces, as :meth:`count_many` gives
+        it), or None: a tokenizer the cores' pieces do not fit, no cores, or the switch off
+        (asked at each count; the function is kept while the switch stays where it was)."""
+        if self._pieces is None:
+            return None
+        enabled, kept = native.enabled(), self._compiled
+        if kept is None or kept[0] != enabled:
+            kept = self._compiled = (enabled, native.text_counts(self._pieces))
+        return kept[1]
 
     def adds_up(self, text: str) -> bool:
         """Whether counts add up over the whitespace of ``text``."""
@@ -142,7 +147,7 @@ class TokenizerUnit:
         if not text:
             return 0
         if self.adds_up(text):
-            text_counts = self._text_counts
+            text_counts = self._compiled_counts()
             if text_counts is not None:
                 return text_counts([text])[0]
             return int(self.count_many([text])[0])
@@ -152,7 +157,7 @@ class TokenizerUnit:
         """Where counts add up: the sum of the remembered counts of each text's whitespace-
         separated pieces, the unknown pieces counted in one call; elsewhere the tokenizer on
         the whole text. The same numbers either way (tests/chunking/semantic/test_sizing.py)."""
-        text_counts = self._text_counts
+        text_counts = self._compiled_counts()
         if text_counts is not None and self.additive:
             batch = texts if isinstance(texts, list) else list(texts)
             # One scan of them all (a line feed is no glue): the usual batch has no glue at all.
@@ -167,8 +172,7 @@ class TokenizerUnit:
             else:
                 whole.append(i)
         if split and text_counts is not None:
-            counted = text_counts([texts[i] for i, _ in split])
-            counts[[i for i, _ in split]] = counted
+            counts[[i for i, _ in split]] = text_counts([texts[i] for i, _ in split])
         elif split:
             known = self._memory.known
             wanted = {p for _, pieces in split for p in pieces}
@@ -177,15 +181,17 @@ class TokenizerUnit:
                 # Afresh, with every piece this call needs (the ones known so far included).
                 known = self._memory.known = {}
                 missing = list(wanted)
+            counted: dict[str, int] = {}  # this call's: the long ones are not remembered
             if missing:
                 done, missing = take(self._wordpiece, missing)
-                known.update((piece, len(ids)) for piece, ids in done)
+                counted.update((piece, len(ids)) for piece, ids in done)
                 for at in range(0, len(missing), _COUNT_BATCH):
                     part = missing[at : at + _COUNT_BATCH]
                     encodings = self._tokenizer.encode_batch_fast(part, add_special_tokens=False)
-                    known.update(zip(part, (len(e.ids) for e in encodings), strict=True))
+                    counted.update(zip(part, (len(e.ids) for e in encodings), strict=True))
+                remember(known, counted)
             for i, pieces in split:
-                counts[i] = sum(known[p] for p in pieces)
+                counts[i] = sum(counted[p] if p in counted else known[p] for p in pieces)
         for at in range(0, len(whole), _COUNT_BATCH):
             indexes = whole[at : at + _COUNT_BATCH]
             encodings = self._tokenizer.encode_batch_fast(
@@ -235,14 +241,11 @@ def count_many(counter: TokenCounter, texts: Sequence[str]) -> NDArray[np.int64]
 
 @dataclass(frozen=True)
 class Sizing:
-    """The unit sizes are counted in, the window no chunk may pass, and who chose them."""
+    """The unit sizes are counted in and the window no chunk may pass."""
 
     counter: TokenCounter
     window: int | None
     """Most tokens of text the embedding model reads (``None``: not known or characters)."""
-    identity: str | None
-    """When the unit is the retrieval model's tokens by default: a digest of its tokenizer and
-    its window (what moves boundaries; the model's weights do not)."""
 
     @property
     def characters(self) -> bool:
@@ -258,20 +261,37 @@ class Sizing:
         its vector."""
         return chunk_size if self.window is None else min(chunk_size, self.window)
 
+    def character_cap(self, cap: int) -> CharacterCap | None:
+        """The hard cap in characters of chunks of at most ``cap`` in this unit (None in
+        characters, where ``cap`` is one already): :mod:`..text.character_cap`."""
+        if self.characters:
+            return None
+        return CharacterCap(characters_for(self.window, cap), self.counter.count)
 
-CHARACTERS = Sizing(CharacterCounter(), None, None)
+
+CHARACTERS = Sizing(CharacterCounter(), None)
 
 
-def _of_model(model: ModelRef, identity: str | None) -> Sizing:
-    return Sizing(load_unit(str(model.tokenizer)), model.window, identity)
+def own_sizing(tokenizer: str | None) -> Sizing:
+    """The unit a chunker built without the registry reads from its own ``tokenizer``
+    parameter: characters, or a ``tokenizer.json`` (no window). A model directory and the
+    retrieval model are resolved by the registry's factories, with the rule strategies'
+    (worker/chunking/strategies.py)."""
+    if tokenizer is None or tokenizer == CHARACTER:
+        return CHARACTERS
+    return Sizing(load_unit(tokenizer), None)
+
+
+def _piece_counter(path: str) -> PieceCounter | None:
+    """The rule strategies' counter of ``path``'s pieces, whose memory the cores keep, or None
+    when the tokenizer is not one they count (not BERT-style: the unit counts on its own)."""
+    try:
+        return piece_counter(path)
+    except ValueError:
+        return None
 
 
 _DIGESTS: dict[Path, str] = {}
-
-
-def unit_identity(model: ModelRef) -> str:
-    """``tokens:<sha256 of tokenizer.json, 16 hex>:<window>``: the sizing unit of ``model``."""
-    return f"tokens:{_digest(model.tokenizer.resolve())[:16]}:{model.window}"
 
 
 def _digest(path: Path) -> str:
@@ -285,28 +305,3 @@ def _digest(path: Path) -> str:
                 raise ValueError(f"cannot read tokenizer {str(path)!r}: {exc}") from None
             _DIGESTS[path] = digest
     return digest
-
-
-def resolve_sizing(tokenizer: str | None, retrieval: ModelRef | None) -> Sizing:
-    """The unit a strategy with this ``tokenizer`` parameter counts in (module docstring)."""
-    if tokenizer is None:
-        if retrieval is None:
-            return CHARACTERS
-        return _of_model(retrieval, unit_identity(retrieval))
-    if tokenizer == CHARACTER:
-        return CHARACTERS
-    if Path(tokenizer).is_dir():
-        try:
-            model = describe(Path(tokenizer), "retrieval")
-        except ManifestError as exc:
-            raise ValueError(f"tokenizer {tokenizer!r}: {exc}") from None
-        return _of_model(model, None)
-    return Sizing(load_unit(tokenizer), None, None)
-
-
-def sizing_identity(tokenizer: str | None, retrieval: ModelRef | None) -> str | None:
-    """What the fingerprint must add for this unit: the retrieval model's sizing identity when
-    the unit is its tokens by default, else nothing (an explicit unit is in the parameters)."""
-    if tokenizer is None and retrieval is not None:
-        return unit_identity(retrieval)
-    return None

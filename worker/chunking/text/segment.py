@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Final
 
 from worker.chunking.text import terminators
 from worker.chunking.text.tokens import CharacterCounter, TokenCounter, count_each
+from worker.chunking.text.word_cuts import cut_word
 from worker.chunking.types import Span
 
 # Words that end in a period without ending the sentence. Lower case, without the final dot.
@@ -230,61 +231,12 @@ def split_words(text: str, span: Span) -> list[Span]:
 
 
 def _split_characters(text: str, span: Span, counter: TokenCounter, cap: int) -> list[Span]:
-    """Cut a span with no usable word boundary into pieces of at most ``cap`` units.
-
-    The last resort. A single character whose own count passes the cap (an emoji worth four
-    byte-level tokens under a cap of two) is emitted alone: no smaller piece exists.
-    """
-    pieces: list[Span] = []
-    start = span.start
-    if isinstance(counter, CharacterCounter):
-        while start < span.end:
-            end = min(start + cap, span.end)
-            pieces.append(Span(start, end))
-            start = end
-        return pieces
-
-    def count(a: int, b: int) -> int:
-        return counter.count(text[a:b])
-
-    while start < span.end:
-        good = longest_prefix_within(count, start, span.end, cap)
-        pieces.append(Span(start, start + good))
-        start += good
-    return pieces
-
-
-def longest_prefix_within(count: Callable[[int, int], int], start: int, end: int, cap: int) -> int:
-    """The length of the piece of ``[start, end)`` that starts it, for a word over ``cap``:
-    the longest prefix whose ``count(start, start + length)`` is within ``cap`` that the
-    search below finds; 1 when none is (a single character over the cap is a piece of its
-    own).
-
-    The search first doubles a length from ``cap`` characters until a prefix is over the cap
-    (or the word ends), then bisects between the last length within it and that one. Bisecting
-    over the whole rest of the word, as before, tokenized prefixes up to the word's end for
-    every piece: quadratic in the length of a whitespace-free run, so an inline base64 image
-    held its partition for as long as that took. Now every count is of at most twice the piece
-    it finds.
-
-    Token counts are not monotonic in the prefix length (a long word can collapse into one
-    unknown token), so the search only ever keeps lengths it has counted."""
-    available = end - start
-    good, high = 0, min(available, cap)
-    while count(start, start + high) <= cap:
-        good = high
-        if high == available:
-            return high
-        high = min(available, high * 2)
-    low, high = good + 1, high - 1
-    good = max(good, 1)
-    while low <= high:
-        middle = (low + high) // 2
-        if count(start, start + middle) <= cap:
-            good, low = middle, middle + 1
-        else:
-            high = middle - 1
-    return good
+    """Cut a span with no usable word boundary into pieces of at most ``cap`` units, between
+    grapheme clusters (:func:`.word_cuts.cut_word`: the last resort; a cluster whose own count
+    passes the cap, an emoji worth four byte-level tokens under a cap of two, is emitted
+    alone: no smaller piece exists)."""
+    count = None if isinstance(counter, CharacterCounter) else counter.count
+    return [Span(a, b) for a, b, _ in cut_word(count, text, span.start, span.end, cap)]
 
 
 def pack_spans(text: str, spans: Sequence[Span], counter: TokenCounter, cap: int) -> list[Span]:
@@ -354,22 +306,3 @@ def split_to_cap(text: str, span: Span, counter: TokenCounter, cap: int) -> list
         else:
             pieces.extend(_split_characters(text, word, counter, cap))
     return pack_spans(text, pieces, counter, cap)
-
-
-# A blank line: a line break, then only spaces/tabs/CR, then another line break.
-_PARAGRAPH_BREAK = re.compile(r"\n[^\S\n]*\n")
-
-
-def split_paragraphs(text: str) -> list[Span]:
-    """Paragraphs of plain text: pieces separated by blank lines, without surrounding space."""
-    spans: list[Span] = []
-    start = 0
-    for match in _PARAGRAPH_BREAK.finditer(text):
-        span = _strip(text, start, match.start())
-        if span is not None:
-            spans.append(span)
-        start = match.end()
-    span = _strip(text, start, len(text))
-    if span is not None:
-        spans.append(span)
-    return spans

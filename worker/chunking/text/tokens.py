@@ -18,6 +18,9 @@ if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
 CHARACTER = "character"
+DEFAULT_WINDOW = 254
+"""The window in tokens taken where no model gives one: all-MiniLM-L6-v2's (256 less [CLS]
+and [SEP]), the default retrieval model's."""
 
 
 @runtime_checkable
@@ -89,6 +92,17 @@ _ADDITIVE_PRE_TOKENIZERS = ("BertPreTokenizer",)
 _PER_CHARACTER_NORMALIZERS = (None, "BertNormalizer")
 PIECE_CACHE_LIMIT = 1 << 16
 """Pieces whose counts a :class:`PieceCounter` remembers; past it the memory starts afresh."""
+PIECE_MEMORY_MAX_CHARS = 1 << 8
+"""Longer pieces are counted but not remembered: not words (a base64 blob, a hex dump, a
+minified line, a run cut for the character cap), they would not come again, and remembered
+they would hold up to :data:`PIECE_CACHE_LIMIT` times their length long after their documents
+(one of millions of characters would have stayed until the memory started afresh). The
+compiled cores' memory bounds its stored characters instead (``_piece_cache.h``)."""
+
+
+def remember(known: dict[str, int], counted: dict[str, int]) -> None:
+    """``counted`` into the memory ``known``, but the pieces too long to keep."""
+    known.update((p, n) for p, n in counted.items() if len(p) <= PIECE_MEMORY_MAX_CHARS)
 
 
 class PieceCounter:
@@ -136,17 +150,19 @@ class PieceCounter:
         # shared one took them away: a KeyError below, found through the worker).
         known = self._known
         missing = list({piece for piece in pieces if piece not in known})
-        if missing:
-            if len(known) + len(missing) > PIECE_CACHE_LIMIT:
-                # Afresh, with every piece this call needs.
-                known = self._known = {}
-                missing = list(set(pieces))
-            done, left = take(self._wordpiece, missing)
-            known.update((piece, len(ids)) for piece, ids in done)
-            if left:
-                encodings = self._tokenizer.encode_batch(left, add_special_tokens=False)
-                known.update(zip(left, (len(e.ids) for e in encodings), strict=True))
-        return [known[piece] for piece in pieces]
+        if not missing:
+            return [known[piece] for piece in pieces]
+        if len(known) + len(missing) > PIECE_CACHE_LIMIT:
+            # Afresh, with every piece this call needs.
+            known = self._known = {}
+            missing = list(set(pieces))
+        done, left = take(self._wordpiece, missing)
+        counted = {piece: len(ids) for piece, ids in done}
+        if left:
+            encodings = self._tokenizer.encode_batch(left, add_special_tokens=False)
+            counted.update(zip(left, (len(e.ids) for e in encodings), strict=True))
+        remember(known, counted)
+        return [counted[piece] if piece in counted else known[piece] for piece in pieces]
 
 
 def _check_additive(path: str) -> dict[str, Any]:

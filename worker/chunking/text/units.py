@@ -19,7 +19,7 @@ from itertools import accumulate
 import msgspec
 
 from worker.chunking.text import terminators
-from worker.chunking.text.segment import CANDIDATE, is_false_stop, longest_prefix_within
+from worker.chunking.text.segment import CANDIDATE, is_false_stop
 from worker.chunking.text.structure import (
     CHAR,
     CLAUSE,
@@ -33,6 +33,7 @@ from worker.chunking.text.structure import (
     read_blocks,
 )
 from worker.chunking.text.tokens import NOT_SEPARATORS, PieceCounter
+from worker.chunking.text.word_cuts import cut_word
 
 MARKS = "".join(sorted(set(terminators.ALL + terminators.LATIN_CLOSERS + terminators.CJK_CLOSERS)))
 """Characters after which a token piece ends (each is punctuation to a BERT pre-tokenizer, so
@@ -127,6 +128,25 @@ class Measure:
         """The tokens of ``text[start:end]`` counted as one text (for cuts inside a piece)."""
         assert self.counter is not None
         return self.counter.count_exact(self.text[start:end])
+
+
+_SEPARATORS = re.compile(f"[^\\S{re.escape(NOT_SEPARATORS)}]+")
+"""Whitespace where token counts add up (the tokenizer's ignored controls are not)."""
+
+
+def piece_sums(counter: PieceCounter) -> Callable[[str], int]:
+    """A text's tokens as a sum over its whitespace-separated parts (exact for the tokenizers
+    :mod:`.tokens` accepts, as :class:`Measure`'s sums are), from the counter's memory and its
+    WordPiece path: a long run costs no tokenization of its own."""
+
+    def count(text: str) -> int:
+        if any(control in text for control in NOT_SEPARATORS):
+            parts = [part for part in _SEPARATORS.split(text) if part]
+        else:
+            parts = text.split()
+        return sum(counter.count_pieces(parts))
+
+    return count
 
 
 def paragraph_sentences(text: str, start: int, end: int) -> list[tuple[int, int]]:
@@ -226,9 +246,9 @@ def read_units(
 ) -> Units:
     """The units of ``text``, none larger than ``limit`` but words of at most ``cap``: a block
     unit over the limit is cut into lines, a sentence or line into words, a word over ``cap``
-    into characters (every ``cap`` characters; in tokens into the longest prefixes of at most
-    ``cap`` tokens, counted exactly, with :data:`FORCED` gaps between them, since two of them
-    together would not count as their sum).
+    into characters (:func:`.word_cuts.cut_word`: the longest prefixes of at most ``cap``
+    characters, or tokens counted exactly, between grapheme clusters; in tokens with
+    :data:`FORCED` gaps between them, since two of them together would not count as their sum).
 
     ``whole_paragraphs``: a paragraph within the cap is one unit, like any other block (else a
     paragraph is always its sentences). ``clauses``: a sentence or line over the limit is cut
@@ -314,44 +334,23 @@ def _split(
 
 def _characters(measure: Measure, cap: int, start: int, end: int) -> list[tuple[int, int]]:
     """A word over the cap cut at characters (see :func:`read_units`)."""
-    if not measure.tokens:
-        return [(a, min(a + cap, end)) for a in range(start, end, cap)]
-    assert measure.counter is not None
-    cuts = cut_word(measure.counter.count_exact, measure.text, start, end, cap)
+    counter = measure.counter
+    cuts = cut_word(None if counter is None else counter.count_exact, measure.text, start, end, cap)
     pieces = [(a, b) for a, b, _ in cuts]
-    measure.refine(pieces, [count for _, _, count in cuts])
+    if counter is not None:
+        measure.refine(pieces, [count for _, _, count in cuts])
     return pieces
 
 
 WordCutter = Callable[[str, int, int, int], list[tuple[int, int, int]]]
-"""text, start, end, cap -> :func:`cut_word`'s pieces (the compiled cores' ``cut_word``)."""
+"""text, start, end, cap -> :func:`.word_cuts.cut_word`'s pieces (the compiled cores'
+``cut_word``)."""
 
 
-def word_cutter(counter: PieceCounter) -> WordCutter:
-    """:func:`cut_word` with ``counter``'s exact count: what the compiled cores call."""
-    return partial(cut_word, counter.count_exact)
-
-
-def cut_word(
-    count_exact: Callable[[str], int], text: str, start: int, end: int, cap: int
-) -> list[tuple[int, int, int]]:
-    """The word ``text[start:end]``, over ``cap`` tokens, cut at characters: each piece's
-    start, end and tokens counted exactly (``count_exact`` of its text), in order.
-
-    The compiled cores call this for such a word (with the counter's ``count_exact`` bound):
-    an exact count needs the tokenizer, and a whole document used to go to the Python twin
-    for one word of a base64 blob or a long URL, at a hundred times the core's cost."""
-
-    def exact(a: int, b: int) -> int:
-        return count_exact(text[a:b])
-
-    cuts: list[tuple[int, int, int]] = []
-    while start < end:
-        # The same search as segment's (its docstring says why it gallops first).
-        good = longest_prefix_within(exact, start, end, cap)
-        cuts.append((start, start + good, exact(start, start + good)))
-        start += good
-    return cuts
+def word_cutter(counter: PieceCounter | None) -> WordCutter:
+    """:func:`.word_cuts.cut_word` in ``counter``'s tokens (characters when None): what the
+    compiled cores call for a word over the cap."""
+    return partial(cut_word, None if counter is None else counter.count_exact)
 
 
 def _finish(text: str, measure: Measure, units: list[_Unit]) -> Units:
