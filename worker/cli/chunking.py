@@ -23,7 +23,6 @@ import msgspec
 
 from worker.cli.inputs import CONTENT_TYPES, STDIN, check_openable, read_document
 from worker.errors import CommandError, ConfigError
-from worker.wire.events import ChunkSpan
 
 if TYPE_CHECKING:
     from worker.chunking import registry
@@ -178,7 +177,10 @@ def chunk_record(doc_id: str, index: int, chunk: Chunk) -> dict[str, Any]:
         "metadata": chunk.metadata,
     }
     if chunk.spans is not None:
-        # The chunk events' shape (ChunkSpan): [{"start": s, "end": e}, ...].
+        # The chunk events' shape (ChunkSpan): [{"start": s, "end": e}, ...]. Imported here:
+        # the model commands share this module and the image's model stage has no wire room.
+        from worker.wire.events import ChunkSpan
+
         record["spans"] = [ChunkSpan(s.start, s.end) for s in chunk.spans]
     return record
 
