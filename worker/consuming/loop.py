@@ -285,7 +285,7 @@ class ConsumeLoop:
     async def finish(self) -> None:
         """Shutdown: let in-flight documents finish within the drain timeout, commit, and
         checkpoint the state of the partitions let go cleanly (worker.consuming.commits)."""
-        self._restores.cancel_all()
+        await self._restores.stop()
         summary = self._pauses.summary(time.monotonic(), final=True)
         if summary is not None:
             log.info("backpressure", extra={**summary, "paused_now": self.paused})

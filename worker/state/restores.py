@@ -6,6 +6,8 @@ Invariants:
   together (worker.state.changelog), one offsets request each way and one fetch stream.
 - A revoke cancels the task of every revoked partition; the partitions that shared it and stay
   owned get a task of their own, so no owned partition is left paused without a restore.
+- At shutdown every restore is cancelled and waited for, and none starts after: the state
+  store closes once the worker stops, and a restore running then would fail on it.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ class Restores(Generic[P]):
         self._restore = restore
         self._tasks: dict[P, asyncio.Task[None]] = {}
         self._how: dict[asyncio.Task[None], RestoreFn[P]] = {}  # what each task runs
+        self._stopped = False  # shutdown: no restore starts any more
 
     def start(self, partitions: Iterable[P]) -> None:
         self._launch(list(partitions), self._restore)
@@ -44,6 +47,8 @@ class Restores(Generic[P]):
         self._launch(list(partitions), again)
 
     def _launch(self, tps: list[P], how: RestoreFn[P]) -> None:
+        if self._stopped:
+            return
         task = asyncio.create_task(self._run(tps, how))
         self._how[task] = how
         task.add_done_callback(self._how.pop)
@@ -61,9 +66,16 @@ class Restores(Generic[P]):
         for task, tps in kept.items():
             self._launch(tps, self._how.get(task, self._restore))
 
-    def cancel_all(self) -> None:
-        for task in set(self._tasks.values()):
+    async def stop(self) -> None:
+        """Shutdown: cancel every restore and wait for them to end; none starts after (an
+        assignment can still arrive while the worker drains, and the state store closes once
+        the worker has stopped)."""
+        self._stopped = True
+        tasks = set(self._tasks.values())
+        for task in tasks:
             task.cancel()
+        if tasks:
+            await asyncio.wait(tasks)
 
     async def _run(self, tps: list[P], restore: RestoreFn[P]) -> None:
         try:
