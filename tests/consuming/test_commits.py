@@ -220,3 +220,49 @@ async def test_a_failed_transaction_restarts_its_partition_from_the_last_commit(
     stopping.set()
     await task
     await loop.finish()
+
+
+class GatedDocuments(Documents):
+    """Documents that wait for the test before their first write."""
+
+    def __init__(self, txns: PartitionTransactions) -> None:
+        super().__init__(txns)
+        self.gates: dict[int, asyncio.Event] = {}
+
+    async def __call__(self, rec: InputRecord) -> None:
+        await self.gates.setdefault(rec.offset, asyncio.Event()).wait()
+        await super().__call__(rec)
+
+
+async def test_a_document_that_finds_its_failed_transaction_gone_does_not_stop_the_worker() -> None:
+    """The abort takes a failed transaction away at once and then waits for the broker; a
+    document of the partition that comes to write meanwhile finds none, and must be abandoned
+    with the partition (restarted from its last commit), not stop the worker as a bug."""
+    from aiokafka.errors import KafkaError
+
+    clock = [0.0]
+    membership, _ = standing(clock)
+    broker = Broker()
+    txns = member(broker, input_topic=P0.topic)
+    consumer = FakeConsumer()
+    consumer.assign(P0)
+    documents = GatedDocuments(txns)
+    loop, stopping = make_loop(consumer, documents, membership, transactions=txns)
+    loop.on_assigned({P0})
+    task = asyncio.create_task(loop.run())
+    await until(lambda: P0 not in loop.restoring, consumer)
+    first = producer(txns, 0)
+    first.fail_next_commit = KafkaError("Unexpected error during batch delivery")
+    first.abort_gate = asyncio.Event()  # the abort waits, as for a broker coming back
+    consumer.feed(P0, [b"0", b"1"])
+    await until(lambda: len(loop.in_flight.tasks.get(P0, {})) == 2, consumer)
+    documents.gates.setdefault(0, asyncio.Event()).set()
+    await until(lambda: "abort" in first.log, consumer)  # its commit failed: aborting
+    documents.gates.setdefault(1, asyncio.Event()).set()  # comes to write meanwhile
+    await until(lambda: not loop.in_flight.tasks.get(P0), consumer)
+    assert loop.fatal is None
+    first.abort_gate.set()
+    stopping.set()
+    await task
+    await loop.finish()
+    assert loop.fatal is None

@@ -37,6 +37,7 @@ class FakeProducer:
         self.fail_next_send: BaseException | None = None
         self.fail_next_commit: BaseException | None = None  # as a broker outage fails one
         self.commit_gate: asyncio.Event | None = None  # set: commits return (None: at once)
+        self.abort_gate: asyncio.Event | None = None  # set: aborts return (None: at once)
 
     def _fenced(self) -> bool:
         return self.broker.epochs[self.tid] != self.epoch
@@ -74,6 +75,8 @@ class FakeProducer:
 
     async def abort_transaction(self) -> None:
         self.log.append("abort")
+        if self.abort_gate is not None:
+            await self.abort_gate.wait()
         self.pending = []
 
     def create_batch(self) -> list[str]:

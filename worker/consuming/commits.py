@@ -301,16 +301,19 @@ class Commits:
             if isinstance(result, BaseException):
                 failed.add(tp)
                 self._metrics.commit_failures.inc()
-                await txns.abort(tp.partition)
                 denied = refused(result)
+                if denied is None:
+                    # Before the abort, which takes the transaction away at once and then
+                    # waits: the partition's documents that find it gone meanwhile must know
+                    # why (ConsumeLoop._transaction_gone).
+                    self.broken_partition(tp, result)
+                await txns.abort(tp.partition)
                 if denied is not None:  # only a new grant fixes it
                     log.error(
                         "transaction refused; stopping the worker",
                         extra={"partition": tp.partition, "error": repr(result)},
                     )
                     self._failure.stop(denied)
-                    continue
-                self.broken_partition(tp, result)
         return failed
 
     def broken_partition(self, tp: TopicPartition, error: BaseException) -> None:
