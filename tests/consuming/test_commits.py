@@ -266,3 +266,29 @@ async def test_a_document_that_finds_its_failed_transaction_gone_does_not_stop_t
     await task
     await loop.finish()
     assert loop.fatal is None
+
+
+async def test_a_shutdown_after_a_drop_cancelled_the_commit_under_way_ends_cleanly() -> None:
+    """The drop cancels the exactly-once commit under way; a shutdown that comes next waits
+    for that commit to have ended, and must not take its cancellation for its own."""
+    clock = [0.0]
+    membership, coordinator = standing(clock)
+    broker = Broker()
+    txns = member(broker, input_topic=P0.topic)
+    consumer = FakeConsumer()
+    consumer.assign(P0)
+    loop, stopping = make_loop(consumer, Documents(txns), membership, transactions=txns)
+    loop.on_assigned({P0})
+    task = asyncio.create_task(loop.run())
+    await until(lambda: P0 not in loop.restoring, consumer)
+    stuck = producer(txns, 0)
+    stuck.commit_gate = asyncio.Event()
+    consumer.feed(P0, [b"0"])
+    await until(lambda: stuck.log[-1:] == ["offsets g"], consumer)
+    clock[0] += 7.0
+    coordinator.generation = -1
+    await asyncio.wait_for(loop.on_revoked({P0}), 5)
+    stopping.set()
+    await task
+    await asyncio.wait_for(loop.finish(), 5)  # no CancelledError out of the finished commit
+    assert loop.fatal is None

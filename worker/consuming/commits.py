@@ -188,9 +188,7 @@ class Commits:
 
     async def _commit_finished(self) -> None:
         """Wait for the exactly-once commit under way, if any (before a drain lets go)."""
-        if self._committing is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.shield(self._committing)
+        await _ended(self._committing)
 
     async def commit(self, partitions: set[TopicPartition] | None = None) -> dict[int, int]:
         """Commit what finished; the offsets committed, by partition number."""
@@ -243,9 +241,7 @@ class Commits:
         commit this time. A failure is fatal."""
         txns = self._transactions
         assert txns is not None
-        if self._expiring is not None:  # its marker tombstones belong to these transactions
-            with contextlib.suppress(Exception):
-                await asyncio.shield(self._expiring)
+        await _ended(self._expiring)  # its marker tombstones belong to these transactions
         opened = txns.partitions
         a = self._assignment
         tps = {
@@ -512,3 +508,13 @@ class Commits:
             numbers = {tp.partition for tp in partitions}
             await self._states.release(numbers, set(), None)
         self.forget(partitions)
+
+
+async def _ended(task: asyncio.Task[None] | None) -> None:
+    """Until ``task`` (if any) has ended, however it ends: failed or cancelled (a drop of lost
+    partitions cancels the commit under way) is not this caller's concern. Waiting never
+    cancels it, and this caller's own cancellation still comes through."""
+    if task is not None and not task.done():
+        await asyncio.wait({task})
+    if task is not None and not task.cancelled():
+        task.exception()  # retrieved: its failure was handled (logged) where it happened
