@@ -363,6 +363,14 @@ def _retrieve_failure(producer: TransactionalProducer) -> None:
     saw the refused write), and asyncio then logs "Future exception was never retrieved" when
     the future is collected: it is retrieved here, on purpose, before the producer goes."""
     manager = getattr(producer, "_txn_manager", None)
-    waiter = getattr(manager, "_transaction_waiter", None)
-    if isinstance(waiter, asyncio.Future) and waiter.done() and not waiter.cancelled():
-        waiter.exception()
+    futures: list[Any] = [getattr(manager, "_transaction_waiter", None)]
+    # A sender that died of the fence fails every batch it still held, each on a future of
+    # its own that nobody waits for any more (the batch's drain waiter): the same logs.
+    queue = getattr(producer, "_message_accumulator", None)
+    queued: dict[Any, Any] = getattr(queue, "_batches", {})
+    pending: set[Any] = getattr(queue, "_pending_batches", set())
+    for batch in [*(b for batches in queued.values() for b in batches), *pending]:
+        futures += [getattr(batch, "_drain_waiter", None), getattr(batch, "future", None)]
+    for future in futures:
+        if isinstance(future, asyncio.Future) and future.done() and not future.cancelled():
+            future.exception()
