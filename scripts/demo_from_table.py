@@ -64,7 +64,7 @@ def run(cmd: list[str], **kwargs: Any) -> str:
     result = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, **kwargs)
     if result.returncode != 0:
         sys.exit(f"demo: `{' '.join(cmd)}` failed:\n{result.stdout[-2000:]}{result.stderr[-3000:]}")
-    return result.stdout
+    return str(result.stdout)
 
 
 class Table:
@@ -127,19 +127,25 @@ def _built(settings: Settings) -> Any:
 
 
 def show(step: str, table: Table, settings: Settings) -> None:
-    """Wait until the chunk table equals chunking the current rows; print both side by side."""
+    """Wait until the chunk table equals chunking the current rows (the same chunk ids, and
+    each row's title in its chunks' metadata); print both side by side. The title is compared
+    too: a title-only update keeps every chunk id, so the ids alone would not wait for it."""
     want = direct_chunking(table, settings)
+    titles = {r["id"]: r["title"] for r in table.rows("SELECT id, title FROM documents")}
+    want_titles = {doc_id: {titles[doc_id]} for doc_id in want}
     deadline = time.monotonic() + 180
     while True:
         have: dict[str, set[str]] = {}
-        for r in table.rows("SELECT doc_id, chunk_id FROM chunks"):
+        have_titles: dict[str, set[str | None]] = {}
+        chunks = table.rows("SELECT doc_id, chunk_id, metadata->>'title' AS title FROM chunks")
+        for r in chunks:
             have.setdefault(r["doc_id"], set()).add(r["chunk_id"])
-        if have == want:
+            have_titles.setdefault(r["doc_id"], set()).add(r["title"])
+        if have == want and have_titles == want_titles:
             break
         if time.monotonic() > deadline:
             sys.exit(f"demo: after {step} the chunk table does not equal chunking the rows")
         time.sleep(1)
-    titles = {r["id"]: r["title"] for r in table.rows("SELECT id, title FROM documents")}
     say(f"== after {step}: the chunk table equals chunking the table's current rows")
     say(f"   {'row (id)':40} {'title':28} {'in the index':>12} {'chunked here':>12}")
     for doc_id in sorted(want):
@@ -226,10 +232,10 @@ def main() -> None:
         say("== UPDATE a row's title only (its text unchanged)")
         table.sql("UPDATE documents SET title = 'Notes on CDC' WHERE id = 'notes/cdc'")
         show("the title update", table, settings)
-        title = table.rows(
+        in_index = table.rows(
             "SELECT DISTINCT metadata->>'title' AS t FROM chunks WHERE doc_id = 'notes/cdc'"
         )
-        say(f"   the index's title of notes/cdc: {title[0]['t']}")
+        say(f"   the index's title of notes/cdc: {in_index[0]['t']}")
 
         say("== DELETE a row")
         table.sql("DELETE FROM documents WHERE id = 'examples/api-reference.md'")
