@@ -108,7 +108,7 @@ class Outcome:
 
 def table(outcomes: Sequence[Outcome]) -> str:
     rows = [
-        "| seed | guarantee | documents | records | faults | chunk events | tombstones | stale "
+        "| seed | guarantee | documents left | records | faults | chunk events | tombstones | stale "
         "| missing | duplicates | dead letters | committed to end | seconds | ok |",
         "|---:|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---|---:|---|",
     ]
