@@ -20,13 +20,17 @@ from worker.wire.records import InputRecord
 
 
 class Coordinator:
-    """The two fields of aiokafka's group coordinator that membership reads."""
+    """The fields and methods of aiokafka's group coordinator that membership uses."""
 
     generation = 3
     member_id = "member-1"
+    rejoins = 0
 
     async def _do_heartbeat(self) -> bool:
         return True
+
+    def request_rejoin(self) -> None:
+        self.rejoins += 1
 
 
 class Client:

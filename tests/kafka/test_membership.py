@@ -38,6 +38,9 @@ def test_membership_is_gone_when_the_client_resets_its_generation() -> None:
         async def _do_heartbeat(self) -> bool:
             return True
 
+        def request_rejoin(self) -> None:
+            raise AssertionError("no lapse here")
+
     class Consumer:
         _coordinator = Coordinator()
 
@@ -52,6 +55,58 @@ def test_membership_is_gone_when_the_client_resets_its_generation() -> None:
     assert not membership.may_send()
     membership.release()
     assert membership.may_send()  # after the worker let go of everything (shutdown)
+
+
+def test_a_gap_of_a_session_between_proofs_is_a_lapse_until_the_next_join() -> None:
+    standing = Standing(session_timeout_s=6.0)
+    standing.joined(0.0)
+    standing.proven(5.0)
+    assert standing.vouched(10.0)
+    # Frozen (or cut off) for longer than a session: the coordinator may have expired the
+    # member meanwhile, so an answer that comes afterwards does not vouch for it again.
+    standing.proven(12.0)
+    assert standing.lapsed
+    assert not standing.vouched(12.5)
+    standing.proven(13.0)
+    assert not standing.vouched(13.5)
+    standing.joined(20.0)  # a fresh assignment
+    assert not standing.lapsed
+    assert standing.vouched(20.5)
+
+
+async def test_a_lapsed_member_holds_its_writes_and_rejoins_once() -> None:
+    rejoins: list[float] = []
+    now = [0.0]
+
+    class Coordinator:
+        generation = 5
+        member_id = "m-1"
+
+        async def _do_heartbeat(self) -> bool:
+            now[0] += 0.01  # the round trip
+            return True  # answered, as a coordinator that restarted may answer
+
+        def request_rejoin(self) -> None:
+            rejoins.append(now[0])
+
+    class Consumer:
+        _coordinator = Coordinator()
+
+    membership = Membership(6_000, clock=lambda: now[0])
+    membership.attach(Consumer())
+    membership.joined()
+    await Consumer._coordinator._do_heartbeat()
+    assert membership.may_send()
+    now[0] = 30.0  # paused past the session (a SIGSTOP while the broker restarted)
+    await Consumer._coordinator._do_heartbeat()
+    assert not membership.may_send()
+    assert rejoins == [30.01]
+    now[0] = 31.0
+    await Consumer._coordinator._do_heartbeat()
+    assert not membership.may_send()
+    assert rejoins == [30.01]  # asked once; the join that follows ends the lapse
+    membership.joined()
+    assert membership.may_send()
 
 
 async def _join(consumer: AIOKafkaConsumer) -> None:

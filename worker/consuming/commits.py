@@ -199,7 +199,8 @@ class Commits:
         if not offsets:
             return {}
         started = time.perf_counter()
-        sent_at = time.monotonic()
+        # On the membership's clock: a proof is compared with its other proofs.
+        sent_at = time.monotonic() if self._membership is None else self._membership.now()
         try:
             async with asyncio.timeout(COMMIT_TIMEOUT_S):
                 await self._consumer.commit(

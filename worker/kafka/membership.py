@@ -17,6 +17,15 @@ Invariants:
   accepted. The coordinator started its session timer when it received that request, after it
   was sent, so it cannot have expired the session earlier. A process frozen past that point is
   not vouched for the moment it runs again, whichever of its tasks runs first.
+- A standing that lapsed stays lapsed until the next join: a proof sent more than
+  ``session_timeout_ms`` after the one before it comes after a gap in which the coordinator
+  may have expired the member and given its partitions to others, even if the coordinator now
+  answers (a coordinator that restarted or moved can answer a member it had expelled, or one
+  whose session it never saw expire). Writes stay held, the client is asked to rejoin, and the
+  revocation that starts the rejoin finds the member not vouched for: its partitions are lost
+  (the fault campaign found a member, paused past its session as the broker was killed, whose
+  first heartbeat after the restart was answered, and whose held writes then landed behind the
+  new owner's).
 - The member is *gone* once the client reset its generation (unknown member id, illegal
   generation, a commit refused for either, leaving the group after ``max.poll.interval.ms``)
   and until it joins again: partitions revoked then were *lost*, not handed over
@@ -55,13 +64,26 @@ class Standing:
     def __init__(self, session_timeout_s: float) -> None:
         self.session_timeout_s = session_timeout_s
         self._proven_at: float | None = None  # send time of the last request that proved it
+        self.lapsed = False  # a gap of a session or more between proofs, since the last join
 
     def proven(self, sent_at: float) -> None:
+        if self._proven_at is not None and sent_at - self._proven_at >= self.session_timeout_s:
+            self.lapsed = True
         if self._proven_at is None or sent_at > self._proven_at:
             self._proven_at = sent_at
 
+    def joined(self, at: float) -> None:
+        """A join and sync completed at ``at``: a fresh assignment, whatever came before."""
+        self.lapsed = False
+        if self._proven_at is None or at > self._proven_at:
+            self._proven_at = at
+
     def vouched(self, now: float) -> bool:
-        return self._proven_at is not None and now - self._proven_at < self.session_timeout_s
+        return (
+            not self.lapsed
+            and self._proven_at is not None
+            and now - self._proven_at < self.session_timeout_s
+        )
 
 
 class Membership:
@@ -83,7 +105,7 @@ class Membership:
         proves membership from the moment it was sent."""
         coordinator = getattr(consumer, "_coordinator", None)
         heartbeat = getattr(coordinator, "_do_heartbeat", None)
-        if coordinator is None or heartbeat is None:
+        if coordinator is None or heartbeat is None or not hasattr(coordinator, "request_rejoin"):
             raise RuntimeError("aiokafka's group coordinator is not where it was: see membership")
         self._coordinator = coordinator
 
@@ -91,18 +113,34 @@ class Membership:
             sent_at = self._clock()
             answered: bool = await heartbeat()
             if answered:
-                self.standing.proven(sent_at)
+                self.proven(sent_at)
             return answered
 
         coordinator._do_heartbeat = proving_heartbeat
 
+    def now(self) -> float:
+        """The clock proofs are timed by (a request's send time is read from it)."""
+        return self._clock()
+
     def joined(self) -> None:
         """An assignment arrived: the join and sync just completed."""
-        self.standing.proven(self._clock())
+        self.standing.joined(self._clock())
 
     def committed(self, sent_at: float) -> None:
         """An offset commit sent at ``sent_at`` was accepted (it carries the generation)."""
+        self.proven(sent_at)
+
+    def proven(self, sent_at: float) -> None:
+        lapsed_before = self.standing.lapsed
         self.standing.proven(sent_at)
+        if self.standing.lapsed and not lapsed_before:
+            log.warning(
+                "membership lapsed: no proof of it for a session timeout or more; writes are "
+                "held and the group is rejoined, and this member's partitions are lost"
+            )
+            # Once: the join that follows (its revocation first) ends the lapse.
+            if self._coordinator is not None:
+                self._coordinator.request_rejoin()
 
     @property
     def gone(self) -> bool:
