@@ -479,6 +479,17 @@ static int lend_chunk(Py_ssize_t *c, Py_ssize_t n, Py_ssize_t k, int side, const
     return 1;
 }
 
+/* packing._unglue */
+static void unglue(Py_ssize_t *left, Py_ssize_t *right, const Units *u, const Sizes *s) {
+    Py_ssize_t last = left[1];
+    if (u->levels[right[0]] == L_GLUE && last > left[0] && u->levels[last] != L_GLUE &&
+        u->levels[last] != L_FORCED && span_size(u, left[0], last - 1) >= s->minimum &&
+        has_content(u, left[0], last - 1) && span_size(u, last, right[1]) <= s->cap) {
+        left[1] = last - 1;
+        right[0] = last;
+    }
+}
+
 /* packing.settle, in place on the pairs of `chunks`. */
 static void settle(Positions *chunks, const Units *u, const Sizes *s) {
     Py_ssize_t *c = chunks->items, n = chunks->count / 2, k = 0;
@@ -498,6 +509,7 @@ static void settle(Positions *chunks, const Units *u, const Sizes *s) {
             k++;
         }
     }
+    for (k = 0; k + 1 < n; k++) unglue(c + 2 * k, c + 2 * k + 2, u, s);
     chunks->count = 2 * n;
 }
 

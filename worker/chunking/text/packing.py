@@ -218,7 +218,25 @@ def settle(chunks: list[tuple[int, int]], units: Units, sizes: Sizes) -> list[tu
         elif joined == 0:
             any(_lend(settled, k, side, units, sizes) for side in sides)
             k += 1
+    for k in range(len(settled) - 1):
+        _unglue(settled[k], settled[k + 1], units, sizes)
     return [(first, last) for first, last in settled]
+
+
+def _unglue(left: list[int], right: list[int], units: Units, sizes: Sizes) -> None:
+    """A chunk that ends at a glue gap (a ``:`` line before what it introduces) gives that
+    last unit to the chunk after it, where both stay within the rules: a short chunk joined
+    to the one before can leave it there (found by hypothesis, with adaptive's overlap)."""
+    last = left[1]
+    if (
+        units.levels[right[0]] == GLUE
+        and last > left[0]
+        and units.levels[last] not in (GLUE, FORCED)
+        and _size(units, left[0], last - 1) >= sizes.minimum
+        and any(not units.headings[u] for u in range(left[0], last))
+        and _size(units, last, right[1]) <= sizes.cap
+    ):
+        left[1], right[0] = last - 1, last
 
 
 def _size(units: Units, first: int, last: int) -> int:
