@@ -140,6 +140,19 @@ async def test_close_stops_the_producers_of_partitions_let_go_and_open_starts_on
     assert txns.partitions == set()
 
 
+async def test_a_close_under_way_beside_the_shutdowns_stop_closes_each_producer_once() -> None:
+    # A drop of lost partitions (a lapsed member rejoining) while the shutdown stops every
+    # producer: the two closes overlap, each awaiting producers' stops (fault campaign, seed 7,
+    # exactly-once: KeyError, exit 1).
+    broker = Broker()
+    txns = member(broker)
+    await txns.open([0, 1, 2])
+    producers = [producer(txns, p) for p in (0, 1, 2)]
+    await asyncio.gather(txns.close([0, 1, 2]), txns.stop())
+    assert txns.partitions == set()
+    assert [p.log.count("stop") for p in producers] == [1, 1, 1]
+
+
 # -- the cut: a commit closes a partition's transaction to the documents after it ----------
 
 

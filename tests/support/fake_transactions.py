@@ -49,6 +49,7 @@ class FakeProducer:
 
     async def stop(self) -> None:
         self.log.append("stop")
+        await asyncio.sleep(0)  # a real stop flushes and waits: others run meanwhile
 
     async def begin_transaction(self) -> None:
         self.log.append("begin")

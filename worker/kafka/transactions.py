@@ -197,7 +197,9 @@ class PartitionTransactions:
         """Stop the producers of ``partitions`` (after their commit or abort): a transaction
         still open is left to the broker, which aborts it once the next owner starts."""
         for partition in sorted(set(partitions) & self._open.keys()):
-            txn = self._open.pop(partition)
+            txn = self._open.pop(partition, None)
+            if txn is None:  # closed meanwhile: a drop of lost partitions during the shutdown
+                continue
             txn.reopened.set()  # a document still waiting to come in finds no transaction
             await _stop(txn.producer)
 
