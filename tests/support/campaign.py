@@ -108,8 +108,8 @@ class Outcome:
 
 def table(outcomes: Sequence[Outcome]) -> str:
     rows = [
-        "| seed | guarantee | documents left | records | faults | chunk events | tombstones | stale "
-        "| missing | duplicates | dead letters | committed to end | seconds | ok |",
+        "| seed | guarantee | documents left | records | faults | chunk events | tombstones "
+        "| stale | missing | duplicates | dead letters | committed to end | seconds | ok |",
         "|---:|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---|---:|---|",
     ]
     for o in outcomes:
