@@ -289,6 +289,12 @@ async def run_one(
             outcome.committed_to_end = True
         except TimeoutError as exc:
             outcome.notes.append(f"not committed to the end: {exc}")
+            # What the workers wait on, in their logs (worker.observability.task_dump): twice,
+            # a few seconds apart, to show what does not move.
+            for _ in range(2):
+                for proc in group.alive():
+                    proc.send_signal(signal.SIGUSR1)
+                await asyncio.sleep(3)
     finally:
         feeder.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
