@@ -73,8 +73,15 @@ class RenewingProducer:
             hold_sends(producer, self._may_send)
 
     def discard(self, error: BaseException) -> None:
-        """Fail every batch the current producer still queues (none of it may land any more)."""
+        """Fail every batch the current producer still queues (none of it may land any more),
+        and have the next send replace the producer. A batch sent once and queued again for a
+        retry (the broker went away) already carries its idempotence sequence numbers:
+        discarded, it leaves a gap that the broker refuses for every later batch of its
+        partition, and the member stalls on them (the fault campaign, seed 12, at-least-once).
+        A new producer starts its own sequences."""
         discard_queued(self.current, error)
+        if self.broken is None:
+            self.broken = error
 
     async def stop(self) -> None:
         """Flush and close (bounded: during an outage nothing can be flushed)."""
@@ -156,7 +163,7 @@ class RenewingProducer:
             self._fence(fresh)
             old, self.current = self.current, fresh
             log.warning(
-                "producer replaced: it could not deliver again",
+                "producer replaced: it could not deliver again, or its writes were discarded",
                 extra={"error": repr(self.broken), "renewals": self.renewals + 1},
             )
             self.broken = None
