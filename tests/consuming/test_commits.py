@@ -6,7 +6,8 @@ partitions that were lost does not hold every later commit back."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from tests.support.consume_loop import P0, P1, Gated, until
 from tests.support.fake_kafka import FakeConsumer
@@ -194,23 +195,50 @@ async def test_documents_lost_before_their_first_step_leave_the_window() -> None
     assert loop.in_flight.bytes == 0
 
 
+class Running(NamedTuple):
+    """An exactly-once loop over P0, started and restored, with what the tests reach into."""
+
+    loop: ConsumeLoop
+    stopping: asyncio.Event
+    task: asyncio.Task[None]
+    consumer: FakeConsumer
+    broker: Broker
+    txns: PartitionTransactions
+    clock: list[float]
+    coordinator: Coordinator
+    documents: Any
+
+
+async def running_exactly_once(documents: Callable[[PartitionTransactions], Any]) -> Running:
+    clock = [0.0]
+    membership, coordinator = standing(clock)
+    broker = Broker()
+    txns = member(broker, input_topic=P0.topic)
+    consumer = FakeConsumer()
+    consumer.assign(P0)
+    process = documents(txns)
+    loop, stopping = make_loop(consumer, process, membership, transactions=txns)
+    loop.on_assigned({P0})
+    task = asyncio.create_task(loop.run())
+    await until(lambda: P0 not in loop.restoring, consumer)
+    return Running(loop, stopping, task, consumer, broker, txns, clock, coordinator, process)
+
+
 async def test_a_failed_transaction_restarts_its_partition_from_the_last_commit() -> None:
     """A commit that fails for a reason of the moment (a broker outage) is aborted: the
     partition restarts from its last committed transaction, under a new producer, with its
     documents done again, and the worker goes on, not stopped."""
     from aiokafka.errors import KafkaError
 
-    clock = [0.0]
-    membership, _ = standing(clock)
-    broker = Broker()
-    txns = member(broker, input_topic=P0.topic)
-    consumer = FakeConsumer()
-    consumer.assign(P0)
-    documents = Documents(txns)
-    loop, stopping = make_loop(consumer, documents, membership, transactions=txns)
-    loop.on_assigned({P0})
-    task = asyncio.create_task(loop.run())
-    await until(lambda: P0 not in loop.restoring, consumer)
+    run = await running_exactly_once(Documents)
+    loop, stopping, task, consumer, broker, txns = (
+        run.loop,
+        run.stopping,
+        run.task,
+        run.consumer,
+        run.broker,
+        run.txns,
+    )
     first = producer(txns, 0)
     first.fail_next_commit = KafkaError("Unexpected error during batch delivery")
     consumer.feed(P0, [b"0", b"1"])
@@ -244,17 +272,9 @@ async def test_a_document_that_finds_its_failed_transaction_gone_does_not_stop_t
     with the partition (restarted from its last commit), not stop the worker as a bug."""
     from aiokafka.errors import KafkaError
 
-    clock = [0.0]
-    membership, _ = standing(clock)
-    broker = Broker()
-    txns = member(broker, input_topic=P0.topic)
-    consumer = FakeConsumer()
-    consumer.assign(P0)
-    documents = GatedDocuments(txns)
-    loop, stopping = make_loop(consumer, documents, membership, transactions=txns)
-    loop.on_assigned({P0})
-    task = asyncio.create_task(loop.run())
-    await until(lambda: P0 not in loop.restoring, consumer)
+    run = await running_exactly_once(GatedDocuments)
+    loop, stopping, task, consumer, txns = run.loop, run.stopping, run.task, run.consumer, run.txns
+    documents: GatedDocuments = run.documents
     first = producer(txns, 0)
     first.fail_next_commit = KafkaError("Unexpected error during batch delivery")
     first.abort_gate = asyncio.Event()  # the abort waits, as for a broker coming back
@@ -275,16 +295,9 @@ async def test_a_document_that_finds_its_failed_transaction_gone_does_not_stop_t
 async def test_a_shutdown_after_a_drop_cancelled_the_commit_under_way_ends_cleanly() -> None:
     """The drop cancels the exactly-once commit under way; a shutdown that comes next waits
     for that commit to have ended, and must not take its cancellation for its own."""
-    clock = [0.0]
-    membership, coordinator = standing(clock)
-    broker = Broker()
-    txns = member(broker, input_topic=P0.topic)
-    consumer = FakeConsumer()
-    consumer.assign(P0)
-    loop, stopping = make_loop(consumer, Documents(txns), membership, transactions=txns)
-    loop.on_assigned({P0})
-    task = asyncio.create_task(loop.run())
-    await until(lambda: P0 not in loop.restoring, consumer)
+    run = await running_exactly_once(Documents)
+    loop, stopping, task, consumer, txns = run.loop, run.stopping, run.task, run.consumer, run.txns
+    clock, coordinator = run.clock, run.coordinator
     stuck = producer(txns, 0)
     stuck.commit_gate = asyncio.Event()
     consumer.feed(P0, [b"0"])

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import uuid
 from pathlib import Path
 
 import pytest
@@ -22,18 +21,13 @@ pytestmark = pytest.mark.kafka
 
 
 @pytest.mark.timeout(300)
-async def test_a_discard_of_retried_batches_leaves_no_sequence_gap(tmp_path: Path) -> None:
+async def test_a_discard_of_retried_batches_leaves_no_sequence_gap(
+    tmp_path: Path, topic_names: dict[str, str]
+) -> None:
     broker = PrivateBroker(tmp_path / "broker")
     broker.start()
     try:
-        suffix = uuid.uuid4().hex[:6]
-        names = {
-            "input_topic": f"in-{suffix}",
-            "output_topic": f"out-{suffix}",
-            "dlq_topic": f"dlq-{suffix}",
-            "group_id": f"g-{suffix}",
-        }
-        settings = kafka_io.make_settings(broker.bootstrap, names)
+        settings = kafka_io.make_settings(broker.bootstrap, topic_names)
         await kafka_io.create(settings, partitions=1)
         topic = settings.output_topic
         gate = [True]
