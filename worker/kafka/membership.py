@@ -69,12 +69,14 @@ class Standing:
     def proven(self, sent_at: float) -> None:
         if self._proven_at is not None and sent_at - self._proven_at >= self.session_timeout_s:
             self.lapsed = True
-        if self._proven_at is None or sent_at > self._proven_at:
-            self._proven_at = sent_at
+        self._advance(sent_at)
 
     def joined(self, at: float) -> None:
         """A join and sync completed at ``at``: a fresh assignment, whatever came before."""
         self.lapsed = False
+        self._advance(at)
+
+    def _advance(self, at: float) -> None:
         if self._proven_at is None or at > self._proven_at:
             self._proven_at = at
 
