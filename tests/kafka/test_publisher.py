@@ -268,3 +268,38 @@ async def test_acknowledged_offsets_and_a_discard_of_what_was_not_handed_over() 
         await publisher.wait(acks)
     assert [key for _, key, _, _ in producer.sent] == [b"a", b"b", b"c"]
     assert publisher.acknowledged("state", 1) == 2
+
+
+async def test_a_lane_discarded_before_its_driver_ran_still_hands_over_what_comes_next() -> None:
+    """The fault campaign's seed 17 (at-least-once): a document staged into a lane, and the
+    partitions were lost in the same turn of the loop, before the lane's new driver took its
+    first step. A task cancelled before its first step never runs its ``finally``, so the lane
+    kept a dead driver and every later batch of it waited forever."""
+    producer = FakeProducer(partitions=2)
+    publisher = publisher_for(producer)
+    lost = publisher.stage("state", 1, [(b"a", b"1", [])])
+    publisher.discard(KafkaTimeoutError("lost"))  # the driver has not taken a step yet
+    with pytest.raises(KafkaTimeoutError):
+        await publisher.wait(lost)
+    # Bounded only so that a regression fails instead of hanging: the fake acknowledges at once.
+    async with asyncio.timeout(30):
+        await publisher.publish("state", 1, [(b"b", b"2", [])])
+    assert [key for _, key, _, _ in producer.sent] == [b"b"]
+    assert publisher.acknowledged("state", 1) == 0
+
+
+async def test_a_discard_while_the_driver_waits_leaves_the_next_batches_to_a_new_driver() -> None:
+    """Batches staged after a discard, before the cancelled driver has unwound, belong to the
+    next driver: the old one's cancellation fails nothing staged after the discard."""
+    producer = FakeProducer(partitions=2)
+    publisher = publisher_for(producer, linger_ms=60_000)  # the driver lingers: it is waiting
+    lost = publisher.stage("state", 1, [(b"a", b"1", [])])
+    await asyncio.sleep(0)  # the driver's first step: it lingers in asyncio.sleep
+    publisher.discard(KafkaTimeoutError("lost"))
+    kept = publisher.stage("state", 1, [(b"b", b"2", [])])  # before the old driver unwinds
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # the old driver has now handled its cancellation
+    with pytest.raises(KafkaTimeoutError):
+        await publisher.wait(lost)
+    assert not kept[0].done()  # still lingering in its own lane's open batch, not failed
+    publisher.discard(KafkaTimeoutError("end of test"))

@@ -246,8 +246,9 @@ class Publisher:
                 batch.builder.append(timestamp=None, key=key, value=value, headers=headers)
                 acks.append(batch.acked)
         if lane.driver is None:
-            loop = asyncio.get_running_loop()
-            lane.driver = loop.create_task(self._drive(lane, topic, partition))
+            lane.driver = asyncio.get_running_loop().create_task(
+                self._drive(lane, topic, partition)
+            )
         return acks
 
     def _new_batch(self, lane: _Lane, topic: str) -> _Batch:
@@ -306,12 +307,15 @@ class Publisher:
                     partial(self._delivered, batch.acked, topic, partition, count)
                 )
         except asyncio.CancelledError:
-            # Only at loop teardown or a discard: nobody may wait forever on a batch that will
-            # not go.
-            _fail_lane(lane, KafkaError("publisher stopped before the batch was sent"))
+            # At loop teardown nobody may wait forever on a batch that will not go. After a
+            # discard the lane is no longer this driver's (the discard failed what it held):
+            # what was staged since belongs to the next driver.
+            if lane.driver is asyncio.current_task():
+                _fail_lane(lane, KafkaError("publisher stopped before the batch was sent"))
             raise
         finally:
-            lane.driver = None
+            if lane.driver is asyncio.current_task():
+                lane.driver = None
 
     def _delivered(
         self,
@@ -337,8 +341,13 @@ class Publisher:
         documents staged them were lost, and none of it may land now."""
         for lane in self._lanes.values():
             if lane.driver is not None:
-                lane.driver.cancel()  # it fails the batch in hand and the rest
+                # Let go of here, not in the driver's own ``finally``: a driver cancelled before
+                # its first step never runs it, and the lane would keep a dead driver that no
+                # later batch gets past (the fault campaign's seed 17, at-least-once).
+                lane.driver.cancel()
+                lane.driver = None
             _fail_lane(lane, error)
+            lane.handing = None
 
     async def admit(self) -> None:
         """Exactly-once: let the current document into its partition's open transaction before
