@@ -186,8 +186,9 @@ def hold_sends(producer: Any, may_send: Callable[[], bool]) -> None:
 def discard_queued(producer: Any, error: BaseException) -> None:
     """Fail every batch still in ``producer``'s queue with ``error`` (the member's partitions
     were lost: none of it may land now). Batches already taken by the sender are on the wire
-    and left alone; those in the queue have no sequence number yet, so the idempotent producer
-    goes on as if they had never been."""
+    and left alone. A batch queued again for a retry already carries its idempotence sequence
+    numbers, so the producer cannot go on after a discard: the caller replaces it
+    (worker.kafka.producers.RenewingProducer.discard)."""
     queue: Any = getattr(producer, "_message_accumulator", None)
     batches = getattr(queue, "_batches", None)
     if batches is None:
