@@ -11,6 +11,7 @@ import uuid
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.structs import TopicPartition
 
 from tests.support import kafka_io
 from worker.kafka.membership import Membership, Standing, discard_queued, hold_sends
@@ -115,6 +116,53 @@ async def _join(consumer: AIOKafkaConsumer) -> None:
         if consumer.assignment():
             return
     raise TimeoutError("never assigned")
+
+
+async def test_a_discarded_producer_fails_the_batches_that_come_back_to_its_queue() -> None:
+    """The client's own queue, worked as its sender works it (no broker: nothing is sent). A
+    batch on the wire when the partitions were lost, refused because the broker went away, is
+    queued again for a retry after the discard; it must fail then, not go out once the member
+    has rejoined. And a retried batch discarded from the queue settles without the client's
+    bookkeeping raising in a callback (which asyncio logs as an error)."""
+    loop = asyncio.get_running_loop()
+    callback_errors: list[dict[str, object]] = []
+    loop.set_exception_handler(lambda _, context: callback_errors.append(context))
+    producer = AIOKafkaProducer(bootstrap_servers="127.0.0.1:9", enable_idempotence=True)
+    producer._txn_manager.set_pid_and_epoch(7, 0)  # as the sender's first step does
+    queue = producer._message_accumulator
+    tp = TopicPartition("chunks", 0)
+    try:
+
+        def batch_of(value: bytes) -> object:
+            builder = producer.create_batch()
+            builder.append(timestamp=None, key=b"k", value=value)
+            return builder
+
+        # The sender takes both (both get their sequence numbers); the second is refused and
+        # queued again for a retry, the first is still on the wire.
+        on_the_wire = await queue.add_batch(batch_of(b"on the wire"), tp, timeout=1)
+        taken = queue._pop_batch(tp)
+        retried = await queue.add_batch(batch_of(b"retried"), tp, timeout=1)
+        queue.reenqueue(queue._pop_batch(tp))
+
+        discard_queued(producer, RuntimeError("lost"))
+        with pytest.raises(RuntimeError):
+            await retried
+        assert not on_the_wire.done()
+
+        queue.reenqueue(taken)  # its request fails after the discard: queued again
+        nodes, _ = queue.drain_by_nodes(ignore_nodes=set())  # the sender looks again
+        assert not nodes
+        await asyncio.sleep(0)  # the client's own callbacks on those futures run
+        assert on_the_wire.done()
+        assert isinstance(on_the_wire.exception(), RuntimeError)
+        assert not queue._batches
+        assert not queue._pending_batches
+        assert callback_errors == []
+    finally:
+        loop.set_exception_handler(None)
+        queue.fail_all(RuntimeError("end of the test"))  # nothing left for stop() to flush
+        await producer.stop()
 
 
 @pytest.mark.kafka

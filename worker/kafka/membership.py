@@ -184,20 +184,38 @@ def hold_sends(producer: Any, may_send: Callable[[], bool]) -> None:
 
 
 def discard_queued(producer: Any, error: BaseException) -> None:
-    """Fail every batch still in ``producer``'s queue with ``error`` (the member's partitions
-    were lost: none of it may land now). Batches already taken by the sender are on the wire
-    and left alone. A batch queued again for a retry already carries its idempotence sequence
-    numbers, so the producer cannot go on after a discard: the caller replaces it
-    (worker.kafka.producers.RenewingProducer.discard)."""
+    """Fail every batch in ``producer``'s queue with ``error`` (the member's partitions were
+    lost: none of it may land now), and every batch that comes back to the queue afterwards.
+
+    Why afterwards too: a batch on the wire at the discard, refused because the broker went
+    away, is queued again for its retry; sent once the member has rejoined, it would land
+    behind what the partitions' new owner wrote meanwhile. So a discarded producer sends
+    nothing more, and its owner replaces it (worker.kafka.producers.RenewingProducer.discard);
+    a retried batch's idempotence sequence numbers would leave its partition a gap anyway."""
     queue: Any = getattr(producer, "_message_accumulator", None)
-    batches = getattr(queue, "_batches", None)
-    if batches is None:
+    drain = getattr(queue, "drain_by_nodes", None)
+    if drain is None or not hasattr(queue, "_batches") or not hasattr(queue, "_pending_batches"):
         raise RuntimeError("aiokafka's producer queue is not where it was: see membership")
-    for waiting in list(batches.values()):
+    _fail_queued(queue, error)
+
+    def drain_nothing(ignore_nodes: Any, muted_partitions: Any = frozenset()) -> Any:
+        _fail_queued(queue, error)
+        return drain(ignore_nodes, muted_partitions)  # nothing to take; re-arms its wake-up
+
+    queue.drain_by_nodes = drain_nothing
+
+
+def _fail_queued(queue: Any, error: BaseException) -> None:
+    for waiting in list(queue._batches.values()):
         for batch in waiting:
+            if batch.retry_count:
+                # Taken once before: that first take registered a callback that removes it
+                # from the client's in-flight set when it settles, and a batch queued again
+                # is out of that set, so the callback would raise (asyncio logs an error).
+                queue._pending_batches.add(batch)
             batch.failure(error)
             # Nobody may wait for them any more: retrieved here, or asyncio reports them.
             for future in (batch.future, batch._drain_waiter, *(f for f, _ in batch._msg_futures)):
                 if future.done() and not future.cancelled():
                     future.exception()
-    batches.clear()
+    queue._batches.clear()

@@ -17,8 +17,8 @@ Invariants:
 - The replaced producer is stopped in the background: it flushes what it still holds (each
   batch succeeds or fails; its documents retry either way).
 - With a fence (``may_send``: worker.kafka.membership), every producer made here sends only
-  while it allows; :meth:`RenewingProducer.discard` fails what the current one still queues
-  (the partitions were lost).
+  while it allows; :meth:`RenewingProducer.discard` fails what the current one still queues,
+  and what comes back to its queue later (the partitions were lost).
 """
 
 from __future__ import annotations
@@ -73,12 +73,12 @@ class RenewingProducer:
             hold_sends(producer, self._may_send)
 
     def discard(self, error: BaseException) -> None:
-        """Fail every batch the current producer still queues (none of it may land any more),
-        and have the next send replace the producer. A batch sent once and queued again for a
-        retry (the broker went away) already carries its idempotence sequence numbers:
-        discarded, it leaves a gap that the broker refuses for every later batch of its
-        partition, and the member stalls on them (the fault campaign, seed 12, at-least-once).
-        A new producer starts its own sequences."""
+        """Fail every batch the current producer still queues or gets back for a retry (none
+        of it may land any more: it sends nothing from now on), and have the next send replace
+        it. A batch sent once and queued again for a retry (the broker went away) already
+        carries its idempotence sequence numbers: discarded, it leaves a gap that the broker
+        refuses for every later batch of its partition, and the member stalls on them (the
+        fault campaign, seed 12, at-least-once). A new producer starts its own sequences."""
         discard_queued(self.current, error)
         if self.broken is None:
             self.broken = error
