@@ -168,17 +168,23 @@ async def end_offsets(bootstrap: str, topic: str) -> dict[TopicPartition, int]:
 
 
 async def wait_committed_to_end(
-    bootstrap: str, group: str, topic: str, timeout_s: float = 60
+    bootstrap: str, group: str, topic: str, timeout_s: float = 60, *, idle: bool = False
 ) -> dict[TopicPartition, int]:
-    """Wait until the group's committed offsets reach the end of every partition."""
+    """Wait until the group's committed offsets reach the end of every partition: at most
+    ``timeout_s``, or, ``idle``, until they have not moved for ``timeout_s`` (a stall, on a
+    machine of any speed, rather than a slow machine)."""
     end = await end_offsets(bootstrap, topic)
     deadline = time.monotonic() + timeout_s
+    last: dict[TopicPartition, int] = {}
     while True:
         committed = await committed_offsets(bootstrap, group)
         if all(committed.get(tp, -1) >= off for tp, off in end.items() if off > 0):
             return committed
+        if idle and committed != last:
+            last, deadline = committed, time.monotonic() + timeout_s
         if time.monotonic() > deadline:
-            raise TimeoutError(f"group {group}: committed {committed}, end {end}")
+            waited = f"no commit for {timeout_s:.0f} s" if idle else f"{timeout_s:.0f} s"
+            raise TimeoutError(f"group {group} ({waited}): committed {committed}, end {end}")
         await asyncio.sleep(0.3)
 
 
