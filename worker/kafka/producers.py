@@ -80,8 +80,7 @@ class RenewingProducer:
         refuses for every later batch of its partition, and the member stalls on them (the
         fault campaign, seed 12, at-least-once). A new producer starts its own sequences."""
         discard_queued(self.current, error)
-        if self.broken is None:
-            self.broken = error
+        self._mark(self.current, error)
 
     async def stop(self) -> None:
         """Flush and close (bounded: during an outage nothing can be flushed)."""

@@ -343,7 +343,9 @@ class Publisher:
             if lane.driver is not None:
                 # Let go of here, not in the driver's own ``finally``: a driver cancelled before
                 # its first step never runs it, and the lane would keep a dead driver that no
-                # later batch gets past (the fault campaign's seed 17, at-least-once).
+                # later batch gets past (the fault campaign's seed 17, at-least-once). Not in a
+                # done callback either: that runs a turn after the driver ends, and a batch
+                # staged in between would find a driver that no longer hands anything over.
                 lane.driver.cancel()
                 lane.driver = None
             _fail_lane(lane, error)
